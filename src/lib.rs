@@ -1,0 +1,2 @@
+//! oncepost: publish to web platforms that have no API, at most once.
+pub mod cli;
