@@ -1,2 +1,17 @@
-//! oncepost: publish to web platforms that have no API, at most once.
+//! oncepost: publish to web platforms that have no API, **at most once**.
+//!
+//! A durable intent store gates a headless-browser driver. The driver may probe a page freely but never
+//! submits during a probe; it presses a publish control only by consuming the authorization value the store
+//! returns at the final before-byte checkpoint, then reads the post back to settle the intent.
+//!
+//! # Layout
+//! - [`identity`]: delivery keys, attempt tokens, content and wire-request hashes (one rule for every backend).
+//! - [`store`]: the at-most-once state machine on SQLite and PostgreSQL; the only module with SQL in it.
+//! - [`contract`]: platform selector contracts (`selectors/*.toml`): parsing, validation, hashing.
+//! - [`browser`]: the Chromium driver, strict locator checks, probes and the write guard.
+//! - [`fixture_platform`]: the bundled fixture platform (pages, hostile variants, fault modes) on loopback.
+//! - [`cli`]: the `oncepost` command line; the binary in `src/main.rs` only calls [`cli::main`].
+//!
+//! Data flows one way: cli -> publish/recover -> store + browser. The browser never writes to the store
+//! and the store never touches the browser.
 pub mod cli;
