@@ -1,0 +1,391 @@
+//! Identities: the delivery key, the attempt token, the content hash and the wire-request hash.
+//!
+//! Four identities, named separately because they answer different questions (see
+//! `at-most-once-publishing.md`, "Idempotency identity"):
+//!
+//! | identity | answers | derived from | never includes |
+//! |---|---|---|---|
+//! | [`DeliveryKey`] | "did I already do this?" | account, action kind, target, canonical request | any time, any per-attempt value |
+//! | [`AttemptToken`] | "which try was this?" | randomness (uuid v4) | content |
+//! | [`ContentHash`] | "is this the same text again?" (duplicate window) | normalized text | account, time |
+//! | [`WireRequestHash`] | "what exactly went on the wire?" | method, URL, body bytes | time |
+//!
+//! Every backend uses these functions; nothing else in the crate hashes for identity, so the SQLite and the
+//! PostgreSQL store cannot disagree about what "the same post" is.
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use unicode_normalization::UnicodeNormalization;
+
+/// Version tag mixed into every content-derived hash, so a future change of the canonical encoding can never
+/// produce a key equal to an old one by accident.
+const KEY_DOMAIN: &str = "oncepost/delivery-key/v1";
+const CONTENT_DOMAIN: &str = "oncepost/content/v1";
+const WIRE_DOMAIN: &str = "oncepost/wire-request/v1";
+const REDELIVERY_DOMAIN: &str = "oncepost/redelivery/v1";
+
+/// What kind of side effect an intent asks for. Zero-text verbs (like, reshare, follow) are distinct kinds so
+/// that they never collide with each other or with a post on the same target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum ActionKind {
+    /// A new post with text.
+    Post,
+    /// A reply to the target, with text.
+    Reply,
+    /// A quote of the target, with text: both the text and the linkage are in the key.
+    Quote,
+    /// A like of the target; no text.
+    Like,
+    /// A reshare of the target; no text.
+    Reshare,
+    /// Following the target account; no text.
+    Follow,
+}
+
+impl ActionKind {
+    /// The one spelling of this kind, shared by serde, the CLI and the SQL column.
+    pub fn label(self) -> &'static str {
+        match self {
+            ActionKind::Post => "post",
+            ActionKind::Reply => "reply",
+            ActionKind::Quote => "quote",
+            ActionKind::Like => "like",
+            ActionKind::Reshare => "reshare",
+            ActionKind::Follow => "follow",
+        }
+    }
+
+    /// Parse the label written by [`ActionKind::label`].
+    pub fn from_label(s: &str) -> Option<Self> {
+        [
+            ActionKind::Post,
+            ActionKind::Reply,
+            ActionKind::Quote,
+            ActionKind::Like,
+            ActionKind::Reshare,
+            ActionKind::Follow,
+        ]
+        .into_iter()
+        .find(|k| k.label() == s)
+    }
+
+    /// Whether this kind carries outgoing text.
+    pub fn has_text(self) -> bool {
+        matches!(
+            self,
+            ActionKind::Post | ActionKind::Reply | ActionKind::Quote
+        )
+    }
+}
+
+impl fmt::Display for ActionKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.label())
+    }
+}
+
+/// Normalize text the way every identity sees it: Unicode NFC, CRLF and CR turned into LF, and leading and
+/// trailing white space removed (platforms trim it, so two texts differing only there are the same post).
+pub fn normalize_text(text: &str) -> String {
+    let unified = text.replace("\r\n", "\n").replace('\r', "\n");
+    unified.nfc().collect::<String>().trim().to_string()
+}
+
+/// The canonical projection of the request that will actually be sent: the normalized text (if the kind
+/// carries text) and the other compose fields, normalized the same way and ordered by name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct CanonicalRequest {
+    /// Normalized text; `None` for zero-text verbs.
+    pub text: Option<String>,
+    /// Other fields (title, the quoted post's id, ...), normalized, sorted by name.
+    pub fields: BTreeMap<String, String>,
+}
+
+impl CanonicalRequest {
+    /// Build a canonical request from raw caller input.
+    pub fn new(text: Option<&str>, fields: &BTreeMap<String, String>) -> Self {
+        CanonicalRequest {
+            text: text.map(normalize_text),
+            fields: fields
+                .iter()
+                .map(|(k, v)| (k.trim().to_string(), normalize_text(v)))
+                .collect(),
+        }
+    }
+}
+
+/// Everything that decides a delivery key. A caller's source reference is deliberately absent: it is an
+/// attribute of the intent, not part of its identity, unless the caller puts it into `request.fields`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeliverySpec {
+    /// The account that will publish (its stable name in the store).
+    pub account: String,
+    /// The kind of side effect.
+    pub action: ActionKind,
+    /// The target's stable identity: the account's own feed for a post (empty string), a post id or URL for
+    /// a reply, like, reshare or quote, an account id for a follow.
+    pub target: String,
+    /// The canonical request projection.
+    pub request: CanonicalRequest,
+}
+
+/// Append one length-prefixed component, so that no two different component lists encode to the same bytes.
+fn put(h: &mut Sha256, part: &[u8]) {
+    h.update((part.len() as u64).to_be_bytes());
+    h.update(part);
+}
+
+fn finish(h: Sha256) -> String {
+    hex::encode(h.finalize())
+}
+
+/// The stable identity of one intended external effect: sha256 (hex) over a canonical encoding of (account,
+/// action kind, target identity, canonical request projection). Never includes a time.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct DeliveryKey(String);
+
+impl DeliveryKey {
+    /// Compute the key of a delivery.
+    pub fn derive(spec: &DeliverySpec) -> Self {
+        let mut h = Sha256::new();
+        put(&mut h, KEY_DOMAIN.as_bytes());
+        put(&mut h, spec.account.trim().as_bytes());
+        put(&mut h, spec.action.label().as_bytes());
+        put(&mut h, spec.target.trim().as_bytes());
+        match &spec.request.text {
+            Some(t) => {
+                put(&mut h, b"text");
+                put(&mut h, t.as_bytes());
+            }
+            None => put(&mut h, b"no-text"),
+        }
+        put(&mut h, &(spec.request.fields.len() as u64).to_be_bytes());
+        for (k, v) in &spec.request.fields {
+            put(&mut h, k.as_bytes());
+            put(&mut h, v.as_bytes());
+        }
+        DeliveryKey(finish(h))
+    }
+
+    /// The key of a redelivery: the consumed key plus the explicit authorization record (who and why). The
+    /// same person giving the same reason for the same consumed key gets the same key, so repeating the
+    /// command cannot authorize two extra copies.
+    pub fn for_redelivery(consumed: &DeliveryKey, by: &str, reason: &str) -> Self {
+        let mut h = Sha256::new();
+        put(&mut h, REDELIVERY_DOMAIN.as_bytes());
+        put(&mut h, consumed.0.as_bytes());
+        put(&mut h, by.trim().as_bytes());
+        put(&mut h, normalize_text(reason).as_bytes());
+        DeliveryKey(finish(h))
+    }
+
+    /// Wrap a key read back from the store or typed by a person. Accepts exactly 64 lowercase hex digits.
+    pub fn parse(s: &str) -> Option<Self> {
+        let s = s.trim();
+        (s.len() == 64
+            && s.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+        .then(|| DeliveryKey(s.to_string()))
+    }
+
+    /// The hex string.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for DeliveryKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A fresh, random token per attempt; never content-derived.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct AttemptToken(String);
+
+impl AttemptToken {
+    /// Mint a new random token (uuid v4).
+    pub fn mint() -> Self {
+        AttemptToken(uuid::Uuid::new_v4().to_string())
+    }
+
+    /// Wrap a token read back from the store.
+    pub fn from_stored(s: String) -> Self {
+        AttemptToken(s)
+    }
+
+    /// The token's text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for AttemptToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// sha256 (hex) of the normalized text: the identity the duplicate-text window compares.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ContentHash(String);
+
+impl ContentHash {
+    /// Hash a text after [`normalize_text`]. Zero-text verbs hash the empty string under their own label, so
+    /// two likes never trip the duplicate-text window of each other's (absent) text.
+    pub fn of(action: ActionKind, text: Option<&str>) -> Self {
+        let mut h = Sha256::new();
+        put(&mut h, CONTENT_DOMAIN.as_bytes());
+        match text {
+            Some(t) if action.has_text() => put(&mut h, normalize_text(t).as_bytes()),
+            _ => put(&mut h, action.label().as_bytes()),
+        }
+        ContentHash(finish(h))
+    }
+
+    /// Wrap a hash read back from the store.
+    pub fn from_stored(s: String) -> Self {
+        ContentHash(s)
+    }
+
+    /// The hex string.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// sha256 (hex) of the request that went on the wire: method, URL and body bytes exactly as sent.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct WireRequestHash(String);
+
+impl WireRequestHash {
+    /// Hash a request as sent.
+    pub fn of(method: &str, url: &str, body: &[u8]) -> Self {
+        let mut h = Sha256::new();
+        put(&mut h, WIRE_DOMAIN.as_bytes());
+        put(&mut h, method.to_ascii_uppercase().as_bytes());
+        put(&mut h, url.as_bytes());
+        put(&mut h, body);
+        WireRequestHash(finish(h))
+    }
+
+    /// The hex string.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(action: ActionKind, text: Option<&str>) -> DeliverySpec {
+        DeliverySpec {
+            account: "alice".into(),
+            action,
+            target: "post/42".into(),
+            request: CanonicalRequest::new(text, &BTreeMap::new()),
+        }
+    }
+
+    #[test]
+    fn zero_text_verbs_on_one_target_get_distinct_keys() {
+        let keys: Vec<_> = [
+            ActionKind::Like,
+            ActionKind::Reshare,
+            ActionKind::Follow,
+            ActionKind::Reply,
+        ]
+        .into_iter()
+        .map(|a| DeliveryKey::derive(&spec(a, None)))
+        .collect();
+        for i in 0..keys.len() {
+            for j in i + 1..keys.len() {
+                assert_ne!(keys[i], keys[j]);
+            }
+        }
+    }
+
+    #[test]
+    fn quote_key_covers_text_and_linkage() {
+        let mut a = spec(ActionKind::Quote, Some("look"));
+        let b = spec(ActionKind::Quote, Some("look"));
+        assert_eq!(DeliveryKey::derive(&a), DeliveryKey::derive(&b));
+        a.target = "post/43".into();
+        assert_ne!(DeliveryKey::derive(&a), DeliveryKey::derive(&b));
+        let c = spec(ActionKind::Quote, Some("look!"));
+        assert_ne!(DeliveryKey::derive(&c), DeliveryKey::derive(&b));
+    }
+
+    #[test]
+    fn canonicalization_nfc_and_line_endings() {
+        // "é" precomposed vs "e" + combining acute; CRLF vs LF; surrounding blanks.
+        let a = spec(ActionKind::Post, Some("caf\u{e9}\r\nbar"));
+        let b = spec(ActionKind::Post, Some("  cafe\u{301}\nbar \n"));
+        assert_eq!(DeliveryKey::derive(&a), DeliveryKey::derive(&b));
+        assert_eq!(
+            ContentHash::of(ActionKind::Post, Some("caf\u{e9}\r\nbar")),
+            ContentHash::of(ActionKind::Post, Some("cafe\u{301}\nbar"))
+        );
+    }
+
+    #[test]
+    fn components_cannot_run_into_each_other() {
+        let mut a = spec(ActionKind::Post, Some("b"));
+        a.account = "a".into();
+        a.target = "".into();
+        let mut b = spec(ActionKind::Post, Some(""));
+        b.account = "a".into();
+        b.target = "b".into();
+        assert_ne!(DeliveryKey::derive(&a), DeliveryKey::derive(&b));
+    }
+
+    #[test]
+    fn fields_are_in_the_key_in_name_order() {
+        let mut f1 = BTreeMap::new();
+        f1.insert("title".to_string(), "T".to_string());
+        let mut s = spec(ActionKind::Post, Some("x"));
+        let plain = DeliveryKey::derive(&s);
+        s.request = CanonicalRequest::new(Some("x"), &f1);
+        assert_ne!(plain, DeliveryKey::derive(&s));
+    }
+
+    #[test]
+    fn attempt_tokens_are_random() {
+        assert_ne!(AttemptToken::mint(), AttemptToken::mint());
+    }
+
+    #[test]
+    fn key_parse_round_trips_and_rejects_junk() {
+        let k = DeliveryKey::derive(&spec(ActionKind::Post, Some("x")));
+        assert_eq!(DeliveryKey::parse(k.as_str()), Some(k.clone()));
+        assert_eq!(DeliveryKey::parse("nope"), None);
+        assert_eq!(DeliveryKey::parse(&k.as_str().to_uppercase()), None);
+    }
+
+    #[test]
+    fn redelivery_key_differs_from_consumed_and_is_repeatable() {
+        let k = DeliveryKey::derive(&spec(ActionKind::Post, Some("x")));
+        let r1 = DeliveryKey::for_redelivery(&k, "ops", "the first copy was deleted");
+        let r2 = DeliveryKey::for_redelivery(&k, "ops", "the first copy was deleted");
+        assert_eq!(r1, r2);
+        assert_ne!(r1, k);
+        assert_ne!(r1, DeliveryKey::for_redelivery(&k, "ops", "another reason"));
+    }
+
+    #[test]
+    fn wire_hash_covers_method_url_body() {
+        let a = WireRequestHash::of("POST", "http://x/api", b"{}");
+        assert_eq!(a, WireRequestHash::of("post", "http://x/api", b"{}"));
+        assert_ne!(a, WireRequestHash::of("POST", "http://x/api", b"{ }"));
+        assert_ne!(a, WireRequestHash::of("POST", "http://x/api2", b"{}"));
+    }
+}

@@ -1,0 +1,404 @@
+//! Values that cross the store boundary: what callers pass in and what they get back.
+use serde::{Deserialize, Serialize};
+
+use super::state::{EventKind, Status};
+use crate::identity::{ActionKind, AttemptToken, CanonicalRequest, DeliveryKey};
+
+/// Milliseconds since the Unix epoch. Every time-dependent operation takes one from its caller, so tests
+/// control time exactly and the database never consults its own clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Timestamp(pub i64);
+
+impl Timestamp {
+    /// The system clock now.
+    pub fn now() -> Self {
+        let d = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        Timestamp(d.as_millis() as i64)
+    }
+
+    /// This time plus `ms` milliseconds.
+    pub fn plus_ms(self, ms: i64) -> Self {
+        Timestamp(self.0.saturating_add(ms))
+    }
+}
+
+/// Limits the store applies. Defaults are conservative; the CLI can override them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Policy {
+    /// How long a `begin` claim lasts before authorization (ms). Long enough to open a page and fill it.
+    pub claim_lease_ms: i64,
+    /// How long an authorized dispatch may take before the sweeper calls it indeterminate (ms).
+    pub dispatch_lease_ms: i64,
+    /// Attempts per intent before `begin` parks it instead.
+    pub max_attempts: i64,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            claim_lease_ms: 120_000,
+            dispatch_lease_ms: 120_000,
+            max_attempts: 3,
+        }
+    }
+}
+
+/// A request to create (or find) an intent.
+#[derive(Debug, Clone)]
+pub struct NewIntent {
+    /// The publishing account (must be registered).
+    pub account: String,
+    /// The kind of side effect.
+    pub action: ActionKind,
+    /// The target's stable identity (empty for a post on the account's own feed).
+    pub target: String,
+    /// The canonical request projection.
+    pub request: CanonicalRequest,
+    /// The caller's source reference (URL or object id): an attribute, not identity.
+    pub source_ref: Option<String>,
+}
+
+/// An intent as stored.
+#[derive(Debug, Clone, Serialize)]
+pub struct Intent {
+    /// The delivery key.
+    pub key: DeliveryKey,
+    /// Its state now.
+    pub state: Status,
+    /// The publishing account.
+    pub account: String,
+    /// The account's platform.
+    pub platform: String,
+    /// The kind of side effect.
+    pub action: ActionKind,
+    /// The target's identity.
+    pub target: String,
+    /// The canonical request.
+    pub request: CanonicalRequest,
+    /// sha256 of the normalized text.
+    pub content_hash: String,
+    /// The caller's source reference.
+    pub source_ref: Option<String>,
+    /// The consumed key this intent redelivers, if it is a redelivery.
+    pub redelivery_of: Option<DeliveryKey>,
+    /// The redelivery authorization record (who, why, which key), if any.
+    pub redelivery: Option<serde_json::Value>,
+    /// The current fencing generation (0 before the first begin).
+    pub generation: i64,
+    /// The epoch the current claim was made in.
+    pub epoch: i64,
+    /// Who holds the live claim or lease, if anyone.
+    pub lease_owner: Option<String>,
+    /// When that claim or lease ends (ms).
+    pub lease_expires_at: Option<i64>,
+    /// The current attempt's token.
+    pub current_attempt: Option<String>,
+    /// Attempts minted so far.
+    pub attempt_count: i64,
+    /// The attempt cap.
+    pub max_attempts: i64,
+    /// Automatic and requested reconcile lookups recorded so far.
+    pub reconcile_count: i64,
+    /// The platform's id for the post, once known.
+    pub platform_id: Option<String>,
+    /// The post's permalink, once known.
+    pub permalink: Option<String>,
+    /// Created (ms).
+    pub created_at: i64,
+    /// Last changed (ms).
+    pub updated_at: i64,
+}
+
+/// The result of `create_intent`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Created {
+    /// The intent (new or existing).
+    pub intent: Intent,
+    /// False when the key already existed: nothing was written.
+    pub created: bool,
+}
+
+/// The fencing identity of one attempt: every write a worker makes under its claim carries it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Fence {
+    /// The intent.
+    pub key: DeliveryKey,
+    /// The attempt's token.
+    pub attempt: AttemptToken,
+    /// The generation issued at begin (from the sequence / counter).
+    pub generation: i64,
+    /// The store epoch at begin.
+    pub epoch: i64,
+    /// The worker that holds the claim.
+    pub owner: String,
+}
+
+/// What `begin` won: a live pre-authorization claim and one new attempt.
+#[derive(Debug, Clone, Serialize)]
+pub struct Claim {
+    /// The fence for every later write.
+    pub fence: Fence,
+    /// When the claim ends (ms).
+    pub lease_expires_at: i64,
+    /// The attempt's ordinal within the intent (1, 2, ...).
+    pub ordinal: i64,
+    /// The platform contract hash the attempt was begun with.
+    pub contract_hash: String,
+    /// The account's credential version at begin.
+    pub credential_version: i64,
+}
+
+/// The outcome of `begin`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum Begun {
+    /// The caller is the elected executor; proceed to compose, then authorize.
+    Claimed(Claim),
+    /// The attempt cap was reached: the intent was parked instead; proceed with nothing.
+    Parked {
+        /// Attempts made.
+        attempts: i64,
+    },
+}
+
+/// The only value that allows pressing a publish control. Returned by `authorize_dispatch`; not `Clone`, not
+/// constructible outside the store, consumed by the sender, which gets the [`Fence`] back to settle with.
+#[derive(Debug)]
+pub struct DispatchAuthorization {
+    fence: Fence,
+    lease_expires_at: i64,
+}
+
+impl DispatchAuthorization {
+    pub(crate) fn new(fence: Fence, lease_expires_at: i64) -> Self {
+        DispatchAuthorization {
+            fence,
+            lease_expires_at,
+        }
+    }
+
+    /// Read the fence without consuming the authorization (for logging and the wire-hash record).
+    pub fn fence(&self) -> &Fence {
+        &self.fence
+    }
+
+    /// When the dispatch lease ends (ms): after it, sweep calls the outcome indeterminate.
+    pub fn lease_expires_at(&self) -> i64 {
+        self.lease_expires_at
+    }
+
+    /// Consume the authorization: the sender calls this exactly once, at the moment it dispatches.
+    pub fn consume(self) -> Fence {
+        self.fence
+    }
+}
+
+/// How a worker settles its authorized attempt.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum Settlement {
+    /// Read back and matched.
+    Published {
+        /// The platform's id.
+        platform_id: Option<String>,
+        /// The permalink.
+        permalink: Option<String>,
+        /// The read-back verdict and anything else worth keeping.
+        verdict: serde_json::Value,
+    },
+    /// Definitive not-sent, with the proof.
+    Failed {
+        /// Why it is known that nothing left.
+        proof: serde_json::Value,
+    },
+    /// Nobody can know.
+    Indeterminate {
+        /// What happened.
+        reason: String,
+        /// Details (status codes, errors, evidence links).
+        details: serde_json::Value,
+    },
+}
+
+/// What the sweeper did in one pass.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct SweepReport {
+    /// Authorized intents whose lease expired, now indeterminate.
+    pub made_indeterminate: Vec<DeliveryKey>,
+    /// Expired pre-authorization claims released (intent stays pending).
+    pub claims_released: Vec<DeliveryKey>,
+}
+
+/// A recorded reconcile lookup: the lookup may run only after this exists.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReconcileTicket {
+    /// The intent.
+    pub key: DeliveryKey,
+    /// Which lookup this is (1 = the automatic one).
+    pub number: i64,
+    /// Who asked.
+    pub actor: String,
+}
+
+/// What a reconcile lookup saw.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "result", rename_all = "snake_case")]
+pub enum ReconcileOutcome {
+    /// The post is on the platform.
+    Found {
+        /// Its id.
+        platform_id: Option<String>,
+        /// Its permalink.
+        permalink: Option<String>,
+        /// Evidence of the lookup.
+        evidence: serde_json::Value,
+    },
+    /// The lookup ran and found nothing (this proves nothing about sending).
+    NotFound {
+        /// Evidence of the lookup.
+        evidence: serde_json::Value,
+    },
+    /// The lookup could not run.
+    Unavailable {
+        /// Why.
+        error: String,
+    },
+}
+
+/// What to do when a lookup does not find the post.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum NotFoundPolicy {
+    /// Leave it indeterminate.
+    Stay,
+    /// Park it for a person.
+    Park,
+}
+
+/// One row of an intent's history.
+#[derive(Debug, Clone, Serialize)]
+pub struct EventRecord {
+    /// Order of the event in the whole store.
+    pub id: i64,
+    /// When (ms).
+    pub at: i64,
+    /// What happened.
+    pub kind: EventKind,
+    /// State before.
+    pub from: Option<Status>,
+    /// State after.
+    pub to: Status,
+    /// Who (worker id, `sweeper`, a person's name).
+    pub actor: String,
+    /// Why, in words.
+    pub reason: Option<String>,
+    /// Structured details.
+    pub details: serde_json::Value,
+    /// The attempt involved, if any.
+    pub attempt: Option<String>,
+    /// The generation involved, if any.
+    pub generation: Option<i64>,
+}
+
+/// One attempt row.
+#[derive(Debug, Clone, Serialize)]
+pub struct AttemptRecord {
+    /// The random token.
+    pub token: String,
+    /// 1, 2, ...
+    pub ordinal: i64,
+    /// The worker.
+    pub owner: String,
+    /// Fencing generation.
+    pub generation: i64,
+    /// Epoch.
+    pub epoch: i64,
+    /// Credential version at begin.
+    pub credential_version: i64,
+    /// Contract hash at begin.
+    pub contract_hash: String,
+    /// When (ms).
+    pub created_at: i64,
+}
+
+/// An intent with its whole history, verified by replay.
+#[derive(Debug, Clone, Serialize)]
+pub struct Timeline {
+    /// The intent.
+    pub intent: Intent,
+    /// Its attempts, in order.
+    pub attempts: Vec<AttemptRecord>,
+    /// Its events, in order.
+    pub events: Vec<EventRecord>,
+}
+
+/// A registered account.
+#[derive(Debug, Clone, Serialize)]
+pub struct Account {
+    /// Name.
+    pub name: String,
+    /// Platform.
+    pub platform: String,
+    /// Credential version (bumped by rotate).
+    pub credential_version: i64,
+    /// Revoked?
+    pub revoked: bool,
+    /// Minimum interval between publishes (ms).
+    pub min_interval_ms: i64,
+    /// Duplicate-text window (ms).
+    pub dup_window_ms: i64,
+    /// Last authorized dispatch (ms).
+    pub last_dispatch_at: Option<i64>,
+}
+
+/// Settings for a new account.
+#[derive(Debug, Clone)]
+pub struct NewAccount {
+    /// Name.
+    pub name: String,
+    /// Platform (the contract's platform name).
+    pub platform: String,
+    /// Minimum interval between publishes (ms).
+    pub min_interval_ms: i64,
+    /// Duplicate-text window (ms).
+    pub dup_window_ms: i64,
+}
+
+/// Where a kill switch applies.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "scope", content = "name", rename_all = "snake_case")]
+pub enum SwitchScope {
+    /// Everything.
+    Global,
+    /// One platform.
+    Platform(String),
+    /// One account.
+    Account(String),
+}
+
+impl SwitchScope {
+    pub(crate) fn parts(&self) -> (&'static str, &str) {
+        match self {
+            SwitchScope::Global => ("global", ""),
+            SwitchScope::Platform(p) => ("platform", p),
+            SwitchScope::Account(a) => ("account", a),
+        }
+    }
+}
+
+/// A kill switch's current position.
+#[derive(Debug, Clone, Serialize)]
+pub struct Switch {
+    /// global, platform or account.
+    pub scope: String,
+    /// Platform or account name (empty for global).
+    pub name: String,
+    /// Engaged (publishing stopped)?
+    pub engaged: bool,
+    /// Last changed (ms).
+    pub changed_at: i64,
+    /// By whom.
+    pub changed_by: String,
+}

@@ -1,0 +1,1372 @@
+//! The intent operations. Each state change is one guarded UPDATE whose affected-row count decides success,
+//! with its event appended in the same transaction. When a guard matches nothing, the operation reads the row
+//! again only to say why (the read decides nothing).
+use serde_json::json;
+
+use super::error::{AuthorizeRefusal, StoreError};
+use super::model::*;
+use super::state::{EventKind, Status};
+use super::{Store, col, is_duplicate_text, map_db, read_pool, write_tx};
+use crate::identity::{AttemptToken, ContentHash, DeliveryKey};
+
+/// Columns of `intents`, in the order [`intent_from_row`] reads them.
+pub(crate) const INTENT_COLUMNS: &str = "id, delivery_key, state, account, platform, action_kind, target, \
+    request_json, content_hash, source_ref, redelivery_of, redelivery_json, generation, epoch, lease_owner, \
+    lease_expires_at, current_attempt, attempt_count, max_attempts, reconcile_count, platform_id, permalink, \
+    created_at, updated_at, contract_hash, credential_version";
+
+/// An intent row plus the columns callers do not see.
+pub(crate) struct IntentRow {
+    pub id: i64,
+    pub intent: Intent,
+    pub contract_hash: Option<String>,
+}
+
+pub(crate) fn intent_from_row<R>(row: &R) -> Result<IntentRow, StoreError>
+where
+    R: sqlx::Row,
+    for<'r> &'r str: sqlx::ColumnIndex<R>,
+    for<'r> String: sqlx::Decode<'r, R::Database>,
+    String: sqlx::Type<R::Database>,
+    for<'r> i64: sqlx::Decode<'r, R::Database>,
+    i64: sqlx::Type<R::Database>,
+{
+    let state: String = col(row, "state")?;
+    let action: String = col(row, "action_kind")?;
+    let key: String = col(row, "delivery_key")?;
+    let request_json: String = col(row, "request_json")?;
+    let redelivery_of: Option<String> = col(row, "redelivery_of")?;
+    let redelivery_json: Option<String> = col(row, "redelivery_json")?;
+    let intent = Intent {
+        key: DeliveryKey::parse(&key)
+            .ok_or_else(|| StoreError::Decode(format!("delivery_key {key:?}")))?,
+        state: Status::from_label(&state)
+            .ok_or_else(|| StoreError::Decode(format!("state {state:?}")))?,
+        account: col(row, "account")?,
+        platform: col(row, "platform")?,
+        action: crate::identity::ActionKind::from_label(&action)
+            .ok_or_else(|| StoreError::Decode(format!("action_kind {action:?}")))?,
+        target: col(row, "target")?,
+        request: serde_json::from_str(&request_json)
+            .map_err(|e| StoreError::Decode(format!("request_json: {e}")))?,
+        content_hash: col(row, "content_hash")?,
+        source_ref: col(row, "source_ref")?,
+        redelivery_of: redelivery_of.and_then(|k| DeliveryKey::parse(&k)),
+        redelivery: redelivery_json.and_then(|j| serde_json::from_str(&j).ok()),
+        generation: col(row, "generation")?,
+        epoch: col(row, "epoch")?,
+        lease_owner: col(row, "lease_owner")?,
+        lease_expires_at: col(row, "lease_expires_at")?,
+        current_attempt: col(row, "current_attempt")?,
+        attempt_count: col(row, "attempt_count")?,
+        max_attempts: col(row, "max_attempts")?,
+        reconcile_count: col(row, "reconcile_count")?,
+        platform_id: col(row, "platform_id")?,
+        permalink: col(row, "permalink")?,
+        created_at: col(row, "created_at")?,
+        updated_at: col(row, "updated_at")?,
+    };
+    Ok(IntentRow {
+        id: col(row, "id")?,
+        intent,
+        contract_hash: col(row, "contract_hash")?,
+    })
+}
+
+/// Read one intent row by key inside a transaction or from a pool.
+macro_rules! fetch_intent {
+    ($ex:expr, $key:expr) => {{
+        let sql = format!(
+            "SELECT {} FROM intents WHERE delivery_key = $1",
+            $crate::store::ops::INTENT_COLUMNS
+        );
+        let row = sqlx::query(&sql)
+            .bind($key)
+            .fetch_optional($ex)
+            .await
+            .map_err($crate::store::map_db)?;
+        match row {
+            Some(r) => $crate::store::ops::intent_from_row(&r)?,
+            None => return Err($crate::store::StoreError::UnknownKey($key.to_string())),
+        }
+    }};
+}
+pub(crate) use fetch_intent;
+
+/// Append one event row.
+macro_rules! insert_event {
+    ($ex:expr, $intent_id:expr, $now:expr, $kind:expr, $from:expr, $to:expr, $actor:expr, $reason:expr,
+     $details:expr, $attempt:expr, $generation:expr) => {{
+        let from: Option<$crate::store::Status> = $from;
+        let attempt: Option<&str> = $attempt;
+        let generation: Option<i64> = $generation;
+        let reason: Option<&str> = $reason;
+        let details: &serde_json::Value = $details;
+        sqlx::query(
+            "INSERT INTO events (intent_id, at, kind, from_state, to_state, actor, reason, details, \
+             attempt_token, generation) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+        )
+        .bind($intent_id)
+        .bind($now)
+        .bind($kind.label())
+        .bind(from.map(|s| s.label()))
+        .bind($to.label())
+        .bind($actor)
+        .bind(reason)
+        .bind(details.to_string())
+        .bind(attempt)
+        .bind(generation)
+        .execute($ex)
+        .await
+        .map_err($crate::store::map_db)?;
+    }};
+}
+
+/// The target state the state table gives, or a `WrongState` error for `operation`.
+fn transition(
+    from: Status,
+    event: EventKind,
+    operation: &'static str,
+) -> Result<Status, StoreError> {
+    from.next(event).map_err(|_| StoreError::WrongState {
+        operation,
+        actual: from,
+    })
+}
+
+impl Store {
+    /// Create the intent for `new`, or return the existing one with the same delivery key (idempotent: the
+    /// same request never makes a second row).
+    pub async fn create_intent(
+        &self,
+        new: &NewIntent,
+        now: Timestamp,
+    ) -> Result<Created, StoreError> {
+        let key = DeliveryKey::derive(&crate::identity::DeliverySpec {
+            account: new.account.clone(),
+            action: new.action,
+            target: new.target.clone(),
+            request: new.request.clone(),
+        });
+        self.insert_intent(new, &key, None, "creator", None, now)
+            .await
+    }
+
+    /// Insert an intent row unless its key exists. Shared by create and redeliver.
+    async fn insert_intent(
+        &self,
+        new: &NewIntent,
+        key: &DeliveryKey,
+        redelivery: Option<(&DeliveryKey, serde_json::Value)>,
+        actor: &str,
+        reason: Option<&str>,
+        now: Timestamp,
+    ) -> Result<Created, StoreError> {
+        let content = ContentHash::of(new.action, new.request.text.as_deref());
+        let request_json =
+            serde_json::to_string(&new.request).map_err(|e| StoreError::Invalid(e.to_string()))?;
+        let max_attempts = self.policy.max_attempts;
+        write_tx!(self, |tx, dialect| {
+            let inserted: Option<i64> = sqlx::query_scalar(
+                "INSERT INTO intents (delivery_key, account, platform, action_kind, target, request_json, \
+                 content_hash, source_ref, redelivery_of, redelivery_json, state, max_attempts, created_at, \
+                 updated_at) \
+                 SELECT $1, a.name, a.platform, $3, $4, $5, $6, $7, $8, $9, 'pending', $10, $11, $11 \
+                 FROM accounts a WHERE a.name = $2 \
+                 ON CONFLICT (delivery_key) DO NOTHING RETURNING id",
+            )
+            .bind(key.as_str())
+            .bind(&new.account)
+            .bind(new.action.label())
+            .bind(&new.target)
+            .bind(&request_json)
+            .bind(content.as_str())
+            .bind(&new.source_ref)
+            .bind(redelivery.as_ref().map(|(k, _)| k.as_str()))
+            .bind(redelivery.as_ref().map(|(_, v)| v.to_string()))
+            .bind(max_attempts)
+            .bind(now.0)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(map_db)?;
+            match inserted {
+                Some(id) => {
+                    let details = match &redelivery {
+                        Some((_, record)) => json!({ "redelivery": record }),
+                        None => json!({ "source_ref": new.source_ref }),
+                    };
+                    insert_event!(
+                        &mut *tx,
+                        id,
+                        now.0,
+                        EventKind::Created,
+                        None,
+                        Status::Pending,
+                        actor,
+                        reason,
+                        &details,
+                        None,
+                        None
+                    );
+                    if let Some((consumed, record)) = &redelivery {
+                        let old = fetch_intent!(&mut *tx, consumed.as_str());
+                        let to = transition(
+                            old.intent.state,
+                            EventKind::RedeliveryAuthorized,
+                            "redeliver",
+                        )?;
+                        insert_event!(
+                            &mut *tx,
+                            old.id,
+                            now.0,
+                            EventKind::RedeliveryAuthorized,
+                            Some(old.intent.state),
+                            to,
+                            actor,
+                            reason,
+                            &json!({ "new_key": key.as_str(), "authorization": record }),
+                            None,
+                            None
+                        );
+                    }
+                    let row = fetch_intent!(&mut *tx, key.as_str());
+                    Ok(Created {
+                        intent: row.intent,
+                        created: true,
+                    })
+                }
+                None => {
+                    let exists: i64 =
+                        sqlx::query_scalar("SELECT COUNT(*) FROM accounts WHERE name = $1")
+                            .bind(&new.account)
+                            .fetch_one(&mut *tx)
+                            .await
+                            .map_err(map_db)?;
+                    if exists == 0 {
+                        return Err(StoreError::UnknownAccount(new.account.clone()));
+                    }
+                    let row = fetch_intent!(&mut *tx, key.as_str());
+                    Ok(Created {
+                        intent: row.intent,
+                        created: false,
+                    })
+                }
+            }
+        })
+    }
+
+    /// Claim a pending intent for `owner` and mint exactly one attempt (executor election). Refuses while
+    /// another worker holds a live claim or lease. An expired pre-authorization claim is taken over (its
+    /// attempt never sent anything, and its holder's later authorize is rejected by the new generation). At
+    /// the attempt cap the intent is parked instead.
+    pub async fn begin(
+        &self,
+        key: &DeliveryKey,
+        owner: &str,
+        contract_hash: &str,
+        now: Timestamp,
+    ) -> Result<Begun, StoreError> {
+        if owner.trim().is_empty() {
+            return Err(StoreError::Invalid(
+                "a worker needs a non-empty owner id".into(),
+            ));
+        }
+        let claim_lease_ms = self.policy.claim_lease_ms;
+        write_tx!(self, |tx, dialect| {
+            let row = fetch_intent!(&mut *tx, key.as_str());
+            let it = &row.intent;
+            if it.state != Status::Pending {
+                return Err(StoreError::WrongState {
+                    operation: "begin",
+                    actual: it.state,
+                });
+            }
+            if let (Some(holder), Some(until)) = (&it.lease_owner, it.lease_expires_at)
+                && until > now.0
+            {
+                return Err(StoreError::LeaseHeld {
+                    owner: holder.clone(),
+                    expires_at: until,
+                });
+            }
+            if it.attempt_count >= it.max_attempts {
+                let parked = sqlx::query(
+                    "UPDATE intents SET state = 'parked', lease_owner = NULL, lease_expires_at = NULL, \
+                     updated_at = $2 WHERE id = $1 AND state = 'pending' AND attempt_count >= max_attempts \
+                     AND (lease_expires_at IS NULL OR lease_expires_at <= $2)",
+                )
+                .bind(row.id)
+                .bind(now.0)
+                .execute(&mut *tx)
+                .await
+                .map_err(map_db)?;
+                if parked.rows_affected() != 1 {
+                    return Err(StoreError::LeaseHeld {
+                        owner: "(concurrent worker)".into(),
+                        expires_at: now.0,
+                    });
+                }
+                insert_event!(
+                    &mut *tx,
+                    row.id,
+                    now.0,
+                    EventKind::Parked,
+                    Some(Status::Pending),
+                    Status::Parked,
+                    owner,
+                    Some("attempt_cap"),
+                    &json!({ "attempts": it.attempt_count, "max_attempts": it.max_attempts }),
+                    None,
+                    None
+                );
+                return Ok(Begun::Parked {
+                    attempts: it.attempt_count,
+                });
+            }
+            // Pre-flight checks; authorize_dispatch re-checks all of them at the last moment.
+            let acct =
+                sqlx::query("SELECT credential_version, revoked FROM accounts WHERE name = $1")
+                    .bind(&it.account)
+                    .fetch_optional(&mut *tx)
+                    .await
+                    .map_err(map_db)?
+                    .ok_or_else(|| StoreError::UnknownAccount(it.account.clone()))?;
+            let credential_version: i64 = col(&acct, "credential_version")?;
+            let revoked: i64 = col(&acct, "revoked")?;
+            if revoked != 0 {
+                return Err(AuthorizeRefusal::Revoked {
+                    account: it.account.clone(),
+                }
+                .into());
+            }
+            let generation: i64 = sqlx::query_scalar(dialect.next_generation_sql())
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(map_db)?;
+            let epoch: i64 = sqlx::query_scalar("SELECT epoch FROM store_meta WHERE id = 1")
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(map_db)?;
+            let token = AttemptToken::mint();
+            let expires = now.plus_ms(claim_lease_ms).0;
+            // The guard: still pending, nobody holds a live claim, under the cap, and nobody began since we read
+            // the row (generation compare-and-swap).
+            let claimed = sqlx::query(
+                "UPDATE intents SET generation = $2, epoch = $3, lease_owner = $4, lease_expires_at = $5, \
+                 current_attempt = $6, attempt_count = attempt_count + 1, contract_hash = $7, \
+                 credential_version = $8, updated_at = $9 \
+                 WHERE id = $1 AND state = 'pending' AND attempt_count < max_attempts \
+                 AND (lease_expires_at IS NULL OR lease_expires_at <= $9) AND generation = $10",
+            )
+            .bind(row.id)
+            .bind(generation)
+            .bind(epoch)
+            .bind(owner)
+            .bind(expires)
+            .bind(token.as_str())
+            .bind(contract_hash)
+            .bind(credential_version)
+            .bind(now.0)
+            .bind(it.generation)
+            .execute(&mut *tx)
+            .await
+            .map_err(map_db)?;
+            if claimed.rows_affected() != 1 {
+                return Err(StoreError::LeaseHeld {
+                    owner: "(concurrent worker)".into(),
+                    expires_at: expires,
+                });
+            }
+            let ordinal = it.attempt_count + 1;
+            sqlx::query(
+                "INSERT INTO attempts (token, intent_id, ordinal, account, action_kind, credential_version, \
+                 contract_hash, generation, epoch, owner, created_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+            )
+            .bind(token.as_str())
+            .bind(row.id)
+            .bind(ordinal)
+            .bind(&it.account)
+            .bind(it.action.label())
+            .bind(credential_version)
+            .bind(contract_hash)
+            .bind(generation)
+            .bind(epoch)
+            .bind(owner)
+            .bind(now.0)
+            .execute(&mut *tx)
+            .await
+            .map_err(map_db)?;
+            if let (Some(stale_owner), Some(stale_attempt)) = (&it.lease_owner, &it.current_attempt)
+            {
+                insert_event!(
+                    &mut *tx,
+                    row.id,
+                    now.0,
+                    EventKind::ClaimReleased,
+                    Some(Status::Pending),
+                    Status::Pending,
+                    owner,
+                    Some("expired claim taken over by begin"),
+                    &json!({ "stale_owner": stale_owner, "expired_at": it.lease_expires_at }),
+                    Some(stale_attempt.as_str()),
+                    Some(it.generation)
+                );
+            }
+            insert_event!(
+                &mut *tx,
+                row.id,
+                now.0,
+                EventKind::Begun,
+                Some(Status::Pending),
+                Status::Pending,
+                owner,
+                None,
+                &json!({ "ordinal": ordinal, "epoch": epoch, "lease_expires_at": expires,
+                         "contract_hash": contract_hash, "credential_version": credential_version }),
+                Some(token.as_str()),
+                Some(generation)
+            );
+            Ok(Begun::Claimed(Claim {
+                fence: Fence {
+                    key: key.clone(),
+                    attempt: token,
+                    generation,
+                    epoch,
+                    owner: owner.to_string(),
+                },
+                lease_expires_at: expires,
+                ordinal,
+                contract_hash: contract_hash.to_string(),
+                credential_version,
+            }))
+        })
+    }
+
+    /// The last checkpoint before any byte: re-check, in one transaction, everything checked before (claim
+    /// live and current, epoch, kill switches, credentials, contract, rate interval, duplicate-text window) and
+    /// move the intent to `authorized` with a dispatch lease. The returned value is the only way to dispatch.
+    pub async fn authorize_dispatch(
+        &self,
+        claim: &Claim,
+        current_contract_hash: &str,
+        now: Timestamp,
+    ) -> Result<DispatchAuthorization, StoreError> {
+        let f = &claim.fence;
+        let lease_until = now.plus_ms(self.policy.dispatch_lease_ms).0;
+        // A guard that matches nothing returns this sentinel as an ERROR, so the transaction rolls back whole:
+        // no partial authorization (intent moved, account not) can ever commit.
+        let refused = || StoreError::Refused(AuthorizeRefusal::Conflict);
+        let outcome = write_tx!(self, |tx, dialect| {
+            let id: Option<(i64, String)> = {
+                let r = sqlx::query(
+                    "UPDATE intents SET state = 'authorized', lease_expires_at = $7, authorized_at = $6, \
+                     updated_at = $6 \
+                     WHERE delivery_key = $1 AND state = 'pending' AND generation = $2 AND epoch = $3 \
+                     AND lease_owner = $4 AND current_attempt = $5 AND lease_expires_at > $6 \
+                     AND contract_hash = $8 \
+                     AND epoch = (SELECT m.epoch FROM store_meta m WHERE m.id = 1) \
+                     AND NOT EXISTS (SELECT 1 FROM switches s WHERE s.engaged = 1 AND (s.scope = 'global' \
+                         OR (s.scope = 'platform' AND s.name = intents.platform) \
+                         OR (s.scope = 'account' AND s.name = intents.account))) \
+                     RETURNING id, account",
+                )
+                .bind(f.key.as_str())
+                .bind(f.generation)
+                .bind(f.epoch)
+                .bind(&f.owner)
+                .bind(f.attempt.as_str())
+                .bind(now.0)
+                .bind(lease_until)
+                .bind(current_contract_hash)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(map_db)?;
+                match r {
+                    Some(row) => Some((col(&row, "id")?, col(&row, "account")?)),
+                    None => None,
+                }
+            };
+            let Some((intent_id, account)) = id else {
+                return Err(refused());
+            };
+            // The account's guard: not revoked, the credential version the attempt began with, and the minimum
+            // interval since its last dispatch. The row lock also serializes authorizations per account.
+            let acct = sqlx::query(
+                "UPDATE accounts SET last_dispatch_at = $3 WHERE name = $1 AND revoked = 0 \
+                 AND credential_version = $2 \
+                 AND (last_dispatch_at IS NULL OR last_dispatch_at + min_interval_ms <= $3)",
+            )
+            .bind(&account)
+            .bind(claim.credential_version)
+            .bind(now.0)
+            .execute(&mut *tx)
+            .await
+            .map_err(map_db)?;
+            if acct.rows_affected() != 1 {
+                return Err(refused());
+            }
+            // The duplicate-text window is enforced by the database itself (exclusion constraint / trigger).
+            let claimed = sqlx::query(
+                "INSERT INTO text_claims (intent_id, account, content_hash, claimed_at, window_ms, exempt) \
+                 SELECT i.id, i.account, i.content_hash, $2, a.dup_window_ms, \
+                        CASE WHEN i.redelivery_of IS NULL THEN 0 ELSE 1 END \
+                 FROM intents i JOIN accounts a ON a.name = i.account WHERE i.id = $1",
+            )
+            .bind(intent_id)
+            .bind(now.0)
+            .execute(&mut *tx)
+            .await;
+            match claimed {
+                Ok(r) if r.rows_affected() == 1 => {}
+                Ok(_) => return Err(refused()),
+                Err(e) if is_duplicate_text(&e) => return Err(refused()),
+                Err(e) => return Err(map_db(e)),
+            }
+            insert_event!(
+                &mut *tx,
+                intent_id,
+                now.0,
+                EventKind::Authorized,
+                Some(Status::Pending),
+                Status::Authorized,
+                &f.owner,
+                None,
+                &json!({ "lease_expires_at": lease_until, "contract_hash": current_contract_hash,
+                         "credential_version": claim.credential_version, "epoch": f.epoch }),
+                Some(f.attempt.as_str()),
+                Some(f.generation)
+            );
+            Ok(())
+        });
+        match outcome {
+            Ok(()) => Ok(DispatchAuthorization::new(f.clone(), lease_until)),
+            Err(StoreError::Refused(AuthorizeRefusal::Conflict)) => Err(StoreError::Refused(
+                self.why_refused(claim, current_contract_hash, now).await?,
+            )),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// After a refused authorization (already rolled back), say which condition failed. This read decides
+    /// nothing; the guarded statements did.
+    async fn why_refused(
+        &self,
+        claim: &Claim,
+        current_contract_hash: &str,
+        now: Timestamp,
+    ) -> Result<AuthorizeRefusal, StoreError> {
+        let f = &claim.fence;
+        let row = read_pool!(self, |ex| { Ok(fetch_intent!(ex, f.key.as_str())) })?;
+        let it = &row.intent;
+        if it.state != Status::Pending {
+            return Ok(AuthorizeRefusal::NotPending { actual: it.state });
+        }
+        if it.generation != f.generation
+            || it.current_attempt.as_deref() != Some(f.attempt.as_str())
+        {
+            return Ok(AuthorizeRefusal::StaleGeneration {
+                held: f.generation,
+                current_generation: it.generation,
+            });
+        }
+        if it.lease_owner.as_deref() != Some(f.owner.as_str())
+            || it.lease_expires_at.is_none_or(|t| t <= now.0)
+        {
+            return Ok(AuthorizeRefusal::LeaseExpired);
+        }
+        let store_epoch = self.epoch().await?;
+        if it.epoch != f.epoch || store_epoch != f.epoch {
+            return Ok(AuthorizeRefusal::StaleEpoch {
+                held: f.epoch,
+                current: store_epoch,
+            });
+        }
+        for sw in self.switches().await? {
+            let applies = sw.engaged
+                && (sw.scope == "global"
+                    || (sw.scope == "platform" && sw.name == it.platform)
+                    || (sw.scope == "account" && sw.name == it.account));
+            if applies {
+                return Ok(AuthorizeRefusal::KillSwitch {
+                    scope: sw.scope,
+                    name: sw.name,
+                });
+            }
+        }
+        let acct = self.account(&it.account).await?;
+        if acct.revoked {
+            return Ok(AuthorizeRefusal::Revoked { account: acct.name });
+        }
+        if acct.credential_version != claim.credential_version {
+            return Ok(AuthorizeRefusal::CredentialChanged {
+                held: claim.credential_version,
+                current: acct.credential_version,
+            });
+        }
+        if row.contract_hash.as_deref() != Some(current_contract_hash) {
+            return Ok(AuthorizeRefusal::ContractChanged {
+                held: row.contract_hash.unwrap_or_default(),
+                current: current_contract_hash.to_string(),
+            });
+        }
+        if let Some(last) = acct.last_dispatch_at
+            && last + acct.min_interval_ms > now.0
+        {
+            return Ok(AuthorizeRefusal::RateInterval {
+                account: acct.name,
+                since_ms: now.0 - last,
+                min_interval_ms: acct.min_interval_ms,
+            });
+        }
+        if self
+            .duplicate_text_claimed(&it.account, &it.content_hash, now)
+            .await?
+        {
+            return Ok(AuthorizeRefusal::DuplicateText { account: acct.name });
+        }
+        Ok(AuthorizeRefusal::Conflict)
+    }
+
+    /// Record the wire request hash (and what else is known of the request) on the attempt's history, under
+    /// the authorization's fence.
+    pub async fn record_request_sent(
+        &self,
+        fence: &Fence,
+        wire_hash: &str,
+        details: serde_json::Value,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        let mut details = details;
+        if let Some(obj) = details.as_object_mut() {
+            obj.insert("wire_request_hash".into(), json!(wire_hash));
+        } else {
+            details = json!({ "wire_request_hash": wire_hash, "details": details });
+        }
+        write_tx!(self, |tx, dialect| {
+            let r = sqlx::query(
+                "INSERT INTO events (intent_id, at, kind, from_state, to_state, actor, reason, details, \
+                 attempt_token, generation) \
+                 SELECT id, $5, 'request_sent', 'authorized', 'authorized', $6, NULL, $7, $4, $2 FROM intents \
+                 WHERE delivery_key = $1 AND state = 'authorized' AND generation = $2 AND epoch = $3 \
+                 AND current_attempt = $4",
+            )
+            .bind(fence.key.as_str())
+            .bind(fence.generation)
+            .bind(fence.epoch)
+            .bind(fence.attempt.as_str())
+            .bind(now.0)
+            .bind(&fence.owner)
+            .bind(details.to_string())
+            .execute(&mut *tx)
+            .await
+            .map_err(map_db)?;
+            if r.rows_affected() != 1 {
+                let row = fetch_intent!(&mut *tx, fence.key.as_str());
+                return Err(StoreError::Fenced {
+                    actual: row.intent.state,
+                    held: fence.generation,
+                    current_generation: row.intent.generation,
+                });
+            }
+            Ok(())
+        })
+    }
+
+    /// Settle an attempt. Published and indeterminate need the intent authorized under this fence; failed is
+    /// also accepted from the claim holder before authorization (nothing can have been sent then). A stale
+    /// generation, epoch or attempt is rejected with [`StoreError::Fenced`].
+    pub async fn settle(
+        &self,
+        fence: &Fence,
+        outcome: &Settlement,
+        now: Timestamp,
+    ) -> Result<Status, StoreError> {
+        let (event, to, reason, details, platform_id, permalink) = match outcome {
+            Settlement::Published {
+                platform_id,
+                permalink,
+                verdict,
+            } => {
+                if platform_id.is_none() && permalink.is_none() {
+                    return Err(StoreError::Invalid(
+                        "published needs a platform id or a permalink".into(),
+                    ));
+                }
+                (
+                    EventKind::Published,
+                    Status::Published,
+                    None,
+                    verdict.clone(),
+                    platform_id.clone(),
+                    permalink.clone(),
+                )
+            }
+            Settlement::Failed { proof } => (
+                EventKind::Failed,
+                Status::Failed,
+                None,
+                proof.clone(),
+                None,
+                None,
+            ),
+            Settlement::Indeterminate { reason, details } => (
+                EventKind::Indeterminate,
+                Status::Indeterminate,
+                Some(reason.clone()),
+                details.clone(),
+                None,
+                None,
+            ),
+        };
+        write_tx!(self, |tx, dialect| {
+            let row = fetch_intent!(&mut *tx, fence.key.as_str());
+            let from = row.intent.state;
+            let stale = StoreError::Fenced {
+                actual: from,
+                held: fence.generation,
+                current_generation: row.intent.generation,
+            };
+            if from.next(event).is_err() {
+                return Err(stale);
+            }
+            // The guard: the state we read, this attempt's fence, the store's epoch, and (before authorization)
+            // the claim still held by this worker.
+            let r = sqlx::query(
+                "UPDATE intents SET state = $5, lease_owner = NULL, lease_expires_at = NULL, \
+                 platform_id = COALESCE($6, platform_id), permalink = COALESCE($7, permalink), updated_at = $8 \
+                 WHERE id = $1 AND state = $9 AND generation = $2 AND epoch = $3 AND current_attempt = $4 \
+                 AND epoch = (SELECT m.epoch FROM store_meta m WHERE m.id = 1) \
+                 AND (state <> 'pending' OR lease_owner = $10)",
+            )
+            .bind(row.id)
+            .bind(fence.generation)
+            .bind(fence.epoch)
+            .bind(fence.attempt.as_str())
+            .bind(to.label())
+            .bind(&platform_id)
+            .bind(&permalink)
+            .bind(now.0)
+            .bind(from.label())
+            .bind(&fence.owner)
+            .execute(&mut *tx)
+            .await
+            .map_err(map_db)?;
+            if r.rows_affected() != 1 {
+                return Err(stale);
+            }
+            if to == Status::Failed {
+                // Proven not sent: the text did not go out, so it does not hold the duplicate window.
+                sqlx::query("DELETE FROM text_claims WHERE intent_id = $1")
+                    .bind(row.id)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(map_db)?;
+            }
+            let mut d = details.clone();
+            if let (Some(obj), true) = (
+                d.as_object_mut(),
+                platform_id.is_some() || permalink.is_some(),
+            ) {
+                obj.insert("platform_id".into(), json!(platform_id));
+                obj.insert("permalink".into(), json!(permalink));
+            }
+            insert_event!(
+                &mut *tx,
+                row.id,
+                now.0,
+                event,
+                Some(from),
+                to,
+                &fence.owner,
+                reason.as_deref(),
+                &d,
+                Some(fence.attempt.as_str()),
+                Some(fence.generation)
+            );
+            Ok(to)
+        })
+    }
+
+    /// One sweeper pass: authorized intents whose dispatch lease expired become indeterminate (never pending);
+    /// expired pre-authorization claims are released. Safe to run from many processes: each row moves by one
+    /// guarded statement, so exactly one sweeper records each move.
+    pub async fn sweep(&self, actor: &str, now: Timestamp) -> Result<SweepReport, StoreError> {
+        let due: Vec<(String, i64, String, Option<String>, Option<String>)> =
+            read_pool!(self, |ex| {
+                let rows = sqlx::query(
+                "SELECT delivery_key, generation, state, current_attempt, lease_owner FROM intents \
+                 WHERE state IN ('authorized', 'pending') AND lease_expires_at IS NOT NULL \
+                 AND lease_expires_at <= $1 ORDER BY id",
+            )
+            .bind(now.0)
+            .fetch_all(ex)
+            .await
+            .map_err(map_db)?;
+                rows.iter()
+                    .map(|r| {
+                        Ok((
+                            col(r, "delivery_key")?,
+                            col(r, "generation")?,
+                            col(r, "state")?,
+                            col(r, "current_attempt")?,
+                            col(r, "lease_owner")?,
+                        ))
+                    })
+                    .collect::<Result<Vec<_>, StoreError>>()
+            })?;
+        let mut report = SweepReport::default();
+        for (key, generation, state, attempt, holder) in due {
+            let authorized = state == "authorized";
+            let moved = write_tx!(self, |tx, dialect| {
+                let sql = if authorized {
+                    "UPDATE intents SET state = 'indeterminate', lease_owner = NULL, lease_expires_at = NULL, \
+                     updated_at = $3 WHERE delivery_key = $1 AND state = 'authorized' AND generation = $2 \
+                     AND lease_expires_at <= $3 RETURNING id"
+                } else {
+                    "UPDATE intents SET lease_owner = NULL, lease_expires_at = NULL, updated_at = $3 \
+                     WHERE delivery_key = $1 AND state = 'pending' AND generation = $2 \
+                     AND lease_expires_at <= $3 RETURNING id"
+                };
+                let id: Option<i64> = sqlx::query_scalar(sql)
+                    .bind(&key)
+                    .bind(generation)
+                    .bind(now.0)
+                    .fetch_optional(&mut *tx)
+                    .await
+                    .map_err(map_db)?;
+                let Some(id) = id else { return Ok(false) };
+                let (event, from, to, why) = if authorized {
+                    (
+                        EventKind::LeaseExpired,
+                        Status::Authorized,
+                        Status::Indeterminate,
+                        "dispatch lease expired with no outcome: the worker may have sent",
+                    )
+                } else {
+                    (
+                        EventKind::ClaimReleased,
+                        Status::Pending,
+                        Status::Pending,
+                        "pre-authorization claim expired: nothing was sent",
+                    )
+                };
+                insert_event!(
+                    &mut *tx,
+                    id,
+                    now.0,
+                    event,
+                    Some(from),
+                    to,
+                    actor,
+                    Some(why),
+                    &json!({ "stale_owner": holder }),
+                    attempt.as_deref(),
+                    Some(generation)
+                );
+                Ok(true)
+            })?;
+            if moved {
+                let k = DeliveryKey::parse(&key).ok_or_else(|| StoreError::Decode(key.clone()))?;
+                if authorized {
+                    report.made_indeterminate.push(k);
+                } else {
+                    report.claims_released.push(k);
+                }
+            }
+        }
+        Ok(report)
+    }
+
+    /// Re-open a failed intent: failed -> pending. Creates no attempt; the next `begin` mints one.
+    pub async fn retry(
+        &self,
+        key: &DeliveryKey,
+        actor: &str,
+        now: Timestamp,
+    ) -> Result<Intent, StoreError> {
+        self.simple_transition(
+            key,
+            EventKind::Retried,
+            "retry",
+            actor,
+            None,
+            json!({}),
+            now,
+        )
+        .await
+    }
+
+    /// Park an intent for a person: from pending, failed or indeterminate. An authorized intent cannot be parked
+    /// while its worker may be mid-flight: it must settle, or expire and be swept to indeterminate, first.
+    pub async fn park(
+        &self,
+        key: &DeliveryKey,
+        actor: &str,
+        reason: &str,
+        now: Timestamp,
+    ) -> Result<Intent, StoreError> {
+        self.simple_transition(
+            key,
+            EventKind::Parked,
+            "park",
+            actor,
+            Some(reason),
+            json!({}),
+            now,
+        )
+        .await
+    }
+
+    /// A person confirms a parked intent as published, with the permalink they found.
+    pub async fn resolve(
+        &self,
+        key: &DeliveryKey,
+        actor: &str,
+        permalink: &str,
+        platform_id: Option<&str>,
+        now: Timestamp,
+    ) -> Result<Intent, StoreError> {
+        if permalink.trim().is_empty() {
+            return Err(StoreError::Invalid(
+                "resolve needs the permalink of the post".into(),
+            ));
+        }
+        let details = json!({ "permalink": permalink, "platform_id": platform_id });
+        write_tx!(self, |tx, dialect| {
+            let row = fetch_intent!(&mut *tx, key.as_str());
+            let to = transition(row.intent.state, EventKind::Resolved, "resolve")?;
+            let r = sqlx::query(
+                "UPDATE intents SET state = $2, permalink = $3, platform_id = COALESCE($4, platform_id), \
+                 updated_at = $5 WHERE id = $1 AND state = 'parked'",
+            )
+            .bind(row.id)
+            .bind(to.label())
+            .bind(permalink)
+            .bind(platform_id)
+            .bind(now.0)
+            .execute(&mut *tx)
+            .await
+            .map_err(map_db)?;
+            if r.rows_affected() != 1 {
+                return Err(StoreError::WrongState {
+                    operation: "resolve",
+                    actual: row.intent.state,
+                });
+            }
+            insert_event!(
+                &mut *tx,
+                row.id,
+                now.0,
+                EventKind::Resolved,
+                Some(row.intent.state),
+                to,
+                actor,
+                None,
+                &details,
+                None,
+                None
+            );
+            Ok(fetch_intent!(&mut *tx, key.as_str()).intent)
+        })
+    }
+
+    /// Look-before-write found the post already on the platform: pending -> published without pressing
+    /// anything. Refused while someone holds a live claim (they are the executor).
+    pub async fn record_found_before_write(
+        &self,
+        key: &DeliveryKey,
+        actor: &str,
+        platform_id: Option<&str>,
+        permalink: Option<&str>,
+        evidence: serde_json::Value,
+        now: Timestamp,
+    ) -> Result<Intent, StoreError> {
+        if platform_id.is_none() && permalink.is_none() {
+            return Err(StoreError::Invalid(
+                "found-before-write needs a platform id or a permalink".into(),
+            ));
+        }
+        write_tx!(self, |tx, dialect| {
+            let row = fetch_intent!(&mut *tx, key.as_str());
+            let to = transition(
+                row.intent.state,
+                EventKind::FoundBeforeWrite,
+                "found-before-write",
+            )?;
+            let r = sqlx::query(
+                "UPDATE intents SET state = $2, platform_id = $3, permalink = $4, updated_at = $5 \
+                 WHERE id = $1 AND state = 'pending' AND (lease_expires_at IS NULL OR lease_expires_at <= $5)",
+            )
+            .bind(row.id)
+            .bind(to.label())
+            .bind(platform_id)
+            .bind(permalink)
+            .bind(now.0)
+            .execute(&mut *tx)
+            .await
+            .map_err(map_db)?;
+            if r.rows_affected() != 1 {
+                return Err(
+                    match (&row.intent.lease_owner, row.intent.lease_expires_at) {
+                        (Some(o), Some(t)) if row.intent.state == Status::Pending => {
+                            StoreError::LeaseHeld {
+                                owner: o.clone(),
+                                expires_at: t,
+                            }
+                        }
+                        _ => StoreError::WrongState {
+                            operation: "found-before-write",
+                            actual: row.intent.state,
+                        },
+                    },
+                );
+            }
+            insert_event!(
+                &mut *tx,
+                row.id,
+                now.0,
+                EventKind::FoundBeforeWrite,
+                Some(row.intent.state),
+                to,
+                actor,
+                Some("the post was already on the platform; nothing was pressed"),
+                &evidence,
+                None,
+                None
+            );
+            Ok(fetch_intent!(&mut *tx, key.as_str()).intent)
+        })
+    }
+
+    /// Record, before it runs, that a reconcile lookup is about to run. The automatic lookup happens at most
+    /// once per intent (indeterminate, none recorded yet); `again` is a person asking for one more, on an
+    /// indeterminate or parked intent, recorded as their action.
+    pub async fn start_reconcile(
+        &self,
+        key: &DeliveryKey,
+        actor: &str,
+        again: bool,
+        now: Timestamp,
+    ) -> Result<ReconcileTicket, StoreError> {
+        write_tx!(self, |tx, dialect| {
+            let row = fetch_intent!(&mut *tx, key.as_str());
+            transition(row.intent.state, EventKind::ReconcileStarted, "reconcile")?;
+            let r: Option<i64> = sqlx::query_scalar(
+                "UPDATE intents SET reconcile_count = reconcile_count + 1, updated_at = $3 \
+                 WHERE id = $1 AND ((state = 'indeterminate' AND reconcile_count = 0) \
+                 OR ($2 = 1 AND state IN ('indeterminate', 'parked'))) RETURNING reconcile_count",
+            )
+            .bind(row.id)
+            .bind(if again { 1_i64 } else { 0 })
+            .bind(now.0)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(map_db)?;
+            let Some(number) = r else {
+                return Err(if row.intent.state == Status::Indeterminate {
+                    StoreError::ReconcileSpent(row.intent.reconcile_count)
+                } else {
+                    StoreError::WrongState {
+                        operation: "reconcile",
+                        actual: row.intent.state,
+                    }
+                });
+            };
+            insert_event!(
+                &mut *tx,
+                row.id,
+                now.0,
+                EventKind::ReconcileStarted,
+                Some(row.intent.state),
+                row.intent.state,
+                actor,
+                if again {
+                    Some("requested by a person")
+                } else {
+                    Some("automatic lookup")
+                },
+                &json!({ "number": number, "again": again }),
+                None,
+                None
+            );
+            Ok(ReconcileTicket {
+                key: key.clone(),
+                number,
+                actor: actor.to_string(),
+            })
+        })
+    }
+
+    /// Record what a reconcile lookup saw. Found: published, with the platform id and permalink bound to this
+    /// intent. Not found or unavailable: proves nothing; the intent stays indeterminate or is parked, by policy.
+    pub async fn record_reconcile(
+        &self,
+        ticket: &ReconcileTicket,
+        outcome: &ReconcileOutcome,
+        policy: NotFoundPolicy,
+        now: Timestamp,
+    ) -> Result<Status, StoreError> {
+        write_tx!(self, |tx, dialect| {
+            let row = fetch_intent!(&mut *tx, ticket.key.as_str());
+            let from = row.intent.state;
+            if row.intent.reconcile_count != ticket.number {
+                return Err(StoreError::Fenced {
+                    actual: from,
+                    held: ticket.number,
+                    current_generation: row.intent.reconcile_count,
+                });
+            }
+            let (to, platform_id, permalink, details, event_kinds): (
+                Status,
+                Option<String>,
+                Option<String>,
+                serde_json::Value,
+                Vec<EventKind>,
+            ) = match outcome {
+                ReconcileOutcome::Found {
+                    platform_id,
+                    permalink,
+                    evidence,
+                } => {
+                    if platform_id.is_none() && permalink.is_none() {
+                        return Err(StoreError::Invalid(
+                            "a found post needs an id or a permalink".into(),
+                        ));
+                    }
+                    let to = transition(from, EventKind::ReconcileFound, "record reconcile")?;
+                    (
+                        to,
+                        platform_id.clone(),
+                        permalink.clone(),
+                        json!({ "number": ticket.number, "platform_id": platform_id, "permalink": permalink, "evidence": evidence }),
+                        vec![EventKind::ReconcileFound],
+                    )
+                }
+                ReconcileOutcome::NotFound { evidence } => {
+                    let d = json!({ "number": ticket.number, "result": "not_found", "evidence": evidence });
+                    not_found_target(from, policy, d)?
+                }
+                ReconcileOutcome::Unavailable { error } => {
+                    let d =
+                        json!({ "number": ticket.number, "result": "unavailable", "error": error });
+                    not_found_target(from, policy, d)?
+                }
+            };
+            let r = sqlx::query(
+                "UPDATE intents SET state = $3, platform_id = COALESCE($4, platform_id), \
+                 permalink = COALESCE($5, permalink), updated_at = $6 \
+                 WHERE id = $1 AND state = $2 AND reconcile_count = $7",
+            )
+            .bind(row.id)
+            .bind(from.label())
+            .bind(to.label())
+            .bind(&platform_id)
+            .bind(&permalink)
+            .bind(now.0)
+            .bind(ticket.number)
+            .execute(&mut *tx)
+            .await
+            .map_err(map_db)?;
+            if r.rows_affected() != 1 {
+                return Err(StoreError::WrongState {
+                    operation: "record reconcile",
+                    actual: from,
+                });
+            }
+            let mut state = from;
+            for kind in event_kinds {
+                let next = transition(state, kind, "record reconcile")?;
+                let reason = match kind {
+                    EventKind::Parked => Some("reconcile did not find the post; a person decides"),
+                    _ => None,
+                };
+                insert_event!(
+                    &mut *tx,
+                    row.id,
+                    now.0,
+                    kind,
+                    Some(state),
+                    next,
+                    &ticket.actor,
+                    reason,
+                    &details,
+                    None,
+                    None
+                );
+                state = next;
+            }
+            Ok(to)
+        })
+    }
+
+    /// A person knowingly authorizes another copy of a consumed intent: a NEW intent whose key includes the
+    /// authorization record (who, why, which consumed key). The old intent stays as it is (an event notes the
+    /// redelivery). Repeating the same command returns the same new intent.
+    pub async fn redeliver(
+        &self,
+        key: &DeliveryKey,
+        by: &str,
+        reason: &str,
+        now: Timestamp,
+    ) -> Result<Created, StoreError> {
+        if by.trim().is_empty() || reason.trim().is_empty() {
+            return Err(StoreError::Invalid(
+                "a redelivery needs who authorizes it (--by) and why (--reason)".into(),
+            ));
+        }
+        let old = self.intent(key).await?;
+        match old.state {
+            Status::Published | Status::Indeterminate | Status::Parked => {}
+            Status::Failed => {
+                return Err(StoreError::WrongState {
+                    operation: "redeliver (a failed intent is retried, not redelivered)",
+                    actual: old.state,
+                });
+            }
+            Status::Pending | Status::Authorized => {
+                return Err(StoreError::WrongState {
+                    operation: "redeliver (still in flight)",
+                    actual: old.state,
+                });
+            }
+        }
+        let new_key = DeliveryKey::for_redelivery(key, by, reason);
+        let record =
+            json!({ "by": by, "reason": reason, "consumed_key": key.as_str(), "at": now.0 });
+        let new = NewIntent {
+            account: old.account.clone(),
+            action: old.action,
+            target: old.target.clone(),
+            request: old.request.clone(),
+            source_ref: old.source_ref.clone(),
+        };
+        self.insert_intent(&new, &new_key, Some((key, record)), by, Some(reason), now)
+            .await
+    }
+
+    /// Append a note from a person (for example "keep parked") without changing the state.
+    pub async fn note(
+        &self,
+        key: &DeliveryKey,
+        kind: EventKind,
+        actor: &str,
+        reason: &str,
+        details: serde_json::Value,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        if !matches!(
+            kind,
+            EventKind::Note | EventKind::Evidence | EventKind::SideEffectAlarm
+        ) {
+            return Err(StoreError::Invalid(format!("{kind} is not a note")));
+        }
+        write_tx!(self, |tx, dialect| {
+            let row = fetch_intent!(&mut *tx, key.as_str());
+            let to = transition(row.intent.state, kind, "note")?;
+            insert_event!(
+                &mut *tx,
+                row.id,
+                now.0,
+                kind,
+                Some(row.intent.state),
+                to,
+                actor,
+                Some(reason),
+                &details,
+                None,
+                None
+            );
+            Ok(())
+        })
+    }
+
+    /// A transition with no data of its own (retry, park): read the state, ask the table, run the guarded update.
+    #[allow(clippy::too_many_arguments)]
+    async fn simple_transition(
+        &self,
+        key: &DeliveryKey,
+        event: EventKind,
+        operation: &'static str,
+        actor: &str,
+        reason: Option<&str>,
+        details: serde_json::Value,
+        now: Timestamp,
+    ) -> Result<Intent, StoreError> {
+        write_tx!(self, |tx, dialect| {
+            let row = fetch_intent!(&mut *tx, key.as_str());
+            let from = row.intent.state;
+            let to = transition(from, event, operation)?;
+            // Guard on the state we read: if anything moved it since, nothing changes.
+            let r = sqlx::query(
+                "UPDATE intents SET state = $3, lease_owner = NULL, lease_expires_at = NULL, updated_at = $4 \
+                 WHERE id = $1 AND state = $2",
+            )
+            .bind(row.id)
+            .bind(from.label())
+            .bind(to.label())
+            .bind(now.0)
+            .execute(&mut *tx)
+            .await
+            .map_err(map_db)?;
+            if r.rows_affected() != 1 {
+                return Err(StoreError::WrongState {
+                    operation,
+                    actual: from,
+                });
+            }
+            insert_event!(
+                &mut *tx,
+                row.id,
+                now.0,
+                event,
+                Some(from),
+                to,
+                actor,
+                reason,
+                &details,
+                row.intent
+                    .current_attempt
+                    .as_deref()
+                    .filter(|_| event == EventKind::Parked),
+                None
+            );
+            Ok(fetch_intent!(&mut *tx, key.as_str()).intent)
+        })
+    }
+}
+
+/// Where a reconcile that did not find the post leaves the intent, and which events record it.
+#[allow(clippy::type_complexity)]
+fn not_found_target(
+    from: Status,
+    policy: NotFoundPolicy,
+    details: serde_json::Value,
+) -> Result<
+    (
+        Status,
+        Option<String>,
+        Option<String>,
+        serde_json::Value,
+        Vec<EventKind>,
+    ),
+    StoreError,
+> {
+    transition(from, EventKind::ReconcileNotFound, "record reconcile")?;
+    match (from, policy) {
+        (Status::Indeterminate, NotFoundPolicy::Park) => Ok((
+            Status::Parked,
+            None,
+            None,
+            details,
+            vec![EventKind::ReconcileNotFound, EventKind::Parked],
+        )),
+        _ => Ok((
+            from,
+            None,
+            None,
+            details,
+            vec![EventKind::ReconcileNotFound],
+        )),
+    }
+}
