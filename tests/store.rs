@@ -20,6 +20,7 @@ fn policy() -> Policy {
         claim_lease_ms: 10_000,
         dispatch_lease_ms: 20_000,
         max_attempts: 3,
+        lock_wait_ms: 15_000,
     }
 }
 

@@ -1,22 +1,35 @@
 //! The `oncepost` command line: global options, subcommands, exit codes.
 //!
-//! Each subcommand family lives in its own file; this file only declares them and dispatches.
+//! Each subcommand family lives in its own file; this file declares them, resolves the data dir and the
+//! store, and maps every outcome to a documented exit code (docs/cli.md).
+mod admin;
+mod context;
+mod exit;
+mod intents;
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+pub use context::Context;
+pub use exit::{CliError, Exit};
+
 /// Publish to web platforms that have no API, at most once.
 #[derive(Debug, Parser)]
-#[command(name = "oncepost", version, about)]
+#[command(name = "oncepost", version, about, propagate_version = true)]
 pub struct Cli {
-    /// Directory holding the SQLite store, evidence and browser profiles.
+    /// Directory holding the SQLite store, evidence and browser profiles
+    /// [default: the platform's user data dir, e.g. ~/.local/share/oncepost].
     #[arg(long, global = true, env = "ONCEPOST_HOME")]
     pub data_dir: Option<PathBuf>,
-    /// Where the store lives: a SQLite path or URL, or postgres://... for shared use across hosts.
-    /// Default: the SQLite file in the data dir.
+    /// Where the store lives: a SQLite file path (or sqlite://PATH), or postgres://... for shared use across
+    /// hosts [default: oncepost.db in the data dir].
     #[arg(long, global = true, env = "ONCEPOST_STORE")]
     pub store: Option<String>,
+    /// How long to wait for another process's lock on a SQLite store (e.g. 15s, 500ms).
+    #[arg(long, global = true, default_value = "15s", value_parser = context::parse_duration_ms)]
+    pub lock_wait: i64,
     /// Log format on stderr.
     #[arg(long, global = true, value_enum, default_value = "text")]
     pub log_format: LogFormat,
@@ -26,7 +39,7 @@ pub struct Cli {
 }
 
 /// How diagnostics are written to stderr.
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum LogFormat {
     /// Human-readable lines.
     Text,
@@ -36,10 +49,73 @@ pub enum LogFormat {
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
-pub enum Command {}
+pub enum Command {
+    /// Inspect intents: list them, or show one with its timeline of events and attempts.
+    #[command(subcommand)]
+    Intents(intents::IntentsCmd),
+    /// Re-open a FAILED intent (the only retryable state); creates no attempt.
+    Retry(intents::RetryArgs),
+    /// Park an intent for a person (from pending, failed or indeterminate).
+    Park(intents::ParkArgs),
+    /// Authorize one more copy of a consumed intent, as a NEW intent carrying the authorization record.
+    Redeliver(intents::RedeliverArgs),
+    /// Move authorized intents whose lease expired to indeterminate; release expired claims.
+    Sweep(intents::SweepArgs),
+    /// Engage ("on": publishing stops) or release ("off") a kill switch.
+    Switch(admin::SwitchArgs),
+    /// Manage accounts: add, rotate credentials, revoke, list.
+    #[command(subcommand)]
+    Accounts(admin::AccountsCmd),
+    /// Store administration: migrate, bump the restore epoch.
+    #[command(subcommand)]
+    Store(admin::StoreCmd),
+}
 
 /// Parse arguments, run, and map the outcome to an exit code.
 pub fn main() -> ExitCode {
-    let _cli = Cli::parse();
-    ExitCode::SUCCESS
+    let cli = Cli::parse();
+    init_tracing(cli.log_format);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("oncepost: cannot start the async runtime: {e}");
+            return ExitCode::from(Exit::Internal as u8);
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(code) => ExitCode::from(code as u8),
+        Err(e) => {
+            eprintln!("oncepost: {}", e.message);
+            ExitCode::from(e.exit as u8)
+        }
+    }
+}
+
+fn init_tracing(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("ONCEPOST_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().try_init(),
+    };
+}
+
+async fn run(cli: Cli) -> Result<Exit, CliError> {
+    let ctx = Context::from_cli(&cli)?;
+    match cli.command {
+        Command::Intents(cmd) => intents::run_intents(&ctx, cmd).await,
+        Command::Retry(args) => intents::run_retry(&ctx, args).await,
+        Command::Park(args) => intents::run_park(&ctx, args).await,
+        Command::Redeliver(args) => intents::run_redeliver(&ctx, args).await,
+        Command::Sweep(args) => intents::run_sweep(&ctx, args).await,
+        Command::Switch(args) => admin::run_switch(&ctx, args).await,
+        Command::Accounts(cmd) => admin::run_accounts(&ctx, cmd).await,
+        Command::Store(cmd) => admin::run_store(&ctx, cmd).await,
+    }
 }

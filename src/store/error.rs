@@ -150,7 +150,9 @@ pub enum StoreError {
         known: i64,
     },
     /// The database is locked by another process for longer than the busy timeout.
-    #[error("the database is locked by another process (waited {0} ms)")]
+    #[error(
+        "the database is locked by another process (waited {0} ms); try again, or raise --lock-wait"
+    )]
     Locked(u64),
     /// Stored history does not replay through the state table.
     #[error("corrupt history for {key}: {source}")]

@@ -42,10 +42,6 @@ pub use state::{EventKind, IllegalTransition, Status};
 static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("./migrations/sqlite");
 static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("./migrations/postgres");
 
-/// How long a SQLite writer waits for the single write lock before reporting [`StoreError::Locked`].
-/// Long enough for dozens of concurrent publish processes, short enough that a stuck holder is reported.
-const SQLITE_BUSY_TIMEOUT_MS: u64 = 15_000;
-
 /// Where the store lives.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StoreLocation {
@@ -223,11 +219,11 @@ pub(crate) fn map_db(e: sqlx::Error) -> StoreError {
     if let sqlx::Error::Database(db) = &e {
         let msg = db.message();
         if msg.contains("database is locked") || db.code().as_deref() == Some("5") {
-            return StoreError::Locked(SQLITE_BUSY_TIMEOUT_MS);
+            return StoreError::Locked(0);
         }
     }
     if let sqlx::Error::PoolTimedOut = e {
-        return StoreError::Locked(SQLITE_BUSY_TIMEOUT_MS);
+        return StoreError::Locked(0);
     }
     StoreError::Db(e)
 }
@@ -274,18 +270,19 @@ impl Store {
                     .journal_mode(SqliteJournalMode::Wal)
                     // FULL: a commit is on disk before the call returns; this store's whole job is durability.
                     .synchronous(SqliteSynchronous::Full)
-                    .busy_timeout(Duration::from_millis(SQLITE_BUSY_TIMEOUT_MS))
+                    .busy_timeout(Duration::from_millis(policy.lock_wait_ms))
                     .foreign_keys(true);
                 let pool = SqlitePoolOptions::new()
                     .max_connections(4)
-                    .acquire_timeout(Duration::from_millis(SQLITE_BUSY_TIMEOUT_MS + 5_000))
+                    .acquire_timeout(Duration::from_millis(policy.lock_wait_ms + 5_000))
                     .connect_with(opts)
                     .await
-                    .map_err(|e| match e {
-                        sqlx::Error::Database(_) | sqlx::Error::Io(_) => {
-                            StoreError::BadLocation(path.display().to_string(), e.to_string())
+                    .map_err(|e| match map_db(e) {
+                        StoreError::Locked(_) => StoreError::Locked(policy.lock_wait_ms),
+                        StoreError::Db(inner) => {
+                            StoreError::BadLocation(path.display().to_string(), inner.to_string())
                         }
-                        other => map_db(other),
+                        other => other,
                     })?;
                 Pool::Sqlite(pool)
             }
@@ -306,7 +303,10 @@ impl Store {
             policy,
             location: location.clone(),
         };
-        store.migrate().await?;
+        store.migrate().await.map_err(|e| match e {
+            StoreError::Locked(_) => StoreError::Locked(policy.lock_wait_ms),
+            other => other,
+        })?;
         Ok(store)
     }
 

@@ -34,6 +34,8 @@ pub struct Policy {
     pub dispatch_lease_ms: i64,
     /// Attempts per intent before `begin` parks it instead.
     pub max_attempts: i64,
+    /// How long a SQLite writer waits for another process's write lock before reporting "locked" (ms).
+    pub lock_wait_ms: u64,
 }
 
 impl Default for Policy {
@@ -42,6 +44,7 @@ impl Default for Policy {
             claim_lease_ms: 120_000,
             dispatch_lease_ms: 120_000,
             max_attempts: 3,
+            lock_wait_ms: 15_000,
         }
     }
 }

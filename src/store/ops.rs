@@ -792,7 +792,7 @@ impl Store {
     /// expired pre-authorization claims are released. Safe to run from many processes: each row moves by one
     /// guarded statement, so exactly one sweeper records each move.
     pub async fn sweep(&self, actor: &str, now: Timestamp) -> Result<SweepReport, StoreError> {
-        let due: Vec<(String, i64, String, Option<String>, Option<String>)> =
+        let due: Vec<SweepCandidate> =
             read_pool!(self, |ex| {
                 let rows = sqlx::query(
                 "SELECT delivery_key, generation, state, current_attempt, lease_owner FROM intents \
@@ -1335,6 +1335,9 @@ impl Store {
         })
     }
 }
+
+/// An intent the sweeper looks at: key, generation, state, current attempt, lease holder.
+type SweepCandidate = (String, i64, String, Option<String>, Option<String>);
 
 /// Where a reconcile that did not find the post leaves the intent, and which events record it.
 #[allow(clippy::type_complexity)]

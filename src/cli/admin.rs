@@ -1,0 +1,250 @@
+//! `oncepost switch`, `oncepost accounts ...`, `oncepost store ...`.
+use clap::{Args, Subcommand, ValueEnum};
+use serde_json::json;
+
+use super::context::{actor, parse_duration_ms};
+use super::{CliError, Context, Exit};
+use crate::store::{Account, NewAccount, SwitchScope, Timestamp};
+
+/// Kill switch position.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum OnOff {
+    /// Engage: publishing stops (re-checked at every final authorization).
+    On,
+    /// Release.
+    Off,
+}
+
+/// `oncepost switch on|off [--account A | --platform P]`.
+#[derive(Debug, Args)]
+pub struct SwitchArgs {
+    /// on = stop publishing, off = allow again.
+    pub position: OnOff,
+    /// Only this account.
+    #[arg(long, conflicts_with = "platform")]
+    pub account: Option<String>,
+    /// Only this platform.
+    #[arg(long)]
+    pub platform: Option<String>,
+    /// Who [default: $USER].
+    #[arg(long)]
+    pub by: Option<String>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Account management.
+#[derive(Debug, Subcommand)]
+pub enum AccountsCmd {
+    /// Register an account.
+    Add {
+        /// Account name (as used by --account).
+        name: String,
+        /// The platform (the contract's platform name, e.g. `fixture`).
+        #[arg(long)]
+        platform: String,
+        /// Minimum interval between two publishes of this account (e.g. 30s, 5m).
+        #[arg(long, default_value = "0s", value_parser = parse_duration_ms)]
+        min_interval: i64,
+        /// Exact duplicate-text window (e.g. 24h); 0s turns it off.
+        #[arg(long, default_value = "24h", value_parser = parse_duration_ms)]
+        dup_window: i64,
+        /// Who [default: $USER].
+        #[arg(long)]
+        by: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Rotate credentials: bumps the credential version; attempts begun before refuse to authorize.
+    Rotate {
+        /// Account name.
+        name: String,
+        /// Who [default: $USER].
+        #[arg(long)]
+        by: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke: nothing authorizes for this account any more.
+    Revoke {
+        /// Account name.
+        name: String,
+        /// Who [default: $USER].
+        #[arg(long)]
+        by: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List accounts.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Store administration.
+#[derive(Debug, Subcommand)]
+pub enum StoreCmd {
+    /// Apply pending migrations (every command also does this on open).
+    Migrate {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Bump the restore epoch (docs/restore.md): every worker that predates it is fenced out.
+    BumpEpoch {
+        /// Why (e.g. "restored from the 02:00 backup").
+        #[arg(long)]
+        reason: String,
+        /// Who [default: $USER].
+        #[arg(long)]
+        by: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn print_account(a: &Account, json_out: bool) -> Result<(), CliError> {
+    if json_out {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(a).map_err(|e| CliError::internal(e.to_string()))?
+        );
+    } else {
+        println!(
+            "{}  platform={} credential_version={} revoked={} min_interval={}ms dup_window={}ms",
+            a.name, a.platform, a.credential_version, a.revoked, a.min_interval_ms, a.dup_window_ms
+        );
+    }
+    Ok(())
+}
+
+pub(crate) async fn run_switch(ctx: &Context, args: SwitchArgs) -> Result<Exit, CliError> {
+    let scope = match (&args.account, &args.platform) {
+        (Some(a), None) => SwitchScope::Account(a.clone()),
+        (None, Some(p)) => SwitchScope::Platform(p.clone()),
+        (None, None) => SwitchScope::Global,
+        (Some(_), Some(_)) => {
+            return Err(CliError::bad_input(
+                "give --account or --platform, not both",
+            ));
+        }
+    };
+    let store = ctx.open_store().await?;
+    let engaged = matches!(args.position, OnOff::On);
+    let sw = store
+        .set_switch(&scope, engaged, &actor(&args.by), Timestamp::now())
+        .await?;
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&sw).map_err(|e| CliError::internal(e.to_string()))?
+        );
+    } else {
+        let what = if sw.name.is_empty() {
+            sw.scope.clone()
+        } else {
+            format!("{} {}", sw.scope, sw.name)
+        };
+        println!(
+            "kill switch {what}: {}",
+            if sw.engaged {
+                "ENGAGED (publishing stopped)"
+            } else {
+                "released"
+            }
+        );
+    }
+    Ok(Exit::Ok)
+}
+
+pub(crate) async fn run_accounts(ctx: &Context, cmd: AccountsCmd) -> Result<Exit, CliError> {
+    let store = ctx.open_store().await?;
+    let now = Timestamp::now();
+    match cmd {
+        AccountsCmd::Add {
+            name,
+            platform,
+            min_interval,
+            dup_window,
+            by,
+            json,
+        } => {
+            let a = store
+                .add_account(
+                    &NewAccount {
+                        name,
+                        platform,
+                        min_interval_ms: min_interval,
+                        dup_window_ms: dup_window,
+                    },
+                    &actor(&by),
+                    now,
+                )
+                .await?;
+            print_account(&a, json)?;
+        }
+        AccountsCmd::Rotate { name, by, json } => {
+            print_account(&store.rotate_account(&name, &actor(&by), now).await?, json)?
+        }
+        AccountsCmd::Revoke { name, by, json } => {
+            print_account(&store.revoke_account(&name, &actor(&by), now).await?, json)?
+        }
+        AccountsCmd::List { json } => {
+            let all = store.accounts().await?;
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&all)
+                        .map_err(|e| CliError::internal(e.to_string()))?
+                );
+            } else if all.is_empty() {
+                println!("no accounts (add one with `oncepost accounts add NAME --platform P`)");
+            } else {
+                for a in &all {
+                    print_account(a, false)?;
+                }
+            }
+        }
+    }
+    Ok(Exit::Ok)
+}
+
+pub(crate) async fn run_store(ctx: &Context, cmd: StoreCmd) -> Result<Exit, CliError> {
+    let store = ctx.open_store().await?;
+    match cmd {
+        StoreCmd::Migrate { json } => {
+            let v = store.applied_schema_version().await?;
+            if json {
+                println!(
+                    "{}",
+                    json!({ "store": store.location().display(), "schema_version": v })
+                );
+            } else {
+                println!("{} is at schema version {v}", store.location().display());
+            }
+        }
+        StoreCmd::BumpEpoch { reason, by, json } => {
+            if reason.trim().is_empty() {
+                return Err(CliError::bad_input("--reason must say why (which restore)"));
+            }
+            let e = store
+                .bump_epoch(&actor(&by), &reason, Timestamp::now())
+                .await?;
+            if json {
+                println!("{}", json!({ "epoch": e }));
+            } else {
+                println!(
+                    "store epoch is now {e}: workers from before it can no longer authorize or settle"
+                );
+            }
+        }
+    }
+    Ok(Exit::Ok)
+}

@@ -1,0 +1,322 @@
+//! `oncepost intents list|show`, `retry`, `park`, `redeliver`, `sweep`.
+use clap::{Args, Subcommand};
+use serde_json::json;
+
+use super::context::actor;
+use super::{CliError, Context, Exit};
+use crate::identity::DeliveryKey;
+use crate::store::{Intent, Status, Timeline, Timestamp};
+
+/// Inspect intents.
+#[derive(Debug, Subcommand)]
+pub enum IntentsCmd {
+    /// List intents, newest first.
+    List {
+        /// Only intents in this state.
+        #[arg(long, value_enum)]
+        state: Option<Status>,
+        /// At most this many.
+        #[arg(long, default_value_t = 100)]
+        limit: i64,
+        /// One JSON array on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one intent with its timeline of events and attempts.
+    Show {
+        /// The delivery key (64 hex digits).
+        key: String,
+        /// One JSON object on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// `oncepost retry KEY`.
+#[derive(Debug, Args)]
+pub struct RetryArgs {
+    /// The delivery key of a failed intent.
+    pub key: String,
+    /// Who is retrying (recorded in history) [default: $USER].
+    #[arg(long)]
+    pub by: Option<String>,
+    /// Print the intent as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `oncepost park KEY --reason R`.
+#[derive(Debug, Args)]
+pub struct ParkArgs {
+    /// The delivery key.
+    pub key: String,
+    /// Why (recorded in history).
+    #[arg(long)]
+    pub reason: String,
+    /// Who is parking it [default: $USER].
+    #[arg(long)]
+    pub by: Option<String>,
+    /// Print the intent as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `oncepost redeliver KEY --by NAME --reason R`.
+#[derive(Debug, Args)]
+pub struct RedeliverArgs {
+    /// The delivery key of a consumed intent (published, indeterminate or parked).
+    pub key: String,
+    /// The person authorizing one more copy.
+    #[arg(long)]
+    pub by: String,
+    /// Why another copy is wanted.
+    #[arg(long)]
+    pub reason: String,
+    /// Print the new intent as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `oncepost sweep`.
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub(crate) fn parse_key(s: &str) -> Result<DeliveryKey, CliError> {
+    DeliveryKey::parse(s).ok_or_else(|| {
+        CliError::bad_input(format!(
+            "{s:?} is not a delivery key (64 lowercase hex digits; see `oncepost intents list`)"
+        ))
+    })
+}
+
+fn print_json(v: &impl serde::Serialize) -> Result<(), CliError> {
+    let s = serde_json::to_string_pretty(v).map_err(|e| CliError::internal(e.to_string()))?;
+    println!("{s}");
+    Ok(())
+}
+
+fn fmt_time(ms: i64) -> String {
+    let secs = ms.div_euclid(1000);
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // civil date from days since epoch (Howard Hinnant's algorithm), to avoid a date dependency
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + if m <= 2 { 1 } else { 0 };
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        (rem % 3600) / 60,
+        rem % 60,
+        ms.rem_euclid(1000)
+    )
+}
+
+fn intent_line(i: &Intent) -> String {
+    let text = i
+        .request
+        .text
+        .clone()
+        .unwrap_or_default()
+        .replace('\n', " ");
+    let text: String = if text.chars().count() > 40 {
+        text.chars().take(39).chain(['…']).collect()
+    } else {
+        text
+    };
+    format!(
+        "{}  {:<13} {:<12} {:<7} {}  {}",
+        i.key,
+        i.state.label(),
+        i.account,
+        i.action.label(),
+        fmt_time(i.updated_at),
+        text
+    )
+}
+
+pub(crate) fn print_timeline(t: &Timeline) {
+    let i = &t.intent;
+    println!("key        {}", i.key);
+    println!("state      {}", i.state);
+    println!("account    {} on {}", i.account, i.platform);
+    println!("action     {} target={:?}", i.action, i.target);
+    if let Some(text) = &i.request.text {
+        println!("text       {text:?}");
+    }
+    for (k, v) in &i.request.fields {
+        println!("field      {k}={v:?}");
+    }
+    if let Some(p) = &i.permalink {
+        println!("permalink  {p}");
+    }
+    if let Some(p) = &i.platform_id {
+        println!("platform id {p}");
+    }
+    if let Some(r) = &i.redelivery_of {
+        println!("redelivers {r}");
+    }
+    println!("attempts   {}/{}", i.attempt_count, i.max_attempts);
+    for a in &t.attempts {
+        println!(
+            "  #{} {} by {} gen {} epoch {} at {}",
+            a.ordinal,
+            a.token,
+            a.owner,
+            a.generation,
+            a.epoch,
+            fmt_time(a.created_at)
+        );
+    }
+    println!("timeline");
+    for e in &t.events {
+        let from = e.from.map(|s| s.label()).unwrap_or("-");
+        let reason = e
+            .reason
+            .as_deref()
+            .map(|r| format!(" ({r})"))
+            .unwrap_or_default();
+        println!(
+            "  {}  {:<21} {:>13} -> {:<13} by {}{}",
+            fmt_time(e.at),
+            e.kind.label(),
+            from,
+            e.to.label(),
+            e.actor,
+            reason
+        );
+    }
+}
+
+pub(crate) async fn run_intents(ctx: &Context, cmd: IntentsCmd) -> Result<Exit, CliError> {
+    let store = ctx.open_store().await?;
+    match cmd {
+        IntentsCmd::List { state, limit, json } => {
+            if limit < 1 {
+                return Err(CliError::bad_input("--limit must be at least 1"));
+            }
+            let list = store.intents(state, limit).await?;
+            if json {
+                print_json(&list)?;
+            } else if list.is_empty() {
+                println!(
+                    "no intents{}",
+                    state.map(|s| format!(" in state {s}")).unwrap_or_default()
+                );
+            } else {
+                for i in &list {
+                    println!("{}", intent_line(i));
+                }
+            }
+        }
+        IntentsCmd::Show { key, json } => {
+            let key = parse_key(&key)?;
+            let t = store.timeline(&key).await?;
+            if json {
+                print_json(&t)?;
+            } else {
+                print_timeline(&t);
+            }
+        }
+    }
+    Ok(Exit::Ok)
+}
+
+pub(crate) async fn run_retry(ctx: &Context, args: RetryArgs) -> Result<Exit, CliError> {
+    let key = parse_key(&args.key)?;
+    let store = ctx.open_store().await?;
+    let it = store
+        .retry(&key, &actor(&args.by), Timestamp::now())
+        .await?;
+    report(
+        &it,
+        args.json,
+        "re-opened: pending (the next publish begins a new attempt)",
+    )
+}
+
+pub(crate) async fn run_park(ctx: &Context, args: ParkArgs) -> Result<Exit, CliError> {
+    let key = parse_key(&args.key)?;
+    if args.reason.trim().is_empty() {
+        return Err(CliError::bad_input("--reason must say why"));
+    }
+    let store = ctx.open_store().await?;
+    let it = store
+        .park(&key, &actor(&args.by), &args.reason, Timestamp::now())
+        .await?;
+    report(&it, args.json, "parked")
+}
+
+pub(crate) async fn run_redeliver(ctx: &Context, args: RedeliverArgs) -> Result<Exit, CliError> {
+    let key = parse_key(&args.key)?;
+    let store = ctx.open_store().await?;
+    let created = store
+        .redeliver(&key, &args.by, &args.reason, Timestamp::now())
+        .await?;
+    if args.json {
+        print_json(&json!({ "created": created.created, "intent": created.intent }))?;
+    } else if created.created {
+        println!(
+            "new intent {} (pending) redelivers {}",
+            created.intent.key, key
+        );
+    } else {
+        println!(
+            "already authorized as {} ({}); nothing new was created",
+            created.intent.key, created.intent.state
+        );
+    }
+    Ok(Exit::Ok)
+}
+
+pub(crate) async fn run_sweep(ctx: &Context, args: SweepArgs) -> Result<Exit, CliError> {
+    let store = ctx.open_store().await?;
+    let who = format!("sweeper:{}", std::process::id());
+    let r = store.sweep(&who, Timestamp::now()).await?;
+    if args.json {
+        print_json(&r)?;
+    } else {
+        println!(
+            "{} made indeterminate, {} claims released",
+            r.made_indeterminate.len(),
+            r.claims_released.len()
+        );
+        for k in &r.made_indeterminate {
+            println!("  indeterminate  {k}");
+        }
+        for k in &r.claims_released {
+            println!("  released       {k}");
+        }
+    }
+    Ok(Exit::Ok)
+}
+
+fn report(it: &Intent, json: bool, words: &str) -> Result<Exit, CliError> {
+    if json {
+        print_json(it)?;
+    } else {
+        println!("{}: {words}", it.key);
+    }
+    Ok(Exit::Ok)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn time_format() {
+        assert_eq!(super::fmt_time(0), "1970-01-01 00:00:00.000Z");
+        assert_eq!(
+            super::fmt_time(1_800_000_000_123),
+            "2027-01-15 08:00:00.123Z"
+        );
+    }
+}
