@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Run every test: installs what is missing, starts one ephemeral PostgreSQL cluster (temp dir, free port,
+# unprivileged user; each test makes its own database in it), runs the suite, and removes the cluster.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/setup.sh
+
+pgdir=$(mktemp -d "${TMPDIR:-/tmp}/oncepost-test-pg.XXXXXX")
+trap 'scripts/pg-ephemeral.sh stop "$pgdir"' EXIT
+ONCEPOST_TEST_PG=$(scripts/pg-ephemeral.sh start "$pgdir")
+export ONCEPOST_TEST_PG
+
+cargo test --locked "$@"
