@@ -6,6 +6,9 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+pub mod contract;
+pub mod probe;
+
 /// Publish to web platforms that have no API, at most once.
 #[derive(Debug, Parser)]
 #[command(name = "oncepost", version, about)]
@@ -36,10 +39,55 @@ pub enum LogFormat {
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
-pub enum Command {}
+pub enum Command {
+    /// Platform contracts (selectors/NAME.toml).
+    #[command(subcommand)]
+    Contract(contract::ContractCommand),
+    /// Check a platform page against its contract without any risk of posting (exit 3: a required locator
+    /// failed or the page attempted a write).
+    Probe(probe::ProbeArgs),
+}
 
 /// Parse arguments, run, and map the outcome to an exit code.
 pub fn main() -> ExitCode {
-    let _cli = Cli::parse();
-    ExitCode::SUCCESS
+    let cli = Cli::parse();
+    init_logging(cli.log_format);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    runtime.block_on(async {
+        match &cli.command {
+            Command::Contract(c) => contract::run(c),
+            Command::Probe(a) => probe::run(&cli, a).await,
+        }
+    })
+}
+
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("ONCEPOST_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,chromiumoxide=off"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().try_init(),
+    };
+}
+
+/// The data directory: `--data-dir` / `ONCEPOST_HOME`, else the platform data dir + `oncepost`.
+pub fn data_dir(cli: &Cli) -> anyhow::Result<PathBuf> {
+    match &cli.data_dir {
+        Some(d) => Ok(d.clone()),
+        None => dirs::data_dir().map(|d| d.join("oncepost")).ok_or_else(|| {
+            anyhow::anyhow!("no data directory: pass --data-dir or set ONCEPOST_HOME")
+        }),
+    }
 }
