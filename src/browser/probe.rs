@@ -20,7 +20,7 @@ use super::checks::{Act, BoxRect, LocatorCheck, check_and_act, evaluate_json};
 use super::dialogs::{self, DialogEvent, DialogPolicy};
 use super::locator::{NamedLocator, NonPublishingStep, PublishControl, Purpose, StepAction};
 use super::screenshot::{self, Mark, MarkVerdict};
-use super::write_guard::{WriteAttempt, WriteGuard};
+use super::write_guard::WriteAttempt;
 use super::{BrowserError, BrowserSession, Liveness};
 
 /// Everything a probe needs, in browser terms.
@@ -266,7 +266,7 @@ fn outcome_of(c: &LocatorCheck) -> String {
     }
 }
 
-/// Run a probe on a fresh page of `session`. Installs the write guard before the page exists.
+/// Run a probe on a fresh page of `session` (whose write guard was installed at launch).
 pub async fn run(
     session: &BrowserSession,
     plan: &ProbePlan,
@@ -274,7 +274,8 @@ pub async fn run(
 ) -> Result<(ProbeReport, Option<Vec<u8>>), BrowserError> {
     let t0 = Instant::now();
     let live = session.liveness();
-    let guard = WriteGuard::install(session).await?;
+    let guard = session.write_guard();
+    let mark = guard.mark();
     let page = live
         .call("open a page", session.browser().new_page("about:blank"))
         .await?;
@@ -379,7 +380,7 @@ pub async fn run(
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let writes = guard.writes();
+    let writes = guard.writes_since(mark);
     for w in &writes {
         problems.push(format!(
             "write attempted and blocked: {} {} ({})",

@@ -15,6 +15,7 @@ use futures::StreamExt;
 use tokio::sync::watch;
 
 use super::BrowserError;
+use super::write_guard::WriteGuard;
 
 /// Names tried, in order, when `ONCEPOST_CHROMIUM` is not set.
 const CANDIDATES: &[&str] = &[
@@ -172,6 +173,7 @@ pub struct BrowserSession {
     handler: tokio::task::JoinHandle<()>,
     pid: Option<u32>,
     executable: PathBuf,
+    guard: WriteGuard,
 }
 
 impl std::fmt::Debug for BrowserSession {
@@ -238,21 +240,41 @@ impl BrowserSession {
             }
             let _ = tx.send(true);
         });
+        let browser = std::sync::Arc::new(browser);
+        let liveness = Liveness {
+            rx,
+            call_timeout: opts.call_timeout,
+        };
+        // The guard goes on before any page exists: nothing this session opens is ever unguarded.
+        let guard = match WriteGuard::install(&browser, &liveness).await {
+            Ok(g) => g,
+            Err(e) => {
+                if let Some(pid) = pid {
+                    // SAFETY: plain kill(2) on the pid of the child we launched.
+                    unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+                }
+                handler.abort();
+                return Err(e);
+            }
+        };
         Ok(BrowserSession {
-            browser: std::sync::Arc::new(browser),
-            liveness: Liveness {
-                rx,
-                call_timeout: opts.call_timeout,
-            },
+            browser,
+            liveness,
             handler,
             pid,
             executable,
+            guard,
         })
     }
 
     /// The chromiumoxide browser handle (only for calls wrapped in [`Liveness::call`]).
     pub fn browser(&self) -> &BrowserHandle {
         &self.browser
+    }
+
+    /// The session's write guard (installed at launch).
+    pub fn write_guard(&self) -> &WriteGuard {
+        &self.guard
     }
 
     /// The liveness signal and call bound.
