@@ -59,6 +59,8 @@ pub struct ProbeOptions {
     pub screenshot: bool,
     /// Dialog and popup policy.
     pub dialogs: DialogPolicy,
+    /// Run the locator checks this many times (benchmarks); the last round is reported.
+    pub check_rounds: usize,
 }
 
 impl Default for ProbeOptions {
@@ -70,6 +72,7 @@ impl Default for ProbeOptions {
             step_timeout: Duration::from_secs(10),
             screenshot: true,
             dialogs: DialogPolicy::default(),
+            check_rounds: 1,
         }
     }
 }
@@ -110,8 +113,10 @@ pub struct Timings {
     pub navigate_ms: u64,
     /// Steps and fill.
     pub steps_ms: u64,
-    /// The locator checks (one evaluation).
+    /// The locator checks (one evaluation per round), all rounds.
     pub checks_ms: u64,
+    /// Each round of locator checks, in microseconds.
+    pub checks_us: Vec<u64>,
     /// Screenshot and annotation.
     pub screenshot_ms: u64,
     /// Whole probe.
@@ -355,9 +360,13 @@ pub async fn run(
 
     let mut all: Vec<NamedLocator> = plan.fields.clone();
     all.push(plan.publish.checkable(opts.fill.is_some()));
-    let t = Instant::now();
-    let checks = probe_page.check(&all).await?;
-    timings.checks_ms = ms(t);
+    let mut checks = Vec::new();
+    for _ in 0..opts.check_rounds.max(1) {
+        let t = Instant::now();
+        checks = probe_page.check(&all).await?;
+        timings.checks_us.push(t.elapsed().as_micros() as u64);
+    }
+    timings.checks_ms = timings.checks_us.iter().sum::<u64>() / 1000;
     for c in checks.iter().filter(|c| c.required && !c.ok) {
         problems.push(format!("{}: {}", c.name, c.problems.join("; ")));
     }

@@ -47,6 +47,9 @@ pub struct ProbeArgs {
     /// Keep watching for writes this many milliseconds after the checks.
     #[arg(long, default_value_t = 1000)]
     pub observe_ms: u64,
+    /// Run the locator checks N times and report each round's time (for benchmarks).
+    #[arg(long, default_value_t = 1, hide = true)]
+    pub check_rounds: usize,
     /// Bound on each CDP call, in milliseconds.
     #[arg(long, default_value_t = 10_000)]
     pub call_timeout_ms: u64,
@@ -139,6 +142,7 @@ async fn probe(
         let opts = ProbeOptions {
             fill: args.fill.clone(),
             observe: Duration::from_millis(args.observe_ms),
+            check_rounds: args.check_rounds,
             ..ProbeOptions::default()
         };
         browser::probe::run(&session, plan, &opts).await
