@@ -15,3 +15,4 @@
 //! Data flows one way: cli -> publish/recover -> store + browser. The browser never writes to the store
 //! and the store never touches the browser.
 pub mod cli;
+pub mod fixture_platform;
