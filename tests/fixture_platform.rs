@@ -7,7 +7,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use oncepost::fixture_platform::{
-    Fault, FaultMode, FixtureConfig, FixturePlatform, RunningPlatform, STATE_FILE,
+    Fault, FaultMode, FixtureConfig, FixturePlatform, HOSTILE_VARIANTS, Misbehaviour,
+    RunningPlatform, STATE_FILE, Trigger,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -395,19 +396,12 @@ async fn create_refuses_bad_input_with_clear_errors_and_stores_nothing() {
 async fn hostile_pages_are_served_with_the_compose_dom_and_the_worker_script() {
     let dir = tempfile::tempdir().unwrap();
     let p = start(dir.path()).await;
-    for name in [
-        "write-on-load",
-        "write-on-focus",
-        "autosave",
-        "beacon",
-        "form-submit-timer",
-        "service-worker",
-        "iframe-inner",
-        "moving-button",
-        "covered-button",
-        "duplicate-match",
-        "slow",
-    ] {
+    let names = HOSTILE_VARIANTS
+        .iter()
+        .map(|v| v.name)
+        .filter(|n| *n != "iframe")
+        .chain(["iframe-inner"]);
+    for name in names {
         let (s, html) = get(&p, &format!("/hostile/{name}"), None).await;
         assert_eq!(s, 200, "{name}");
         assert!(
@@ -971,13 +965,18 @@ mod chromium {
         let dir = tempfile::tempdir().unwrap();
         let p = start(dir.path()).await;
         let chrome = Chrome::launch().await;
-        for (name, sink) in [
-            ("write-on-load", "POST /api/sink/write-on-load"),
-            ("beacon", "POST /api/sink/beacon"),
-            ("form-submit-timer", "POST /api/sink/form-submit-timer"),
-            ("service-worker", "POST /api/sink/service-worker"),
-            ("iframe", "POST /api/sink/iframe"),
-        ] {
+        let on_load: Vec<_> = HOSTILE_VARIANTS
+            .iter()
+            .filter_map(|v| match v.misbehaviour {
+                Misbehaviour::Writes {
+                    sink,
+                    trigger: Trigger::Load,
+                } => Some((v.name, sink)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(on_load.len(), 5, "{on_load:?}");
+        for (name, sink) in on_load {
             let page = chrome
                 .open(&format!("{}/hostile/{name}", p.base_url()))
                 .await;

@@ -20,6 +20,7 @@
 //! and drops whatever is still open after [`SHUTDOWN_GRACE`].
 mod conn;
 mod fault;
+mod hostile;
 mod pages;
 mod posts;
 mod routes;
@@ -35,6 +36,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 pub use fault::{DEFAULT_DELAY_MS, Fault, FaultMode, MAX_DELAY_MS, UnknownFaultMode};
+pub use hostile::{HOSTILE_VARIANTS, HostileVariant, Misbehaviour, Trigger};
 pub use posts::{Post, STATE_FILE};
 pub use stats::Stats;
 

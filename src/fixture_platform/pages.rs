@@ -18,68 +18,48 @@ const LAB_RESEND: &str = include_str!("../../fixtures/lab/resend.html");
 /// Script tag that loads the compose behaviour.
 const COMPOSE_SCRIPT: &str = r#"<script src="/static/compose.js"></script>"#;
 
-/// The hostile variants: `(name, template, writes-to)`; `writes-to` is the counter key their write hits.
-pub const HOSTILE: &[(&str, &str, Option<&str>)] = &[
+/// Hostile page templates `(name, template)`; what each does is catalogued in `super::hostile`.
+/// `iframe-inner` is the framed page of the `iframe` variant.
+const HOSTILE: &[(&str, &str)] = &[
     (
         "write-on-load",
         include_str!("../../fixtures/hostile/write-on-load.html"),
-        Some("POST /api/sink/write-on-load"),
     ),
     (
         "write-on-focus",
         include_str!("../../fixtures/hostile/write-on-focus.html"),
-        Some("POST /api/sink/write-on-focus"),
     ),
     (
         "autosave",
         include_str!("../../fixtures/hostile/autosave.html"),
-        Some("POST /api/drafts"),
     ),
-    (
-        "beacon",
-        include_str!("../../fixtures/hostile/beacon.html"),
-        Some("POST /api/sink/beacon"),
-    ),
+    ("beacon", include_str!("../../fixtures/hostile/beacon.html")),
     (
         "form-submit-timer",
         include_str!("../../fixtures/hostile/form-submit-timer.html"),
-        Some("POST /api/sink/form-submit-timer"),
     ),
     (
         "service-worker",
         include_str!("../../fixtures/hostile/service-worker.html"),
-        Some("POST /api/sink/service-worker"),
     ),
-    (
-        "iframe",
-        include_str!("../../fixtures/hostile/iframe.html"),
-        Some("POST /api/sink/iframe"),
-    ),
+    ("iframe", include_str!("../../fixtures/hostile/iframe.html")),
     (
         "iframe-inner",
         include_str!("../../fixtures/hostile/iframe-inner.html"),
-        Some("POST /api/sink/iframe"),
     ),
     (
         "moving-button",
         include_str!("../../fixtures/hostile/moving-button.html"),
-        None,
     ),
     (
         "covered-button",
         include_str!("../../fixtures/hostile/covered-button.html"),
-        None,
     ),
     (
         "duplicate-match",
         include_str!("../../fixtures/hostile/duplicate-match.html"),
-        None,
     ),
-    (
-        "slow",
-        include_str!("../../fixtures/hostile/slow.html"),
-        None,
-    ),
+    ("slow", include_str!("../../fixtures/hostile/slow.html")),
 ];
 
 /// Who is looking at a page: the account name and the CSRF token for their session.
@@ -178,7 +158,7 @@ pub fn compose(viewer: &Viewer) -> String {
 
 /// `GET /hostile/{name}`, or `None` for an unknown name.
 pub fn hostile(viewer: &Viewer, name: &str) -> Option<String> {
-    let (_, template, _) = HOSTILE.iter().find(|(n, _, _)| *n == name)?;
+    let (_, template) = HOSTILE.iter().find(|(n, _)| *n == name)?;
     let form = compose_form(viewer);
     let main = fill(
         template,
@@ -211,15 +191,39 @@ fn article(post: &Post, match_kind: Option<&str>) -> String {
         .unwrap_or_default();
     format!(
         r#"<article class="post" data-post-id="{id}"{data_match}>
-  <div class="post-head"><span class="avatar">{init}</span><div><span class="post-author">{author}</span><br><a class="permalink" href="/p/{id}"><time class="post-time" datetime="{at}">{at}</time></a></div></div>
+  <div class="post-head"><span class="avatar">{init}</span><div><span class="post-author">{author}</span><br><a class="permalink" href="/p/{id}"><time class="post-time" datetime="{at}">{shown}</time></a></div></div>
   {title}<p class="post-text">{text}</p>
   <div class="post-foot"><span>Like</span><span>Comment</span><span>Share</span></div>
 </article>"#,
         init = escape(&initial(&post.account)),
         author = escape(&post.account),
         at = escape(&post.created_at),
+        shown = escape(&human_time(&post.created_at)),
         text = escape(&post.text),
     )
+}
+
+/// `2026-11-30T15:20:11.123Z` -> `30 Nov 2026 · 15:20 UTC` (the raw value stays in `datetime=`).
+fn human_time(rfc3339: &str) -> String {
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let parts = (
+        rfc3339.get(0..4),
+        rfc3339.get(5..7).and_then(|m| m.parse::<usize>().ok()),
+        rfc3339.get(8..10),
+        rfc3339.get(11..16),
+    );
+    match parts {
+        (Some(y), Some(m @ 1..=12), Some(d), Some(hm)) => {
+            format!(
+                "{} {} {y} · {hm} UTC",
+                d.trim_start_matches('0'),
+                MONTHS[m - 1]
+            )
+        }
+        _ => rfc3339.to_owned(),
+    }
 }
 
 /// `GET /p/{id}`.
@@ -281,6 +285,27 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_catalogued_variant_has_a_template() {
+        for v in super::super::HOSTILE_VARIANTS {
+            assert!(HOSTILE.iter().any(|(n, _)| *n == v.name), "{}", v.name);
+        }
+        assert_eq!(
+            HOSTILE.len(),
+            super::super::HOSTILE_VARIANTS.len() + 1,
+            "iframe-inner"
+        );
+    }
+
+    #[test]
+    fn human_time_is_readable_and_falls_back_to_the_raw_value() {
+        assert_eq!(
+            human_time("2026-11-30T15:20:11.123Z"),
+            "30 Nov 2026 · 15:20 UTC"
+        );
+        assert_eq!(human_time("garbage"), "garbage");
+    }
+
+    #[test]
     fn fill_is_single_pass() {
         let out = fill("a {{x}} b {{y}} {{unknown}}", &[("x", "{{y}}"), ("y", "Y")]);
         assert_eq!(out, "a {{y}} b Y {{unknown}}");
@@ -300,7 +325,7 @@ mod tests {
             account: "t".into(),
             csrf: "tok".into(),
         };
-        for (name, _, _) in HOSTILE {
+        for (name, _) in HOSTILE {
             let html = hostile(&v, name).unwrap();
             assert!(!html.contains("{{"), "{name} left a placeholder");
             if *name != "iframe" {
