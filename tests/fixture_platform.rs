@@ -989,6 +989,13 @@ mod chromium {
                 p.stats().writes_to(sink)
             );
             let _ = page.close().await;
+            if name == "beacon" {
+                // Closing the page hides it: the visibilitychange beacon goes out too.
+                eventually("beacon on visibilitychange", || {
+                    p.stats().writes_to(sink) >= 2
+                })
+                .await;
+            }
         }
         assert_eq!(
             p.stats().create_arrivals,
