@@ -579,6 +579,84 @@ async fn a_corrupt_state_file_stops_start_instead_of_being_overwritten() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_creates_are_all_stored_and_all_survive_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = start(dir.path()).await;
+    let token = csrf(&p, None).await;
+    let url = format!("{}/api/posts", p.base_url());
+    let mut handles = Vec::new();
+    for i in 0..24 {
+        let (url, token) = (url.clone(), token.clone());
+        handles.push(tokio::spawn(async move {
+            http()
+                .post(url)
+                .header("x-csrf-token", token)
+                .body(serde_json::json!({"text": format!("concurrent {i}")}).to_string())
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }));
+    }
+    for h in handles {
+        assert_eq!(h.await.unwrap(), 201);
+    }
+    assert_eq!(p.stats().create_arrivals, 24);
+    p.shutdown().await;
+    let p = start(dir.path()).await;
+    let mut texts: Vec<String> = p.posts().into_iter().map(|x| x.text).collect();
+    texts.sort();
+    let mut want: Vec<String> = (0..24).map(|i| format!("concurrent {i}")).collect();
+    want.sort();
+    assert_eq!(texts, want);
+    p.shutdown().await;
+}
+
+#[tokio::test]
+async fn keep_alive_serves_several_requests_on_one_connection() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = start(dir.path()).await;
+    let mut s = TcpStream::connect(p.addr()).await.unwrap();
+    for _ in 0..3 {
+        s.write_all(b"GET /api/posts HTTP/1.1\r\nhost: x\r\n\r\n")
+            .await
+            .unwrap();
+        let mut buf = [0u8; 4096];
+        let n = tokio::time::timeout(WAIT, s.read(&mut buf))
+            .await
+            .unwrap()
+            .unwrap();
+        let head = String::from_utf8_lossy(&buf[..n]).to_string();
+        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+        assert!(
+            !head.to_ascii_lowercase().contains("connection: close"),
+            "{head}"
+        );
+    }
+    p.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_taken_port_is_a_clear_bind_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = start(dir.path()).await;
+    let other = tempfile::tempdir().unwrap();
+    let mut config = FixtureConfig::new(other.path());
+    config.port = p.addr().port();
+    let err = FixturePlatform::start(config).await.unwrap_err();
+    assert!(
+        matches!(err, oncepost::fixture_platform::FixtureError::Bind { .. }),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains(&p.addr().port().to_string()),
+        "{err}"
+    );
+    p.shutdown().await;
+}
+
 // ---------------------------------------------------------------------------------------------------
 // Fault modes, observed at the socket
 // ---------------------------------------------------------------------------------------------------
@@ -762,6 +840,10 @@ async fn a_stalled_client_does_not_block_others_and_shutdown_closes_every_connec
 
     let (status, _) = create(&p, None, "others still get served").await;
     assert_eq!(status, 201);
+    // The half-body create was counted when its head arrived, though its body never came; the
+    // half-head one was not (no complete head yet).
+    eventually("two create arrivals", || p.stats().create_arrivals == 2).await;
+    assert_eq!(p.posts().len(), 1);
 
     tokio::time::timeout(WAIT, p.shutdown())
         .await
