@@ -17,3 +17,4 @@
 pub mod browser;
 pub mod cli;
 pub mod contract;
+pub mod fixture_platform;

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 pub mod contract;
+pub mod fixtures;
 pub mod probe;
 
 /// Publish to web platforms that have no API, at most once.
@@ -46,6 +47,8 @@ pub enum Command {
     /// Check a platform page against its contract without any risk of posting (exit 3: a required locator
     /// failed or the page attempted a write).
     Probe(probe::ProbeArgs),
+    /// Run the bundled Fixturebook fixture platform (for tests and demos).
+    Fixtures(fixtures::FixturesArgs),
 }
 
 /// Parse arguments, run, and map the outcome to an exit code.
@@ -56,18 +59,37 @@ pub fn main() -> ExitCode {
         .enable_all()
         .build()
     {
-        Ok(r) => r,
+        Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
             return ExitCode::from(1);
         }
     };
-    runtime.block_on(async {
-        match &cli.command {
-            Command::Contract(c) => contract::run(c),
-            Command::Probe(a) => probe::run(&cli, a).await,
+    runtime.block_on(dispatch(cli))
+}
+
+/// Run the chosen subcommand.
+async fn dispatch(cli: Cli) -> ExitCode {
+    match &cli.command {
+        Command::Contract(c) => return contract::run(c),
+        Command::Probe(a) => return probe::run(&cli, a).await,
+        Command::Fixtures(_) => {}
+    }
+    let dir = data_dir(&cli);
+    let Command::Fixtures(args) = cli.command else {
+        return ExitCode::from(1);
+    };
+    let result = match dir {
+        Ok(dir) => fixtures::run(args, dir).await,
+        Err(e) => Err(e),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(1)
         }
-    })
+    }
 }
 
 fn init_logging(format: LogFormat) {
@@ -87,7 +109,7 @@ pub fn data_dir(cli: &Cli) -> anyhow::Result<PathBuf> {
     match &cli.data_dir {
         Some(d) => Ok(d.clone()),
         None => dirs::data_dir().map(|d| d.join("oncepost")).ok_or_else(|| {
-            anyhow::anyhow!("no data directory: pass --data-dir or set ONCEPOST_HOME")
+            anyhow::anyhow!("no user data dir on this system; pass --data-dir or set ONCEPOST_HOME")
         }),
     }
 }
