@@ -14,6 +14,9 @@
 //!
 //! Data flows one way: cli -> publish/recover -> store + browser. The browser never writes to the store
 //! and the store never touches the browser.
+pub mod browser;
 pub mod cli;
+pub mod contract;
+pub mod fixture_platform;
 pub mod identity;
 pub mod store;

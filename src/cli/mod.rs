@@ -4,8 +4,11 @@
 //! store, and maps every outcome to a documented exit code (docs/cli.md).
 mod admin;
 mod context;
+pub mod contract;
 mod exit;
+pub mod fixtures;
 mod intents;
+pub mod probe;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -69,6 +72,14 @@ pub enum Command {
     /// Store administration: migrate, bump the restore epoch.
     #[command(subcommand)]
     Store(admin::StoreCmd),
+    /// Platform contracts (selectors/NAME.toml).
+    #[command(subcommand)]
+    Contract(contract::ContractCommand),
+    /// Check a platform page against its contract without any risk of posting (exit 3: a required locator
+    /// failed or the page attempted a write).
+    Probe(probe::ProbeArgs),
+    /// Run the bundled Fixturebook fixture platform (for tests and demos).
+    Fixtures(fixtures::FixturesArgs),
 }
 
 /// Parse arguments, run, and map the outcome to an exit code.
@@ -85,6 +96,12 @@ pub fn main() -> ExitCode {
             return ExitCode::from(Exit::Internal as u8);
         }
     };
+    // Contract, probe and fixtures report their own exit codes.
+    match &cli.command {
+        Command::Contract(c) => return contract::run(c),
+        Command::Probe(a) => return runtime.block_on(probe::run(&cli, a)),
+        _ => {}
+    }
     match runtime.block_on(run(cli)) {
         Ok(code) => ExitCode::from(code as u8),
         Err(e) => {
@@ -96,7 +113,7 @@ pub fn main() -> ExitCode {
 
 fn init_tracing(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("ONCEPOST_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,chromiumoxide=off"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
@@ -117,5 +134,20 @@ async fn run(cli: Cli) -> Result<Exit, CliError> {
         Command::Switch(args) => admin::run_switch(&ctx, args).await,
         Command::Accounts(cmd) => admin::run_accounts(&ctx, cmd).await,
         Command::Store(cmd) => admin::run_store(&ctx, cmd).await,
+        Command::Fixtures(args) => {
+            fixtures::run(args, ctx.data_dir.clone())
+                .await
+                .map_err(|e| CliError::internal(format!("{e:#}")))?;
+            Ok(Exit::Ok)
+        }
+        Command::Contract(_) | Command::Probe(_) => Err(CliError::internal("dispatched earlier")),
+    }
+}
+
+/// The data directory: `--data-dir` / `ONCEPOST_HOME`, else the platform data dir + `oncepost`.
+pub fn data_dir(cli: &Cli) -> anyhow::Result<PathBuf> {
+    match &cli.data_dir {
+        Some(d) => Ok(d.clone()),
+        None => context::default_data_dir().map_err(|e| anyhow::anyhow!(e.message)),
     }
 }

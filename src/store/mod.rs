@@ -138,6 +138,8 @@ pub(crate) enum Pool {
 #[derive(Clone)]
 pub struct Store {
     pool: std::sync::Arc<Pool>,
+    /// Write transactions this handle committed (a metric: the benchmark reports commits per lifecycle).
+    commits: std::sync::Arc<std::sync::atomic::AtomicU64>,
     policy: Policy,
     location: StoreLocation,
 }
@@ -168,6 +170,9 @@ macro_rules! write_tx {
                 match out {
                     Ok(v) => {
                         $tx.commit().await.map_err($crate::store::map_db)?;
+                        $store
+                            .commits
+                            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         Ok(v)
                     }
                     Err(e) => {
@@ -184,6 +189,9 @@ macro_rules! write_tx {
                 match out {
                     Ok(v) => {
                         $tx.commit().await.map_err($crate::store::map_db)?;
+                        $store
+                            .commits
+                            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         Ok(v)
                     }
                     Err(e) => {
@@ -300,6 +308,7 @@ impl Store {
         };
         let store = Store {
             pool: std::sync::Arc::new(pool),
+            commits: Default::default(),
             policy,
             location: location.clone(),
         };
@@ -370,6 +379,11 @@ impl Store {
             Pool::Sqlite(_) => Dialect::Sqlite,
             Pool::Postgres(_) => Dialect::Postgres,
         }
+    }
+
+    /// How many write transactions this handle (and its clones) committed so far.
+    pub fn commits(&self) -> u64 {
+        self.commits.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Where this store lives.

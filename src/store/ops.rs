@@ -792,9 +792,8 @@ impl Store {
     /// expired pre-authorization claims are released. Safe to run from many processes: each row moves by one
     /// guarded statement, so exactly one sweeper records each move.
     pub async fn sweep(&self, actor: &str, now: Timestamp) -> Result<SweepReport, StoreError> {
-        let due: Vec<SweepCandidate> =
-            read_pool!(self, |ex| {
-                let rows = sqlx::query(
+        let due: Vec<SweepCandidate> = read_pool!(self, |ex| {
+            let rows = sqlx::query(
                 "SELECT delivery_key, generation, state, current_attempt, lease_owner FROM intents \
                  WHERE state IN ('authorized', 'pending') AND lease_expires_at IS NOT NULL \
                  AND lease_expires_at <= $1 ORDER BY id",
@@ -803,18 +802,18 @@ impl Store {
             .fetch_all(ex)
             .await
             .map_err(map_db)?;
-                rows.iter()
-                    .map(|r| {
-                        Ok((
-                            col(r, "delivery_key")?,
-                            col(r, "generation")?,
-                            col(r, "state")?,
-                            col(r, "current_attempt")?,
-                            col(r, "lease_owner")?,
-                        ))
-                    })
-                    .collect::<Result<Vec<_>, StoreError>>()
-            })?;
+            rows.iter()
+                .map(|r| {
+                    Ok((
+                        col(r, "delivery_key")?,
+                        col(r, "generation")?,
+                        col(r, "state")?,
+                        col(r, "current_attempt")?,
+                        col(r, "lease_owner")?,
+                    ))
+                })
+                .collect::<Result<Vec<_>, StoreError>>()
+        })?;
         let mut report = SweepReport::default();
         for (key, generation, state, attempt, holder) in due {
             let authorized = state == "authorized";

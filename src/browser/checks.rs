@@ -1,0 +1,412 @@
+//! Locator checks: every locator of the page (and of its same-origin iframes) in ONE `Runtime.evaluate`.
+//!
+//! The script resolves each locator's strategies in order, counts matches per strategy, and measures the
+//! chosen element: attached, visible, enabled, editable, focusable, in viewport, receives events (hit test
+//! at its centre), text; then waits two animation frames and measures again for `stable`. It reads only:
+//! no focus, no click, no key, no scrolling. Role and accessible-name matching follow the WAI-ARIA implicit
+//! roles and the usual name sources (aria-labelledby, aria-label, label, content, title, placeholder);
+//! it is an approximation of the browser's accessibility tree, documented in docs/contracts.md.
+use chromiumoxide::Page;
+use chromiumoxide::cdp::js_protocol::runtime::EvaluateParams;
+use serde::{Deserialize, Serialize};
+
+use super::locator::{ElementState, NamedLocator, Strategy};
+use super::{BrowserError, Liveness};
+
+/// The check script. Takes `[{strategies, strict, frames}]`, returns one result per locator.
+pub const CHECK_JS: &str = r#"
+async (locs, act) => {
+  const norm = s => (s || '').replace(/\s+/g, ' ').trim();
+  const HEAD = { button: 'button', textarea: 'textbox', article: 'article', nav: 'navigation', main: 'main',
+    form: 'form', img: 'img', ul: 'list', ol: 'list', li: 'listitem', h1: 'heading', h2: 'heading',
+    h3: 'heading', h4: 'heading', h5: 'heading', h6: 'heading', dialog: 'dialog', option: 'option',
+    table: 'table', tr: 'row', td: 'cell', th: 'columnheader', header: 'banner', footer: 'contentinfo',
+    aside: 'complementary', section: 'region', output: 'status', progress: 'progressbar' };
+  const role = el => {
+    const r = el.getAttribute('role');
+    if (r && r.trim()) return r.trim().split(/\s+/)[0];
+    const t = el.localName;
+    if (t === 'a' || t === 'area') return el.hasAttribute('href') ? 'link' : null;
+    if (t === 'input') {
+      const ty = (el.getAttribute('type') || 'text').toLowerCase();
+      if (['button', 'submit', 'reset', 'image'].includes(ty)) return 'button';
+      return { checkbox: 'checkbox', radio: 'radio', range: 'slider', number: 'spinbutton', search: 'searchbox',
+               hidden: null, file: null }[ty] ?? 'textbox';
+    }
+    if (t === 'select') return (el.multiple || el.size > 1) ? 'listbox' : 'combobox';
+    if (HEAD[t]) return HEAD[t];
+    if (el.isContentEditable && el.hasAttribute('contenteditable')) return 'textbox';
+    return null;
+  };
+  const NAME_FROM_CONTENT = ['button', 'link', 'heading', 'option', 'tab', 'menuitem', 'checkbox', 'radio',
+    'switch', 'cell', 'columnheader', 'rowheader', 'treeitem', 'tooltip', 'menuitemcheckbox', 'menuitemradio'];
+  const accName = el => {
+    const doc = el.ownerDocument;
+    const lb = el.getAttribute('aria-labelledby');
+    if (lb) {
+      const s = norm(lb.split(/\s+/).map(id => doc.getElementById(id)).filter(Boolean).map(e => e.textContent).join(' '));
+      if (s) return s;
+    }
+    const al = norm(el.getAttribute('aria-label'));
+    if (al) return al;
+    if (el.labels && el.labels.length) return norm(Array.from(el.labels).map(l => l.textContent).join(' '));
+    if (el.localName === 'input' && ['button', 'submit', 'reset'].includes(el.type)) return norm(el.value);
+    if (el.localName === 'img') return norm(el.getAttribute('alt'));
+    if (NAME_FROM_CONTENT.includes(role(el))) return norm(el.textContent);
+    return norm(el.getAttribute('title') || el.getAttribute('placeholder'));
+  };
+  const SKIP = new Set(['script', 'style', 'head', 'title', 'meta', 'link', 'template', 'noscript']);
+  const find = (doc, s) => {
+    if (s.css !== undefined) return Array.from(doc.querySelectorAll(s.css));
+    const every = Array.from(doc.querySelectorAll('body *')).filter(e => !SKIP.has(e.localName));
+    if (s.role !== undefined) {
+      const want = s.role.name == null ? null : norm(s.role.name);
+      return every.filter(e => role(e) === s.role.role && (want === null || accName(e) === want));
+    }
+    const want = norm(s.text.text);
+    const hit = e => { const t = norm(e.innerText); return s.text.exact ? t === want : t.includes(want); };
+    // Innermost matching elements only: a wrapper whose only content is the match is not a second match.
+    return every.filter(e => hit(e) && !Array.from(e.children).some(c => !SKIP.has(c.localName) && hit(c)));
+  };
+  const frameOf = frames => {
+    let doc = document, ox = 0, oy = 0;
+    for (const sel of frames) {
+      const fr = doc.querySelectorAll(sel);
+      if (fr.length !== 1) throw new Error(`iframe selector ${JSON.stringify(sel)} matched ${fr.length} elements`);
+      const f = fr[0];
+      let d = null;
+      try { d = f.contentDocument; } catch (e) { d = null; }
+      if (!d) throw new Error(`iframe ${JSON.stringify(sel)} is cross-origin or not loaded; probes check same-origin iframes only`);
+      const r = f.getBoundingClientRect();
+      ox += r.left + f.clientLeft; oy += r.top + f.clientTop; doc = d;
+    }
+    return { doc, ox, oy };
+  };
+  const measure = (el, ox, oy) => {
+    const r = el.getBoundingClientRect();
+    return { x: r.left + ox, y: r.top + oy, w: r.width, h: r.height, lx: r.left, ly: r.top };
+  };
+  const out = locs.map(l => {
+    const res = { counts: [], used: null, count: 0, error: null, states: null, box: null, text: null };
+    let ctx;
+    try { ctx = frameOf(l.frames); } catch (e) { res.error = String(e.message || e); return res; }
+    for (const s of l.strategies) {
+      let found;
+      try { found = find(ctx.doc, s); } catch (e) { res.counts.push(0); res.error = res.error || `strategy ${res.counts.length - 1}: ${e.message || e}`; continue; }
+      res.counts.push(found.length);
+      if (res.used === null && found.length > 0) { res.used = res.counts.length - 1; res.count = found.length; res._el = found[0]; }
+    }
+    const el = res._el;
+    if (!el) return res;
+    const win = ctx.doc.defaultView;
+    const st = win.getComputedStyle(el);
+    const b = measure(el, ctx.ox, ctx.oy);
+    const visible = el.isConnected && b.w > 0 && b.h > 0 && el.checkVisibility({ visibilityProperty: true, opacityProperty: false });
+    const disabled = el.matches(':disabled') || el.closest('[aria-disabled="true"]') !== null || el.closest('[inert]') !== null;
+    const editableKind = el.localName === 'textarea' ||
+      (el.localName === 'input' && !['button', 'submit', 'reset', 'image', 'checkbox', 'radio', 'file', 'hidden', 'range', 'color'].includes(el.type)) ||
+      el.isContentEditable;
+    const readonly = el.readOnly === true || el.getAttribute('aria-readonly') === 'true';
+    const cx = b.lx + b.w / 2, cy = b.ly + b.h / 2;
+    const inView = b.w > 0 && b.h > 0 && b.x < window.innerWidth && b.y < window.innerHeight && b.x + b.w > 0 && b.y + b.h > 0;
+    let hitEl = null;
+    if (visible && cx >= 0 && cy >= 0 && cx < win.innerWidth && cy < win.innerHeight) hitEl = ctx.doc.elementFromPoint(cx, cy);
+    res.states = {
+      attached: el.isConnected,
+      visible,
+      enabled: !disabled,
+      editable: editableKind && !disabled && !readonly,
+      focusable: visible && !disabled && (el.tabIndex >= 0 || el.isContentEditable) && st.pointerEvents !== 'none',
+      in_viewport: inView,
+      receives_events: hitEl !== null && (hitEl === el || el.contains(hitEl)) && st.pointerEvents !== 'none',
+      stable: false,
+    };
+    res.covered_by = hitEl && !(hitEl === el || el.contains(hitEl)) ? (hitEl.localName + (hitEl.id ? '#' + hitEl.id : '') + (hitEl.className && typeof hitEl.className === 'string' ? '.' + hitEl.className.trim().split(/\s+/).join('.') : '')) : null;
+    res.box = { x: b.x, y: b.y, w: b.w, h: b.h };
+    res.text = ('value' in el && typeof el.value === 'string' && editableKind ? el.value : norm(el.innerText)).slice(0, 200);
+    res._ctx = ctx;
+    return res;
+  });
+  // A non-publishing step acts on its target here, in the same evaluation that resolved it, never on the
+  // publish control (also passed in) and never on a control that would submit a form.
+  let acted = null;
+  if (act) {
+    const t = out[act.target], p = act.publish === null ? null : out[act.publish];
+    const el = t._el;
+    const ctl = el ? el.closest('button, input') : null;
+    if (!el) acted = 'refused: target not found';
+    else if (locs[act.target].strict && t.count > 1) acted = 'refused: target matched ' + t.count + ' elements';
+    else if (p && p._el && (p._el === el || p._el.contains(el))) acted = 'refused: target is the publish control';
+    else if (act.action === 'click' && ctl && ctl.form && ['submit', 'image'].includes(ctl.type)) acted = 'refused: target would submit a form';
+    else {
+      if (act.action === 'focus') el.focus({ preventScroll: true });
+      else if (act.action === 'scroll_into_view') el.scrollIntoView({ block: 'center', inline: 'center' });
+      else if (act.action === 'click') el.click();
+      else { acted = 'refused: unknown action ' + act.action; }
+      if (acted === null) acted = 'done';
+    }
+  }
+  // Stability: same box after two animation frames (one frame can coincide with a layout in progress).
+  await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+  for (const res of out) {
+    if (!res._el) continue;
+    const b = measure(res._el, res._ctx.ox, res._ctx.oy);
+    res.states.stable = res._el.isConnected && Math.abs(b.x - res.box.x) < 0.5 && Math.abs(b.y - res.box.y) < 0.5 && Math.abs(b.w - res.box.w) < 0.5 && Math.abs(b.h - res.box.h) < 0.5;
+    delete res._el; delete res._ctx;
+  }
+  return { checks: out, acted };
+}
+"#;
+
+/// The measured states of one element.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ElementStates {
+    /// Connected to the document.
+    pub attached: bool,
+    /// Non-empty box, not hidden.
+    pub visible: bool,
+    /// Not disabled.
+    pub enabled: bool,
+    /// Accepts text.
+    pub editable: bool,
+    /// Can take focus.
+    pub focusable: bool,
+    /// Intersects the viewport.
+    pub in_viewport: bool,
+    /// Box unchanged across two animation frames.
+    pub stable: bool,
+    /// Hit test at the centre lands on it.
+    pub receives_events: bool,
+}
+
+impl ElementStates {
+    /// Whether `s` holds.
+    pub fn has(&self, s: ElementState) -> bool {
+        match s {
+            ElementState::Attached => self.attached,
+            ElementState::Visible => self.visible,
+            ElementState::Enabled => self.enabled,
+            ElementState::Editable => self.editable,
+            ElementState::Focusable => self.focusable,
+            ElementState::InViewport => self.in_viewport,
+            ElementState::Stable => self.stable,
+            ElementState::ReceivesEvents => self.receives_events,
+        }
+    }
+}
+
+/// A box in top-level CSS pixels.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct BoxRect {
+    /// Left.
+    pub x: f64,
+    /// Top.
+    pub y: f64,
+    /// Width.
+    pub w: f64,
+    /// Height.
+    pub h: f64,
+}
+
+/// Raw per-locator output of the script.
+#[derive(Debug, Clone, Deserialize)]
+struct RawCheck {
+    counts: Vec<u32>,
+    used: Option<usize>,
+    count: u32,
+    error: Option<String>,
+    states: Option<ElementStates>,
+    #[serde(rename = "box")]
+    rect: Option<BoxRect>,
+    text: Option<String>,
+    covered_by: Option<String>,
+}
+
+/// The result of checking one locator.
+#[derive(Debug, Clone, Serialize)]
+pub struct LocatorCheck {
+    /// The locator's name.
+    pub name: String,
+    /// Whether a failure fails the probe.
+    pub required: bool,
+    /// Matches per strategy, in order.
+    pub counts: Vec<u32>,
+    /// Index of the strategy that decided (the first with any match).
+    pub used_strategy: Option<usize>,
+    /// Matches of the deciding strategy.
+    pub count: u32,
+    /// Measured states of the (first) match.
+    pub states: Option<ElementStates>,
+    /// Required states, in order.
+    pub required_states: Vec<ElementState>,
+    /// Box in CSS pixels of the top-level page.
+    #[serde(rename = "box")]
+    pub rect: Option<BoxRect>,
+    /// Text (value for fields), truncated to 200 characters.
+    pub text: Option<String>,
+    /// What covers the centre when `receives_events` is false.
+    pub covered_by: Option<String>,
+    /// Whether the locator passed: found, strict-ok, and every required state holds.
+    pub ok: bool,
+    /// Why not, in words.
+    pub problems: Vec<String>,
+}
+
+/// The JSON argument the script receives for one locator.
+pub fn script_arg(l: &NamedLocator) -> serde_json::Value {
+    let strategies: Vec<serde_json::Value> = l
+        .locator
+        .strategies
+        .iter()
+        .map(|s| match s {
+            Strategy::Css(c) => serde_json::json!({ "css": c }),
+            Strategy::Text { text, exact } => {
+                serde_json::json!({ "text": { "text": text, "exact": exact } })
+            }
+            Strategy::Role { role, name } => {
+                serde_json::json!({ "role": { "role": role, "name": name } })
+            }
+        })
+        .collect();
+    serde_json::json!({ "strategies": strategies, "strict": l.locator.strict, "frames": l.locator.frames })
+}
+
+/// Evaluate `CHECK_JS`-style script `js` with `arg` in the page's main frame; returns its JSON value.
+pub async fn evaluate_json(
+    page: &Page,
+    live: &Liveness,
+    what: &str,
+    js: &str,
+    arg: &serde_json::Value,
+) -> Result<serde_json::Value, BrowserError> {
+    let expression = format!("({js})({arg})");
+    let params = EvaluateParams::builder()
+        .expression(expression)
+        .await_promise(true)
+        .return_by_value(true)
+        .build()
+        .map_err(BrowserError::Script)?;
+    let resp = live.call(what, page.execute(params)).await?;
+    if let Some(ex) = &resp.result.exception_details {
+        let msg = ex
+            .exception
+            .as_ref()
+            .and_then(|e| e.description.clone())
+            .unwrap_or_else(|| ex.text.clone());
+        return Err(BrowserError::Script(msg));
+    }
+    Ok(resp
+        .result
+        .result
+        .value
+        .clone()
+        .unwrap_or(serde_json::Value::Null))
+}
+
+/// An action to perform on one of the checked locators, in the same evaluation.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Act {
+    /// Index of the target among the checked locators.
+    pub target: usize,
+    /// Index of the publish control among them (refused as a target).
+    pub publish: Option<usize>,
+    /// `focus`, `scroll_into_view` or `click`.
+    pub action: &'static str,
+}
+
+#[derive(Deserialize)]
+struct RawResult {
+    checks: Vec<RawCheck>,
+    acted: Option<String>,
+}
+
+/// Check every locator in one evaluation and judge each against its required states.
+pub async fn check_all(
+    page: &Page,
+    live: &Liveness,
+    locators: &[NamedLocator],
+) -> Result<Vec<LocatorCheck>, BrowserError> {
+    Ok(check_and_act(page, live, locators, None).await?.0)
+}
+
+/// Check every locator in one evaluation, then perform `act` (if any) in the same evaluation.
+pub(crate) async fn check_and_act(
+    page: &Page,
+    live: &Liveness,
+    locators: &[NamedLocator],
+    act: Option<&Act>,
+) -> Result<(Vec<LocatorCheck>, Option<String>), BrowserError> {
+    let locs = serde_json::Value::Array(locators.iter().map(script_arg).collect());
+    let act = serde_json::to_value(act).unwrap_or(serde_json::Value::Null);
+    let js = format!("(locs) => ({CHECK_JS})(locs, {act})");
+    let value = evaluate_json(page, live, "locator checks", &js, &locs).await?;
+    let raw: RawResult = serde_json::from_value(value)
+        .map_err(|e| BrowserError::Script(format!("unexpected check result: {e}")))?;
+    let (raws, acted) = (raw.checks, raw.acted);
+    if raws.len() != locators.len() {
+        return Err(BrowserError::Script(format!(
+            "{} results for {} locators",
+            raws.len(),
+            locators.len()
+        )));
+    }
+    Ok((
+        locators
+            .iter()
+            .zip(raws)
+            .map(|(l, r)| judge(l, r))
+            .collect(),
+        acted,
+    ))
+}
+
+fn judge(l: &NamedLocator, r: RawCheck) -> LocatorCheck {
+    let mut problems = Vec::new();
+    if let Some(e) = &r.error {
+        problems.push(e.clone());
+    }
+    match r.used {
+        None => problems.push(format!(
+            "no element matched any of {} strategies",
+            l.locator.strategies.len()
+        )),
+        Some(i) if l.locator.strict && r.count > 1 => problems.push(format!(
+            "strict locator: strategy {i} matched {} elements, expected exactly one",
+            r.count
+        )),
+        _ => {}
+    }
+    if let Some(st) = &r.states {
+        for s in &l.states {
+            if !st.has(*s) {
+                let mut p = format!(
+                    "not {}",
+                    serde_json::to_value(s)
+                        .ok()
+                        .and_then(|v| v.as_str().map(String::from))
+                        .unwrap_or_default()
+                );
+                if *s == ElementState::ReceivesEvents
+                    && let Some(c) = &r.covered_by
+                {
+                    p.push_str(&format!(" (covered by {c})"));
+                }
+                problems.push(p);
+            }
+        }
+    }
+    LocatorCheck {
+        name: l.name.clone(),
+        required: l.required,
+        counts: r.counts,
+        used_strategy: r.used,
+        count: r.count,
+        states: r.states,
+        required_states: l.states.clone(),
+        rect: r.rect,
+        text: r.text,
+        covered_by: r.covered_by,
+        ok: problems.is_empty(),
+        problems,
+    }
+}

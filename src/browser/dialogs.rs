@@ -1,0 +1,145 @@
+//! Explicit policy for JavaScript dialogs and popups, with a record of each.
+//!
+//! An unanswered dialog blocks the page's JavaScript (and every evaluation) until it is answered, so every
+//! dialog gets an answer from the policy: alerts are acknowledged, confirm and prompt are dismissed (a
+//! probe never agrees to anything), beforeunload is accepted (leaving the page sends nothing). Popups
+//! (new targets opened by the page) are recorded and closed; their requests are covered by the write guard.
+use std::sync::{Arc, Mutex};
+
+use chromiumoxide::Page;
+use chromiumoxide::cdp::browser_protocol::page::{
+    DialogType, EventJavascriptDialogOpening, HandleJavaScriptDialogParams,
+};
+use chromiumoxide::cdp::browser_protocol::target::{CloseTargetParams, EventTargetCreated};
+use futures::StreamExt;
+use serde::Serialize;
+
+use super::{BrowserError, BrowserSession};
+
+/// How dialogs are answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct DialogPolicy {
+    /// Accept `confirm()` (default false: dismiss).
+    pub accept_confirm: bool,
+    /// Accept `beforeunload` (default true: leaving sends nothing).
+    pub accept_beforeunload: bool,
+    /// Close popups (default true).
+    pub close_popups: bool,
+}
+
+impl Default for DialogPolicy {
+    fn default() -> Self {
+        DialogPolicy {
+            accept_confirm: false,
+            accept_beforeunload: true,
+            close_popups: true,
+        }
+    }
+}
+
+/// A dialog or popup that happened, and what the policy did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum DialogEvent {
+    /// A JavaScript dialog.
+    Dialog {
+        /// alert, confirm, prompt or beforeunload.
+        dialog_type: String,
+        /// Its message.
+        message: String,
+        /// Whether it was accepted.
+        accepted: bool,
+        /// Whether answering it worked.
+        answered: bool,
+    },
+    /// A popup window.
+    Popup {
+        /// Its URL when opened.
+        url: String,
+        /// Whether it was closed.
+        closed: bool,
+    },
+}
+
+/// Records of dialog/popup events.
+#[derive(Debug, Clone, Default)]
+pub struct DialogLog(Arc<Mutex<Vec<DialogEvent>>>);
+
+impl DialogLog {
+    /// Everything recorded so far.
+    pub fn events(&self) -> Vec<DialogEvent> {
+        self.0.lock().map(|v| v.clone()).unwrap_or_default()
+    }
+    fn push(&self, e: DialogEvent) {
+        if let Ok(mut v) = self.0.lock() {
+            v.push(e);
+        }
+    }
+}
+
+/// Start answering dialogs on `page` and closing popups of the browser, per `policy`.
+pub async fn install(
+    session: &BrowserSession,
+    page: &Page,
+    policy: DialogPolicy,
+) -> Result<DialogLog, BrowserError> {
+    let live = session.liveness().clone();
+    let log = DialogLog::default();
+    let mut dialogs = live
+        .call(
+            "listen for dialogs",
+            page.event_listener::<EventJavascriptDialogOpening>(),
+        )
+        .await?;
+    let (p, l, lv) = (page.clone(), log.clone(), live.clone());
+    tokio::spawn(async move {
+        while let Some(ev) = dialogs.next().await {
+            let accept = match ev.r#type {
+                DialogType::Alert => true,
+                DialogType::Confirm => policy.accept_confirm,
+                DialogType::Prompt => false,
+                DialogType::Beforeunload => policy.accept_beforeunload,
+            };
+            let r = lv
+                .call(
+                    "answer a dialog",
+                    p.execute(HandleJavaScriptDialogParams::new(accept)),
+                )
+                .await;
+            l.push(DialogEvent::Dialog {
+                dialog_type: format!("{:?}", ev.r#type).to_lowercase(),
+                message: ev.message.clone(),
+                accepted: accept,
+                answered: r.is_ok(),
+            });
+        }
+    });
+    let mut created = live
+        .call(
+            "listen for popups",
+            session.browser().event_listener::<EventTargetCreated>(),
+        )
+        .await?;
+    let (b, l) = (session.browser().clone(), log.clone());
+    tokio::spawn(async move {
+        while let Some(ev) = created.next().await {
+            let info = &ev.target_info;
+            if info.r#type != "page" || info.opener_id.is_none() {
+                continue;
+            }
+            let closed = policy.close_popups
+                && live
+                    .call(
+                        "close a popup",
+                        b.execute(CloseTargetParams::new(info.target_id.clone())),
+                    )
+                    .await
+                    .is_ok();
+            l.push(DialogEvent::Popup {
+                url: info.url.clone(),
+                closed,
+            });
+        }
+    });
+    Ok(log)
+}

@@ -1,0 +1,209 @@
+//! Typed locators: ordered fallback strategies, strict by default, with required element states.
+//!
+//! The publish control is its own type, [`PublishControl`]. It can be *checked* (its locator copied into a
+//! [`NamedLocator`]) but this module gives it no method that clicks or presses it; the only thing a probe
+//! may click is a [`NonPublishingStep`], which cannot be built from the publish control's locator.
+//!
+//! ```compile_fail
+//! use oncepost::browser::{Locator, PublishControl, Strategy, probe};
+//! async fn try_to_publish(page: &probe::ProbePage<'_>, publish: &PublishControl) {
+//!     // A probe can only click non-publishing steps; the publish control is not one.
+//!     page.click_step(publish).await;
+//! }
+//! ```
+use serde::Serialize;
+
+/// One way to find an element.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Strategy {
+    /// CSS selector.
+    Css(String),
+    /// Visible text, whitespace-collapsed; `exact` = whole text, else substring.
+    Text {
+        /// The text.
+        text: String,
+        /// Whole-text match.
+        exact: bool,
+    },
+    /// ARIA role (explicit or implicit) and optional accessible name.
+    Role {
+        /// The role.
+        role: String,
+        /// The accessible name.
+        name: Option<String>,
+    },
+}
+
+/// Element states a check can require.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ElementState {
+    /// Connected to the document.
+    Attached,
+    /// Non-empty box, not hidden by CSS.
+    Visible,
+    /// Not disabled.
+    Enabled,
+    /// Accepts text.
+    Editable,
+    /// Can take focus.
+    Focusable,
+    /// Intersects the viewport.
+    InViewport,
+    /// Box unchanged across two animation frames.
+    Stable,
+    /// Hit test at the centre lands on it.
+    ReceivesEvents,
+}
+
+/// A locator: strategies tried in order (the first that matches anything decides), strictness, iframes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Locator {
+    /// Fallback strategies, in order.
+    pub strategies: Vec<Strategy>,
+    /// Exactly one match required.
+    pub strict: bool,
+    /// CSS selectors of the iframes containing the element, outermost first.
+    pub frames: Vec<String>,
+}
+
+/// How a field takes text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EditKind {
+    /// `<input>`.
+    TextInput,
+    /// `<textarea>`.
+    Textarea,
+    /// `contenteditable`.
+    Contenteditable,
+}
+
+/// What a checked locator is for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Purpose {
+    /// A compose field.
+    Field {
+        /// How it takes text.
+        edit: EditKind,
+    },
+    /// The target of a non-publishing step.
+    Step,
+    /// The publish control (checked, never pressed).
+    PublishControl,
+}
+
+/// A locator with a name, a purpose and the states it must have.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NamedLocator {
+    /// Name shown in reports (`field:text`, `publish`).
+    pub name: String,
+    /// What it is for.
+    pub purpose: Purpose,
+    /// Whether its failure fails the probe.
+    pub required: bool,
+    /// Where it is.
+    pub locator: Locator,
+    /// States it must have.
+    pub states: Vec<ElementState>,
+}
+
+/// The publish control. Checkable, never pressable from this module.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublishControl {
+    locator: Locator,
+    states: Vec<ElementState>,
+    states_after_fill: Vec<ElementState>,
+}
+
+impl PublishControl {
+    /// A publish control found by `locator`, required to be in `states` (plus `states_after_fill` once
+    /// the fields were filled).
+    pub fn new(
+        locator: Locator,
+        states: Vec<ElementState>,
+        states_after_fill: Vec<ElementState>,
+    ) -> Self {
+        PublishControl {
+            locator,
+            states,
+            states_after_fill,
+        }
+    }
+
+    /// A read-only copy for checking its states; `filled` adds the after-fill states.
+    pub fn checkable(&self, filled: bool) -> NamedLocator {
+        let mut states = self.states.clone();
+        if filled {
+            for s in &self.states_after_fill {
+                if !states.contains(s) {
+                    states.push(*s);
+                }
+            }
+        }
+        NamedLocator {
+            name: "publish".into(),
+            purpose: Purpose::PublishControl,
+            required: true,
+            locator: self.locator.clone(),
+            states,
+        }
+    }
+
+    fn targets(&self, l: &Locator) -> bool {
+        l.frames == self.locator.frames
+            && l.strategies
+                .iter()
+                .any(|s| self.locator.strategies.contains(s))
+    }
+}
+
+/// What a non-publishing step does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepAction {
+    /// Wait until the target has its required states.
+    WaitFor,
+    /// Focus the target (no key pressed).
+    Focus,
+    /// Scroll the target into view.
+    ScrollIntoView,
+    /// Click the target (never the publish control, never a submit control: checked again at run time).
+    Click,
+}
+
+/// A step the contract declares non-publishing. Cannot target the publish control.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NonPublishingStep {
+    action: StepAction,
+    target: NamedLocator,
+}
+
+impl NonPublishingStep {
+    /// A step on `target`; refused when any of its strategies is one of the publish control's.
+    pub fn new(
+        action: StepAction,
+        target: NamedLocator,
+        publish: &PublishControl,
+    ) -> Result<Self, String> {
+        if publish.targets(&target.locator) {
+            return Err(format!(
+                "step {:?} targets the publish control; probes never touch it",
+                target.name
+            ));
+        }
+        Ok(NonPublishingStep { action, target })
+    }
+
+    /// What it does.
+    pub fn action(&self) -> StepAction {
+        self.action
+    }
+
+    /// Its target.
+    pub fn target(&self) -> &NamedLocator {
+        &self.target
+    }
+}

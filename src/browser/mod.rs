@@ -1,0 +1,101 @@
+//! The Chromium driver: sessions with bounded calls, typed locators, one-evaluation locator checks,
+//! non-submitting probes, the write guard, dialog/popup policy and annotated screenshots.
+//!
+//! This module knows nothing about contract files: callers hand it a [`ProbePlan`] built from browser-level
+//! types, so it stays reusable. It never touches the store.
+//!
+//! ```text
+//!  ProbePlan ──► probe::run ──► BrowserSession (Chromium + handler task, Liveness bounds every call)
+//!                   │  ├─ WriteGuard: browser-wide Fetch interception, fails every non-GET/HEAD
+//!                   │  ├─ DialogPolicy: answers alert/confirm/prompt/beforeunload, closes popups
+//!                   │  └─ checks: all locators in one Runtime.evaluate
+//!                   └──► ProbeReport (+ annotated PNG)
+//! ```
+pub mod checks;
+pub mod dialogs;
+pub mod locator;
+pub mod probe;
+pub mod screenshot;
+pub mod session;
+pub mod write_guard;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub use checks::{ElementStates, LocatorCheck};
+pub use dialogs::{DialogEvent, DialogPolicy};
+pub use locator::{
+    EditKind, ElementState, Locator, NamedLocator, NonPublishingStep, PublishControl, Purpose,
+    StepAction, Strategy,
+};
+pub use probe::{ProbeOptions, ProbePlan, ProbeReport, ProbeVerdict};
+pub use session::{BrowserSession, LaunchOptions, Liveness, find_chromium};
+pub use write_guard::{WriteAttempt, WriteGuard};
+
+/// Errors of the browser boundary.
+#[derive(Debug, thiserror::Error)]
+pub enum BrowserError {
+    /// No Chromium binary was found.
+    #[error("Chromium not found (looked at {looked}); {hint}", hint = session::INSTALL_HINT)]
+    ChromiumMissing {
+        /// Where we looked.
+        looked: String,
+    },
+    /// Chromium could not be started.
+    #[error("cannot launch Chromium: {message}")]
+    Launch {
+        /// Why.
+        message: String,
+    },
+    /// The profile directory could not be prepared.
+    #[error("cannot prepare browser profile {dir}: {message}")]
+    Profile {
+        /// The directory.
+        dir: PathBuf,
+        /// Why.
+        message: String,
+    },
+    /// The browser process died or its connection broke.
+    #[error("the browser died (connection lost) during {during}")]
+    Died {
+        /// What was being done.
+        during: String,
+    },
+    /// A call or wait ran past its bound.
+    #[error("{during} did not finish within {after:?}")]
+    Timeout {
+        /// What was being done.
+        during: String,
+        /// The bound.
+        after: Duration,
+    },
+    /// Chromium answered a call with an error.
+    #[error("{during} failed: {message}")]
+    Cdp {
+        /// What was being done.
+        during: String,
+        /// Chromium's message.
+        message: String,
+    },
+    /// The page's JavaScript for the checks failed or returned something unexpected.
+    #[error("locator check script failed: {0}")]
+    Script(String),
+    /// A plan that cannot be run (e.g. a step aimed at the publish control).
+    #[error("invalid probe plan: {0}")]
+    Plan(String),
+    /// Reading or writing a local file failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+}
+
+/// Create `dir` (and parents) and restrict it to its owner (0700).
+pub fn private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(dir)?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+}

@@ -1,0 +1,489 @@
+//! Non-submitting probes: open the compose page under the write guard, run only the steps the plan marks
+//! non-publishing, optionally fill fields (`Input.insertText`, never a key press), check every locator in
+//! one evaluation, keep watching for writes for a short window, and report.
+//!
+//! What a probe can do to a page is limited by types: [`ProbePage`] checks [`NamedLocator`]s, acts only on
+//! [`NonPublishingStep`]s and fills only compose fields. It has no method taking a [`PublishControl`] other
+//! than checking a read-only copy, no key events and no form submission.
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use chromiumoxide::Page;
+use chromiumoxide::cdp::browser_protocol::input::InsertTextParams;
+use chromiumoxide::cdp::browser_protocol::network::SetBypassServiceWorkerParams;
+use chromiumoxide::cdp::browser_protocol::page::{
+    CaptureScreenshotFormat, CaptureScreenshotParams,
+};
+use serde::Serialize;
+
+use super::checks::{Act, BoxRect, LocatorCheck, check_and_act, evaluate_json};
+use super::dialogs::{self, DialogEvent, DialogPolicy};
+use super::locator::{NamedLocator, NonPublishingStep, PublishControl, Purpose, StepAction};
+use super::screenshot::{self, Mark, MarkVerdict};
+use super::write_guard::WriteAttempt;
+use super::{BrowserError, BrowserSession, Liveness};
+
+/// Everything a probe needs, in browser terms.
+#[derive(Debug, Clone)]
+pub struct ProbePlan {
+    /// Platform name (for the report).
+    pub platform: String,
+    /// Contract version the plan came from (for the report).
+    pub contract_hash: String,
+    /// Compose page URL.
+    pub url: String,
+    /// Origins (`scheme://host:port`) the page may end up on.
+    pub allowed_origins: Vec<String>,
+    /// Non-publishing steps, in order.
+    pub steps: Vec<NonPublishingStep>,
+    /// Compose fields (purpose `Field`).
+    pub fields: Vec<NamedLocator>,
+    /// The publish control: checked, never pressed.
+    pub publish: PublishControl,
+    /// CSS selectors blacked out in the screenshot.
+    pub masks: Vec<String>,
+}
+
+/// Probe settings.
+#[derive(Debug, Clone)]
+pub struct ProbeOptions {
+    /// Type this text into every field (opt-in). `None`: fields are only checked.
+    pub fill: Option<String>,
+    /// Keep watching for writes this long after the checks (timers, beacons).
+    pub observe: Duration,
+    /// Bound on the navigation.
+    pub navigation_timeout: Duration,
+    /// Bound on each step's wait for its target.
+    pub step_timeout: Duration,
+    /// Take the annotated screenshot.
+    pub screenshot: bool,
+    /// Dialog and popup policy.
+    pub dialogs: DialogPolicy,
+    /// Run the locator checks this many times (benchmarks); the last round is reported.
+    pub check_rounds: usize,
+}
+
+impl Default for ProbeOptions {
+    fn default() -> Self {
+        ProbeOptions {
+            fill: None,
+            observe: Duration::from_millis(1000),
+            navigation_timeout: Duration::from_secs(20),
+            step_timeout: Duration::from_secs(10),
+            screenshot: true,
+            dialogs: DialogPolicy::default(),
+            check_rounds: 1,
+        }
+    }
+}
+
+/// Overall outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProbeVerdict {
+    /// Every required locator passed and the page attempted no write.
+    Pass,
+    /// A required locator (or step, or the origin check) failed; no write attempted.
+    LocatorFailed,
+    /// The page attempted a write (each was blocked); locators passed.
+    WriteAttempted,
+    /// Both.
+    LocatorFailedAndWriteAttempted,
+}
+
+/// What happened to one step.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepOutcome {
+    /// Step action.
+    pub action: StepAction,
+    /// Target name.
+    pub target: String,
+    /// `done`, or why not.
+    pub outcome: String,
+    /// Whether it worked.
+    pub ok: bool,
+}
+
+/// Where the time went, in milliseconds.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Timings {
+    /// Page open and guard/dialog setup.
+    pub setup_ms: u64,
+    /// Navigation to the compose URL.
+    pub navigate_ms: u64,
+    /// Steps and fill.
+    pub steps_ms: u64,
+    /// The locator checks (one evaluation per round), all rounds.
+    pub checks_ms: u64,
+    /// Each round of locator checks, in microseconds.
+    pub checks_us: Vec<u64>,
+    /// Screenshot and annotation.
+    pub screenshot_ms: u64,
+    /// Whole probe.
+    pub total_ms: u64,
+}
+
+/// The probe report.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProbeReport {
+    /// Platform name.
+    pub platform: String,
+    /// Contract version.
+    pub contract_hash: String,
+    /// URL probed.
+    pub url: String,
+    /// URL the page ended on.
+    pub final_url: Option<String>,
+    /// Overall outcome.
+    pub verdict: ProbeVerdict,
+    /// Human-readable reasons when not `pass`.
+    pub problems: Vec<String>,
+    /// One entry per locator, in the order of the screenshot tags.
+    pub locators: Vec<LocatorCheck>,
+    /// Steps performed.
+    pub steps: Vec<StepOutcome>,
+    /// Whether fields were filled (`--fill`).
+    pub filled: bool,
+    /// Writes the page attempted (all failed before leaving): live side-effect alarms.
+    pub writes: Vec<WriteAttempt>,
+    /// Requests the guard could not answer.
+    pub guard_faults: Vec<String>,
+    /// Requests paused by the guard in total.
+    pub requests_seen: usize,
+    /// Dialogs and popups and what the policy did.
+    pub dialogs: Vec<DialogEvent>,
+    /// Timings.
+    pub timings: Timings,
+    /// sha256 of the annotated screenshot, once stored.
+    pub screenshot_sha256: Option<String>,
+}
+
+/// A page under probe: check-able, step-able, fill-able; never publishable.
+pub struct ProbePage<'a> {
+    page: Page,
+    live: &'a Liveness,
+    publish: NamedLocator,
+}
+
+impl ProbePage<'_> {
+    /// Check `locators` (plus nothing else) in one evaluation.
+    pub async fn check(
+        &self,
+        locators: &[NamedLocator],
+    ) -> Result<Vec<LocatorCheck>, BrowserError> {
+        Ok(check_and_act(&self.page, self.live, locators, None)
+            .await?
+            .0)
+    }
+
+    /// Wait (bounded) until `target` passes its checks; returns the last check.
+    pub async fn wait_for(
+        &self,
+        target: &NamedLocator,
+        limit: Duration,
+    ) -> Result<LocatorCheck, BrowserError> {
+        let start = Instant::now();
+        loop {
+            let mut checks = self.check(std::slice::from_ref(target)).await?;
+            let c = checks
+                .pop()
+                .ok_or_else(|| BrowserError::Script("no check result".into()))?;
+            if c.ok || start.elapsed() >= limit {
+                return Ok(c);
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Perform a non-publishing step. The target is resolved again, together with the publish control, in
+    /// the same evaluation that acts; the script refuses when they are the same element or when a click
+    /// would submit a form.
+    pub async fn click_step(&self, step: &NonPublishingStep) -> Result<StepOutcome, BrowserError> {
+        self.act(step.target(), step.action()).await
+    }
+
+    /// Focus a compose field and insert `text` (no key events: Enter can never be pressed).
+    pub async fn fill(
+        &self,
+        field: &NamedLocator,
+        text: &str,
+    ) -> Result<StepOutcome, BrowserError> {
+        if !matches!(field.purpose, Purpose::Field { .. }) {
+            return Err(BrowserError::Plan(format!(
+                "{} is not a compose field",
+                field.name
+            )));
+        }
+        let mut out = self.act(field, StepAction::Focus).await?;
+        if out.ok {
+            self.live
+                .call(
+                    "insert text",
+                    self.page.execute(InsertTextParams::new(text.to_string())),
+                )
+                .await?;
+            out.outcome = "filled".into();
+        }
+        Ok(out)
+    }
+
+    async fn act(
+        &self,
+        target: &NamedLocator,
+        action: StepAction,
+    ) -> Result<StepOutcome, BrowserError> {
+        let name = match action {
+            StepAction::WaitFor => {
+                let c = self.wait_for(target, Duration::ZERO).await?;
+                return Ok(StepOutcome {
+                    action,
+                    target: target.name.clone(),
+                    ok: c.ok,
+                    outcome: outcome_of(&c),
+                });
+            }
+            StepAction::Focus => "focus",
+            StepAction::ScrollIntoView => "scroll_into_view",
+            StepAction::Click => "click",
+        };
+        let locs = [target.clone(), self.publish.clone()];
+        let act = Act {
+            target: 0,
+            publish: Some(1),
+            action: name,
+        };
+        let (_, acted) = check_and_act(&self.page, self.live, &locs, Some(&act)).await?;
+        let outcome = acted.unwrap_or_else(|| "refused: no answer".into());
+        Ok(StepOutcome {
+            action,
+            target: target.name.clone(),
+            ok: outcome == "done",
+            outcome,
+        })
+    }
+}
+
+fn outcome_of(c: &LocatorCheck) -> String {
+    if c.ok {
+        "done".into()
+    } else {
+        format!("timed out: {}", c.problems.join("; "))
+    }
+}
+
+/// Run a probe on a fresh page of `session` (whose write guard was installed at launch).
+pub async fn run(
+    session: &BrowserSession,
+    plan: &ProbePlan,
+    opts: &ProbeOptions,
+) -> Result<(ProbeReport, Option<Vec<u8>>), BrowserError> {
+    let t0 = Instant::now();
+    let live = session.liveness();
+    let guard = session.write_guard();
+    let mark = guard.mark();
+    let page = live
+        .call("open a page", session.browser().new_page("about:blank"))
+        .await?;
+    live.call(
+        "bypass service workers",
+        page.execute(SetBypassServiceWorkerParams::new(true)),
+    )
+    .await?;
+    let dialog_log = dialogs::install(session, &page, opts.dialogs).await?;
+    let mut timings = Timings {
+        setup_ms: ms(t0),
+        ..Timings::default()
+    };
+    let mut problems = Vec::new();
+
+    let t = Instant::now();
+    live.bounded(
+        "navigate to the compose page",
+        opts.navigation_timeout,
+        page.goto(plan.url.as_str()),
+    )
+    .await?;
+    timings.navigate_ms = ms(t);
+    let final_url = live.call("read the page URL", page.url()).await?;
+    if let Some(u) = &final_url {
+        let origin = url::Url::parse(u)
+            .map(|u| u.origin().ascii_serialization())
+            .unwrap_or_default();
+        if !plan.allowed_origins.contains(&origin) {
+            problems.push(format!(
+                "page ended on {u}, outside the allowed origins {:?}",
+                plan.allowed_origins
+            ));
+        }
+    }
+
+    let probe_page = ProbePage {
+        page: page.clone(),
+        live,
+        publish: plan.publish.checkable(false),
+    };
+    let t = Instant::now();
+    let mut steps = Vec::new();
+    for step in &plan.steps {
+        // Every step first waits (bounded) for its target, so slow pages get their time.
+        let c = probe_page
+            .wait_for(step.target(), opts.step_timeout)
+            .await?;
+        let out = if !c.ok {
+            StepOutcome {
+                action: step.action(),
+                target: step.target().name.clone(),
+                ok: false,
+                outcome: outcome_of(&c),
+            }
+        } else {
+            probe_page.click_step(step).await?
+        };
+        if !out.ok {
+            problems.push(format!(
+                "step {:?} on {}: {}",
+                out.action, out.target, out.outcome
+            ));
+        }
+        steps.push(out);
+    }
+    if let Some(text) = &opts.fill {
+        for f in &plan.fields {
+            let out = probe_page.fill(f, text).await?;
+            if !out.ok && f.required {
+                problems.push(format!("fill {}: {}", f.name, out.outcome));
+            }
+            steps.push(out);
+        }
+    }
+    timings.steps_ms = ms(t);
+
+    let mut all: Vec<NamedLocator> = plan.fields.clone();
+    all.push(plan.publish.checkable(opts.fill.is_some()));
+    let mut checks = Vec::new();
+    for _ in 0..opts.check_rounds.max(1) {
+        let t = Instant::now();
+        checks = probe_page.check(&all).await?;
+        timings.checks_us.push(t.elapsed().as_micros() as u64);
+    }
+    timings.checks_ms = timings.checks_us.iter().sum::<u64>() / 1000;
+    for c in checks.iter().filter(|c| c.required && !c.ok) {
+        problems.push(format!("{}: {}", c.name, c.problems.join("; ")));
+    }
+
+    let t = Instant::now();
+    let png = if opts.screenshot {
+        Some(annotated_screenshot(&page, live, plan, &checks).await?)
+    } else {
+        None
+    };
+    timings.screenshot_ms = ms(t);
+
+    // Timers, beacons and workers may write after the checks: keep the guard watching for a while.
+    let watch_until = Instant::now() + opts.observe;
+    while Instant::now() < watch_until {
+        if live.is_dead() {
+            return Err(BrowserError::Died {
+                during: "the observation window".into(),
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let writes = guard.writes_since(mark);
+    for w in &writes {
+        problems.push(format!(
+            "write attempted and blocked: {} {} ({})",
+            w.method, w.url, w.resource_type
+        ));
+    }
+    let guard_faults = guard.faults();
+    problems.extend(guard_faults.iter().cloned());
+    let locator_failed = problems.iter().any(|p| !p.starts_with("write attempted"));
+    let verdict = match (locator_failed, !writes.is_empty()) {
+        (false, false) => ProbeVerdict::Pass,
+        (true, false) => ProbeVerdict::LocatorFailed,
+        (false, true) => ProbeVerdict::WriteAttempted,
+        (true, true) => ProbeVerdict::LocatorFailedAndWriteAttempted,
+    };
+    timings.total_ms = ms(t0);
+    let report = ProbeReport {
+        platform: plan.platform.clone(),
+        contract_hash: plan.contract_hash.clone(),
+        url: plan.url.clone(),
+        final_url,
+        verdict,
+        problems,
+        locators: checks,
+        steps,
+        filled: opts.fill.is_some(),
+        writes,
+        guard_faults,
+        requests_seen: guard.paused_count(),
+        dialogs: dialog_log.events(),
+        timings,
+        screenshot_sha256: None,
+    };
+    let _ = live.call("close the page", page.close()).await;
+    Ok((report, png))
+}
+
+fn ms(t: Instant) -> u64 {
+    t.elapsed().as_millis() as u64
+}
+
+const MASK_JS: &str = r#"
+(sels) => ({
+  dpr: window.devicePixelRatio || 1,
+  boxes: sels.flatMap(s => { try { return Array.from(document.querySelectorAll(s)); } catch (e) { return []; } })
+    .map(e => { const r = e.getBoundingClientRect(); return { x: r.left, y: r.top, w: r.width, h: r.height }; })
+})
+"#;
+
+async fn annotated_screenshot(
+    page: &Page,
+    live: &Liveness,
+    plan: &ProbePlan,
+    checks: &[LocatorCheck],
+) -> Result<Vec<u8>, BrowserError> {
+    #[derive(serde::Deserialize)]
+    struct Masks {
+        dpr: f64,
+        boxes: Vec<BoxRect>,
+    }
+    let v = evaluate_json(
+        page,
+        live,
+        "measure mask regions",
+        MASK_JS,
+        &serde_json::json!(plan.masks),
+    )
+    .await?;
+    let masks: Masks =
+        serde_json::from_value(v).map_err(|e| BrowserError::Script(format!("mask result: {e}")))?;
+    let params = CaptureScreenshotParams::builder()
+        .format(CaptureScreenshotFormat::Png)
+        .build();
+    let shot = live.call("take a screenshot", page.execute(params)).await?;
+    let data: &str = shot.result.data.as_ref();
+    let png = base64::engine::general_purpose::STANDARD
+        .decode(data)
+        .map_err(|e| BrowserError::Script(format!("screenshot is not base64: {e}")))?;
+    let marks: Vec<Mark> = checks
+        .iter()
+        .enumerate()
+        .filter_map(|(index, c)| {
+            c.rect.map(|rect| Mark {
+                rect,
+                index,
+                verdict: if c.ok {
+                    MarkVerdict::Ok
+                } else if c.required {
+                    MarkVerdict::Failed
+                } else {
+                    MarkVerdict::Warning
+                },
+            })
+        })
+        .collect();
+    screenshot::annotate(&png, masks.dpr, &masks.boxes, &marks)
+}

@@ -1,0 +1,336 @@
+//! Launching Chromium and bounding every call to it.
+//!
+//! chromiumoxide splits a browser into a `Browser` handle and a `Handler` stream that must be polled.
+//! [`BrowserSession`] runs the handler in its own task and stops it on the first connection error (a
+//! killed Chromium), flipping a [`Liveness`] signal. [`Liveness::bounded`] wraps every CDP call and every
+//! wait: it ends with [`BrowserError::Timeout`] after the limit, or [`BrowserError::Died`] as soon as the
+//! handler stopped, so a dead browser ends calls within milliseconds instead of chromiumoxide's 40 s.
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use chromiumoxide::error::CdpError;
+use chromiumoxide::{Browser, BrowserConfig};
+use futures::StreamExt;
+use tokio::sync::watch;
+
+use super::BrowserError;
+use super::write_guard::WriteGuard;
+
+/// Names tried, in order, when `ONCEPOST_CHROMIUM` is not set.
+const CANDIDATES: &[&str] = &[
+    "/usr/bin/chromium",
+    "/usr/bin/chromium-browser",
+    "/usr/bin/google-chrome",
+    "/usr/bin/google-chrome-stable",
+    "/snap/bin/chromium",
+    "/Applications/Google Chrome.app/Contents/MacOS/Google Chrome",
+];
+
+/// How to install Chromium, shown when none is found.
+pub const INSTALL_HINT: &str = "install Chromium (Debian/Ubuntu: `sudo apt-get install chromium`; Fedora: \
+`sudo dnf install chromium`; macOS: `brew install --cask chromium`) or point ONCEPOST_CHROMIUM at a \
+Chromium/Chrome binary";
+
+/// Find the Chromium binary: `ONCEPOST_CHROMIUM` when set (and then only it), else the usual paths, else
+/// `chromium`/`chromium-browser`/`google-chrome` on `PATH`.
+pub fn find_chromium() -> Result<PathBuf, BrowserError> {
+    if let Some(p) = std::env::var_os("ONCEPOST_CHROMIUM") {
+        let p = PathBuf::from(p);
+        return if is_executable(&p) {
+            Ok(p)
+        } else {
+            Err(BrowserError::ChromiumMissing {
+                looked: format!("ONCEPOST_CHROMIUM={} (not an executable file)", p.display()),
+            })
+        };
+    }
+    for c in CANDIDATES {
+        if is_executable(Path::new(c)) {
+            return Ok(PathBuf::from(c));
+        }
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for dir in std::env::split_paths(&path) {
+        for name in [
+            "chromium",
+            "chromium-browser",
+            "google-chrome",
+            "google-chrome-stable",
+        ] {
+            let p = dir.join(name);
+            if is_executable(&p) {
+                return Ok(p);
+            }
+        }
+    }
+    Err(BrowserError::ChromiumMissing {
+        looked: format!(
+            "{} and chromium/google-chrome on PATH",
+            CANDIDATES.join(", ")
+        ),
+    })
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// How to launch a browser.
+#[derive(Debug, Clone)]
+pub struct LaunchOptions {
+    /// Chromium binary; `None` runs [`find_chromium`].
+    pub executable: Option<PathBuf>,
+    /// Profile directory (created 0700). One per account, persistent, so logins survive.
+    pub profile_dir: PathBuf,
+    /// Bound on every single CDP call.
+    pub call_timeout: Duration,
+    /// Window (and layout viewport) size in CSS pixels.
+    pub window: (u32, u32),
+}
+
+impl LaunchOptions {
+    /// Defaults: auto-detected Chromium, 10 s per call, 1280x900 window.
+    pub fn new(profile_dir: PathBuf) -> Self {
+        LaunchOptions {
+            executable: None,
+            profile_dir,
+            call_timeout: Duration::from_secs(10),
+            window: (1280, 900),
+        }
+    }
+}
+
+/// Tells whether the browser connection is still alive, and bounds futures by it.
+#[derive(Debug, Clone)]
+pub struct Liveness {
+    rx: watch::Receiver<bool>,
+    call_timeout: Duration,
+}
+
+impl Liveness {
+    /// True once the handler saw the connection die.
+    pub fn is_dead(&self) -> bool {
+        *self.rx.borrow()
+    }
+
+    /// The per-call bound.
+    pub fn call_timeout(&self) -> Duration {
+        self.call_timeout
+    }
+
+    /// Run a CDP call with the default per-call bound.
+    pub async fn call<T, F>(&self, what: &str, fut: F) -> Result<T, BrowserError>
+    where
+        F: Future<Output = Result<T, CdpError>>,
+    {
+        self.bounded(what, self.call_timeout, fut).await
+    }
+
+    /// Run `fut` for at most `limit`, ending early with [`BrowserError::Died`] when the browser dies.
+    pub async fn bounded<T, F>(
+        &self,
+        what: &str,
+        limit: Duration,
+        fut: F,
+    ) -> Result<T, BrowserError>
+    where
+        F: Future<Output = Result<T, CdpError>>,
+    {
+        if self.is_dead() {
+            return Err(BrowserError::Died {
+                during: what.to_string(),
+            });
+        }
+        let mut rx = self.rx.clone();
+        let died = async move {
+            // Resolves when the flag turns true or the sender is gone (session dropped).
+            let _ = rx.wait_for(|dead| *dead).await;
+        };
+        tokio::select! {
+            r = tokio::time::timeout(limit, fut) => match r {
+                Ok(Ok(v)) => Ok(v),
+                Ok(Err(e)) => Err(if self.is_dead() {
+                    BrowserError::Died { during: what.to_string() }
+                } else {
+                    BrowserError::Cdp { during: what.to_string(), message: e.to_string() }
+                }),
+                Err(_) => Err(BrowserError::Timeout { during: what.to_string(), after: limit }),
+            },
+            _ = died => Err(BrowserError::Died { during: what.to_string() }),
+        }
+    }
+}
+
+/// A shareable handle on the browser connection (guard tasks answer paused requests through it).
+pub type BrowserHandle = std::sync::Arc<Browser>;
+
+/// A running Chromium with its handler task.
+pub struct BrowserSession {
+    browser: BrowserHandle,
+    liveness: Liveness,
+    handler: tokio::task::JoinHandle<()>,
+    pid: Option<u32>,
+    executable: PathBuf,
+    guard: WriteGuard,
+}
+
+impl std::fmt::Debug for BrowserSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BrowserSession")
+            .field("pid", &self.pid)
+            .finish()
+    }
+}
+
+impl BrowserSession {
+    /// Launch headless Chromium on `opts.profile_dir` (created with 0700 permissions).
+    pub async fn launch(opts: &LaunchOptions) -> Result<BrowserSession, BrowserError> {
+        let executable = match &opts.executable {
+            Some(p) => p.clone(),
+            None => find_chromium()?,
+        };
+        super::private_dir(&opts.profile_dir).map_err(|e| BrowserError::Profile {
+            dir: opts.profile_dir.clone(),
+            message: e.to_string(),
+        })?;
+        let (w, h) = opts.window;
+        let config = BrowserConfig::builder()
+            .chrome_executable(&executable)
+            .user_data_dir(&opts.profile_dir)
+            // Keep Chromium's own window size as the layout viewport (chromiumoxide would force 800x600).
+            .viewport(None)
+            .window_size(w, h)
+            .request_timeout(opts.call_timeout)
+            .launch_timeout(Duration::from_secs(20))
+            .args([
+                "no-sandbox",
+                "disable-gpu",
+                "disable-quic",
+                "no-first-run",
+                "disable-background-networking",
+                "disable-component-update",
+                "disable-sync",
+                "disable-features=ServiceWorkerAutoPreload",
+                "hide-scrollbars",
+                "mute-audio",
+            ])
+            .build()
+            .map_err(|message| BrowserError::Launch { message })?;
+        let (mut browser, mut handler) = Browser::launch(config).await.map_err(|e| {
+            let message = e.to_string();
+            BrowserError::Launch {
+                message: if message.contains("ProcessSingleton") || message.contains("SingletonLock") {
+                    format!("profile {} is in use by another Chromium (one probe per account at a time): {message}", opts.profile_dir.display())
+                } else {
+                    message
+                },
+            }
+        })?;
+        let pid = browser.get_mut_child().and_then(|c| c.inner.id());
+        let (tx, rx) = watch::channel(false);
+        let handler = tokio::spawn(async move {
+            while let Some(ev) = handler.next().await {
+                // A websocket or I/O error means the browser is gone: stop polling, or pending calls would
+                // hang for chromiumoxide's own 40 s+ instead of failing now.
+                if let Err(CdpError::Ws(_) | CdpError::Io(_) | CdpError::ChannelSendError(_)) = ev {
+                    break;
+                }
+            }
+            let _ = tx.send(true);
+        });
+        let browser = std::sync::Arc::new(browser);
+        let liveness = Liveness {
+            rx,
+            call_timeout: opts.call_timeout,
+        };
+        // The guard goes on before any page exists: nothing this session opens is ever unguarded.
+        let guard = match WriteGuard::install(&browser, &liveness).await {
+            Ok(g) => g,
+            Err(e) => {
+                if let Some(pid) = pid {
+                    // SAFETY: plain kill(2) on the pid of the child we launched.
+                    unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+                }
+                handler.abort();
+                return Err(e);
+            }
+        };
+        Ok(BrowserSession {
+            browser,
+            liveness,
+            handler,
+            pid,
+            executable,
+            guard,
+        })
+    }
+
+    /// The chromiumoxide browser handle (only for calls wrapped in [`Liveness::call`]).
+    pub fn browser(&self) -> &BrowserHandle {
+        &self.browser
+    }
+
+    /// The session's write guard (installed at launch).
+    pub fn write_guard(&self) -> &WriteGuard {
+        &self.guard
+    }
+
+    /// The liveness signal and call bound.
+    pub fn liveness(&self) -> &Liveness {
+        &self.liveness
+    }
+
+    /// Process id of Chromium, when known.
+    pub fn pid(&self) -> Option<u32> {
+        self.pid
+    }
+
+    /// The binary that was launched.
+    pub fn executable(&self) -> &Path {
+        &self.executable
+    }
+
+    /// Close the browser (bounded), then make sure the process is gone.
+    pub async fn close(self) {
+        use chromiumoxide::cdp::browser_protocol::browser::CloseParams;
+        if !self.liveness.is_dead() {
+            let _ = self
+                .liveness
+                .bounded(
+                    "close the browser",
+                    Duration::from_secs(3),
+                    self.browser.execute(CloseParams::default()),
+                )
+                .await;
+        }
+        if let Some(pid) = self.pid {
+            // Give Chromium a moment to exit by itself (it flushes the profile), then make sure.
+            for _ in 0..30 {
+                if !process_alive(pid) {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            if process_alive(pid) {
+                // SAFETY: plain kill(2) on the pid of the child we launched.
+                unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+            }
+        }
+        self.handler.abort();
+        // Dropping the last handle reaps the child (chromiumoxide sets kill_on_drop).
+    }
+}
+
+/// Whether a process exists and is not a zombie.
+pub fn process_alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // Field 3 is the state; `Z` = zombie (exited, not yet reaped).
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| !rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}

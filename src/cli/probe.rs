@@ -1,0 +1,268 @@
+//! `oncepost probe`: check a platform page against its contract under the write guard.
+//!
+//! Exit codes: 0 every required locator passed and the page attempted no write; 3 a required locator
+//! failed or a write was attempted (and blocked); 2 bad input; 1 internal error (browser died, timeout).
+//! The report and the annotated screenshot are stored content-addressed under
+//! `<data-dir>/evidence/sha256/<hh>/<hash>.{json,png}`.
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use sha2::{Digest, Sha256};
+
+use crate::browser::{
+    self, BrowserError, BrowserSession, LaunchOptions, ProbeOptions, ProbeReport, ProbeVerdict,
+};
+use crate::contract::Contract;
+
+use super::Cli;
+
+/// Arguments of `oncepost probe`.
+#[derive(Debug, clap::Args)]
+pub struct ProbeArgs {
+    /// The platform contract.
+    #[arg(long)]
+    pub contract: PathBuf,
+    /// Base URL of the platform (`{base_url}` in the contract), e.g. http://127.0.0.1:8080.
+    #[arg(long)]
+    pub base_url: String,
+    /// Account whose persistent browser profile (<data-dir>/profiles/ACCOUNT, 0700) is used. Without it a
+    /// throwaway profile is used.
+    #[arg(long)]
+    pub account: Option<String>,
+    /// Import cookies (a JSON array of CDP cookie objects: name, value, domain, path, ...) into the profile
+    /// before probing, for accounts whose login cannot be scripted.
+    #[arg(long)]
+    pub cookies: Option<PathBuf>,
+    /// Print the JSON report on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write the annotated screenshot here.
+    #[arg(long)]
+    pub screenshot: Option<PathBuf>,
+    /// Type TEXT into every field (Input.insertText: no key events). Off by default.
+    #[arg(long, num_args = 0..=1, default_missing_value = "oncepost probe ✓")]
+    pub fill: Option<String>,
+    /// Keep watching for writes this many milliseconds after the checks.
+    #[arg(long, default_value_t = 1000)]
+    pub observe_ms: u64,
+    /// Run the locator checks N times and report each round's time (for benchmarks).
+    #[arg(long, default_value_t = 1, hide = true)]
+    pub check_rounds: usize,
+    /// Bound on each CDP call, in milliseconds.
+    #[arg(long, default_value_t = 10_000)]
+    pub call_timeout_ms: u64,
+}
+
+/// Run a probe and map the outcome to an exit code.
+pub async fn run(cli: &Cli, args: &ProbeArgs) -> ExitCode {
+    let contract = match Contract::load(&args.contract) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    let plan = match contract.probe_plan(&args.base_url) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if let Some(a) = &args.account
+        && (a.is_empty()
+            || !a
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+            || a.starts_with('.'))
+    {
+        eprintln!("error: bad account name {a:?}: use letters, digits, '.', '_' and '-'");
+        return ExitCode::from(2);
+    }
+    match probe(cli, args, &plan).await {
+        Ok(report) => {
+            if report.verdict == ProbeVerdict::Pass {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(3)
+            }
+        }
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            let bad_input = e
+                .downcast_ref::<BrowserError>()
+                .is_some_and(|b| matches!(b, BrowserError::ChromiumMissing { .. }))
+                || e.downcast_ref::<BadInput>().is_some();
+            ExitCode::from(if bad_input { 2 } else { 1 })
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct BadInput(String);
+
+async fn probe(
+    cli: &Cli,
+    args: &ProbeArgs,
+    plan: &browser::ProbePlan,
+) -> anyhow::Result<ProbeReport> {
+    let data = super::data_dir(cli)?;
+    let profiles = data.join("profiles");
+    browser::private_dir(&profiles)
+        .with_context(|| format!("cannot create {}", profiles.display()))?;
+    let _throwaway;
+    let profile = match &args.account {
+        Some(a) => profiles.join(a),
+        None => {
+            let t = tempfile::Builder::new()
+                .prefix(".probe-")
+                .tempdir_in(&profiles)?;
+            let p = t.path().to_path_buf();
+            _throwaway = t;
+            p
+        }
+    };
+    let cookies = match &args.cookies {
+        Some(f) => Some(read_cookies(f)?),
+        None => None,
+    };
+    let mut launch = LaunchOptions::new(profile);
+    launch.call_timeout = Duration::from_millis(args.call_timeout_ms.max(100));
+    let session = BrowserSession::launch(&launch).await?;
+    let result = async {
+        if let Some(c) = cookies {
+            session
+                .liveness()
+                .call("import cookies", session.browser().set_cookies(c))
+                .await?;
+        }
+        let opts = ProbeOptions {
+            fill: args.fill.clone(),
+            observe: Duration::from_millis(args.observe_ms),
+            check_rounds: args.check_rounds,
+            ..ProbeOptions::default()
+        };
+        browser::probe::run(&session, plan, &opts).await
+    }
+    .await;
+    session.close().await;
+    let (mut report, png) = result?;
+    let evidence = data.join("evidence").join("sha256");
+    if let Some(png) = &png {
+        let (hash, path) = store(&evidence, png, "png")?;
+        report.screenshot_sha256 = Some(hash);
+        if let Some(to) = &args.screenshot {
+            std::fs::copy(&path, to).with_context(|| format!("cannot write {}", to.display()))?;
+        }
+    }
+    let json = serde_json::to_string_pretty(&report)?;
+    let (report_hash, report_path) = store(&evidence, json.as_bytes(), "json")?;
+    if args.json {
+        println!("{json}");
+    } else {
+        print_human(&report, &report_path);
+    }
+    eprintln!("report {report_hash} stored at {}", report_path.display());
+    Ok(report)
+}
+
+fn read_cookies(
+    f: &Path,
+) -> anyhow::Result<Vec<chromiumoxide::cdp::browser_protocol::network::CookieParam>> {
+    let text = std::fs::read_to_string(f)
+        .map_err(|e| BadInput(format!("cannot read cookies {}: {e}", f.display())))?;
+    serde_json::from_str(&text).map_err(|e| {
+        BadInput(format!(
+            "{}: not a JSON array of cookies (name, value, domain, path...): {e}",
+            f.display()
+        ))
+        .into()
+    })
+}
+
+/// Store `bytes` at `<dir>/<hh>/<sha256>.<ext>` (0700 dirs, 0600 file); returns the hash and the path.
+pub fn store(dir: &Path, bytes: &[u8], ext: &str) -> anyhow::Result<(String, PathBuf)> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let hash = hex::encode(Sha256::digest(bytes));
+    let sub = dir.join(&hash[..2]);
+    for d in [dir.parent().unwrap_or(dir), dir, &sub] {
+        browser::private_dir(d).with_context(|| format!("cannot create {}", d.display()))?;
+    }
+    let path = sub.join(format!("{hash}.{ext}"));
+    if !path.exists() {
+        let tmp = sub.join(format!(".{hash}.{ext}.{}", std::process::id()));
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, &path)?;
+    }
+    Ok((hash, path))
+}
+
+fn print_human(r: &ProbeReport, report_path: &Path) {
+    let verdict = serde_json::to_value(r.verdict)
+        .ok()
+        .and_then(|v| v.as_str().map(String::from))
+        .unwrap_or_default();
+    println!(
+        "probe {} ({}) contract {}: {}",
+        r.platform,
+        r.url,
+        &r.contract_hash[..12.min(r.contract_hash.len())],
+        verdict.to_uppercase()
+    );
+    for (i, c) in r.locators.iter().enumerate() {
+        let mark = if c.ok {
+            "ok  "
+        } else if c.required {
+            "FAIL"
+        } else {
+            "warn"
+        };
+        let used = c
+            .used_strategy
+            .map_or("none".to_string(), |u| format!("strategy {u}"));
+        println!(
+            "  [{i}] {mark} {:<14} {used}, {} match(es){}",
+            c.name,
+            c.count,
+            if c.problems.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", c.problems.join("; "))
+            }
+        );
+    }
+    for s in &r.steps {
+        println!("  step {:?} {}: {}", s.action, s.target, s.outcome);
+    }
+    for w in &r.writes {
+        println!(
+            "  ALARM write attempted (blocked={}): {} {} [{}] frame {}",
+            w.blocked, w.method, w.url, w.resource_type, w.frame_id
+        );
+    }
+    for d in &r.dialogs {
+        println!(
+            "  dialog/popup: {}",
+            serde_json::to_string(d).unwrap_or_default()
+        );
+    }
+    println!(
+        "  timings: navigate {} ms, steps {} ms, checks {} ms, total {} ms",
+        r.timings.navigate_ms, r.timings.steps_ms, r.timings.checks_ms, r.timings.total_ms
+    );
+    if let Some(h) = &r.screenshot_sha256 {
+        println!("  screenshot sha256 {h}");
+    }
+    println!("  report {}", report_path.display());
+}

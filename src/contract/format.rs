@@ -1,0 +1,299 @@
+//! The contract file format: the serde types a `selectors/NAME.toml` file deserializes into.
+//!
+//! Every table denies unknown keys, so a typo is an error with a position instead of a silently ignored
+//! setting. Defaults are filled in at parse time and are part of the hash: two files that mean the same
+//! thing hash the same, whatever their comments, key order or formatting.
+use serde::{Deserialize, Serialize};
+
+/// The only contract format version this build understands.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// A whole platform contract.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Contract {
+    /// Contract format version (`1`).
+    pub format: u32,
+    /// Platform name (`[a-z0-9-]+`), e.g. `fixture`.
+    pub platform: String,
+    /// Free-form description for humans.
+    #[serde(default)]
+    pub description: String,
+    /// Where the harness may navigate and which origins may receive requests.
+    pub origins: Origins,
+    /// The compose page: URL, non-publishing steps and fields.
+    pub compose: Compose,
+    /// The publish control and the create request it causes.
+    pub publish: Publish,
+    /// Writes the page makes that are not the publish (draft autosave and the like).
+    #[serde(default)]
+    pub non_publish_writes: Vec<RequestMatcher>,
+    /// How a successful create is recognised and where the post id comes from.
+    pub success: Vec<SuccessSignal>,
+    /// How to find a post again, by id or by text.
+    pub readback: Readback,
+    /// Screenshot evidence settings.
+    #[serde(default)]
+    pub evidence: Evidence,
+}
+
+/// Allowed origins, as templates (`{base_url}` is replaced by the base URL's origin).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Origins {
+    /// Origins (`scheme://host[:port]`) the harness may load and send to.
+    pub allowed: Vec<String>,
+}
+
+/// The compose page.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Compose {
+    /// Compose URL template, e.g. `{base_url}/compose`. Placeholders: `{base_url}` and field names.
+    pub url: String,
+    /// Steps performed before the publish control that are explicitly non-publishing.
+    #[serde(default)]
+    pub steps: Vec<Step>,
+    /// The compose fields.
+    pub fields: Vec<Field>,
+}
+
+/// What a non-publishing step does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepAction {
+    /// Wait until the locator matches with all its required states.
+    WaitFor,
+    /// Move focus to the element (no key is pressed).
+    Focus,
+    /// Scroll the element into view.
+    ScrollIntoView,
+    /// Click the element (e.g. "open composer"). Must never be the publish control.
+    Click,
+}
+
+/// A step before publishing that the contract author declares non-publishing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Step {
+    /// What to do.
+    pub action: StepAction,
+    /// Name of a compose field whose locator is the target; exclusive with `locator`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+    /// The target element; exclusive with `field`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub locator: Option<Locator>,
+    /// Must be `true`: the author asserts this step cannot publish.
+    pub non_publishing: bool,
+    /// Why the step is safe, for reviewers.
+    #[serde(default)]
+    pub why: String,
+}
+
+/// What kind of control a field is; decides how text goes in and the default required states.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FieldKind {
+    /// `<input>`.
+    TextInput,
+    /// `<textarea>`.
+    Textarea,
+    /// An element with `contenteditable`.
+    Contenteditable,
+}
+
+/// A compose field.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Field {
+    /// Field name (`text`, `title`, ...); posts supply values by this name.
+    pub name: String,
+    /// Control kind.
+    pub kind: FieldKind,
+    /// Whether a probe fails when the field is not usable.
+    #[serde(default = "yes")]
+    pub required: bool,
+    /// Where the field is.
+    pub locator: Locator,
+}
+
+/// Element states a locator can require.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum State {
+    /// Connected to the document.
+    Attached,
+    /// Has a non-empty box and is not hidden by CSS.
+    Visible,
+    /// Not disabled (nor `aria-disabled="true"`).
+    Enabled,
+    /// Enabled and accepts text (not read-only).
+    Editable,
+    /// Can take focus.
+    Focusable,
+    /// Intersects the viewport.
+    InViewport,
+    /// Box unchanged across two animation frames.
+    Stable,
+    /// A hit test at its centre lands on it (not covered).
+    ReceivesEvents,
+}
+
+/// One way to find an element.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Strategy {
+    /// A CSS selector.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub css: Option<String>,
+    /// Visible text of the element (whitespace-collapsed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// With `text`: whole-text match (default) or substring.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exact: Option<bool>,
+    /// ARIA role (explicit or implicit), e.g. `button`, `textbox`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    /// With `role`: accessible name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+/// An element locator: ordered fallback strategies, strict by default.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Locator {
+    /// Strategies tried in order; the first one that matches anything decides.
+    pub strategies: Vec<Strategy>,
+    /// Exactly one match required (default). `false` takes the first match.
+    #[serde(default = "yes")]
+    pub strict: bool,
+    /// Required states; defaults depend on what the locator is for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub states: Option<Vec<State>>,
+    /// CSS selectors of the iframes, outermost first, that contain the element.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub frames: Vec<String>,
+}
+
+/// The publish control.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Publish {
+    /// Where the control is.
+    pub locator: Locator,
+    /// States required only after the fields were filled (e.g. `enabled` for a button the page enables
+    /// once text is entered). Checked by probes run with `--fill`.
+    #[serde(default)]
+    pub states_after_fill: Vec<State>,
+    /// The create request pressing the control causes.
+    pub create_request: RequestMatcher,
+    /// How the create request is sent: `harness` (paused and sent once by oncepost) or `browser`.
+    #[serde(default)]
+    pub transport: Transport,
+    /// HTTP statuses of the create request that definitively mean "not created".
+    #[serde(default)]
+    pub rejection_statuses: Vec<u16>,
+}
+
+/// Who sends the create request.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Transport {
+    /// The harness pauses the request and sends it exactly once itself.
+    #[default]
+    Harness,
+    /// The browser sends it (connection errors then mean "possibly duplicated").
+    Browser,
+}
+
+/// A request, by method and URL.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequestMatcher {
+    /// HTTP method, upper case.
+    pub method: String,
+    /// URL template (`{base_url}` allowed); matches the URL without query. Exclusive with `url_regex`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// A regex over the full URL. Exclusive with `url`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url_regex: Option<String>,
+    /// Why this request exists (for declared non-publish writes).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub why: String,
+}
+
+/// One way to recognise success and extract the post id.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SuccessSignal {
+    /// The page URL after publishing matches this regex; the named group `id` is the post id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url_regex: Option<String>,
+    /// The create response has this status...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_status: Option<u16>,
+    /// ...and its JSON body carries the id at this dotted path (e.g. `id`, `data.post.id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub json_field: Option<String>,
+    /// An element that appears on success...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub element: Option<Locator>,
+    /// ...carrying the id in this attribute.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id_attribute: Option<String>,
+}
+
+/// How to find a post again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Readback {
+    /// Permalink template with `{base_url}` and `{id}`.
+    pub permalink: String,
+    /// Listing or search URL template with `{base_url}` and optionally `{text}` (URL-encoded).
+    pub search: String,
+    /// Locator of one post item on permalink and listing pages (not strict: lists have many).
+    pub item: Locator,
+    /// CSS selector, inside an item, of the post text.
+    pub text: String,
+    /// Attribute of the item carrying the id; exclusive with `id_from_link`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id_attribute: Option<String>,
+    /// Regex over an item's link `href` whose group `id` is the id; exclusive with `id_attribute`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id_from_link: Option<String>,
+    /// How published text is compared with what was sent.
+    #[serde(default)]
+    pub compare: TextCompare,
+    /// Milliseconds after the create before a failed lookup means anything.
+    pub propagation_ms: u64,
+}
+
+/// Text comparison rule for read-back.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TextCompare {
+    /// Trim, NFC-normalize, then compare exactly.
+    #[default]
+    ExactNfc,
+    /// Trim, NFC-normalize, collapse runs of whitespace to one space, then compare.
+    CollapseWhitespace,
+    /// The platform may shorten the text: the shown text (without a trailing ellipsis) must be a prefix.
+    Prefix,
+}
+
+/// Screenshot evidence settings.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Evidence {
+    /// CSS selectors of regions blacked out in every screenshot (names, avatars, tokens).
+    #[serde(default)]
+    pub mask: Vec<String>,
+}
+
+fn yes() -> bool {
+    true
+}

@@ -1,0 +1,211 @@
+//! Converting a contract into the browser's [`ProbePlan`](crate::browser::ProbePlan).
+use crate::browser::{
+    self, ElementState, NamedLocator, NonPublishingStep, ProbePlan, PublishControl, Purpose,
+};
+
+use super::expand_template;
+use super::format::{self, Contract, FieldKind, State};
+
+/// Why a plan could not be built from a valid contract and a base URL.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    /// The base URL is not an absolute http(s) URL.
+    #[error("bad base URL {url:?}: {why}")]
+    BaseUrl {
+        /// As given.
+        url: String,
+        /// Why.
+        why: String,
+    },
+    /// A template did not expand.
+    #[error("{what}: {why}")]
+    Template {
+        /// Which template.
+        what: String,
+        /// Why.
+        why: String,
+    },
+    /// A step the browser refuses.
+    #[error("{0}")]
+    Step(String),
+}
+
+fn state(s: State) -> ElementState {
+    match s {
+        State::Attached => ElementState::Attached,
+        State::Visible => ElementState::Visible,
+        State::Enabled => ElementState::Enabled,
+        State::Editable => ElementState::Editable,
+        State::Focusable => ElementState::Focusable,
+        State::InViewport => ElementState::InViewport,
+        State::Stable => ElementState::Stable,
+        State::ReceivesEvents => ElementState::ReceivesEvents,
+    }
+}
+
+/// The browser locator of a contract locator.
+pub fn locator(l: &format::Locator) -> browser::Locator {
+    browser::Locator {
+        strategies: l
+            .strategies
+            .iter()
+            .filter_map(|s| {
+                if let Some(c) = &s.css {
+                    Some(browser::Strategy::Css(c.clone()))
+                } else if let Some(t) = &s.text {
+                    Some(browser::Strategy::Text {
+                        text: t.clone(),
+                        exact: s.exact.unwrap_or(true),
+                    })
+                } else {
+                    s.role.as_ref().map(|r| browser::Strategy::Role {
+                        role: r.clone(),
+                        name: s.name.clone(),
+                    })
+                }
+            })
+            .collect(),
+        strict: l.strict,
+        frames: l.frames.clone(),
+    }
+}
+
+fn states(l: &format::Locator, default: &[State]) -> Vec<ElementState> {
+    l.states
+        .as_deref()
+        .unwrap_or(default)
+        .iter()
+        .map(|s| state(*s))
+        .collect()
+}
+
+/// Default required states of a compose field.
+pub const FIELD_STATES: &[State] = &[
+    State::Attached,
+    State::Visible,
+    State::Enabled,
+    State::Editable,
+    State::Stable,
+    State::ReceivesEvents,
+];
+/// Default required states of the publish control (enabled only after filling, via `states_after_fill`).
+pub const PUBLISH_STATES: &[State] = &[
+    State::Attached,
+    State::Visible,
+    State::Stable,
+    State::ReceivesEvents,
+];
+/// Default required states of a step target.
+pub const STEP_STATES: &[State] = &[State::Attached, State::Visible];
+
+impl Contract {
+    /// The base URL's origin as the `{base_url}` value (no trailing slash).
+    pub fn base_origin(base_url: &str) -> Result<String, PlanError> {
+        let u = url::Url::parse(base_url).map_err(|e| PlanError::BaseUrl {
+            url: base_url.into(),
+            why: e.to_string(),
+        })?;
+        if !matches!(u.scheme(), "http" | "https") || u.host().is_none() {
+            return Err(PlanError::BaseUrl {
+                url: base_url.into(),
+                why: "need http(s)://host[:port]".into(),
+            });
+        }
+        Ok(base_url.trim_end_matches('/').to_string())
+    }
+
+    /// Build the browser-level probe plan for the platform at `base_url`.
+    pub fn probe_plan(&self, base_url: &str) -> Result<ProbePlan, PlanError> {
+        let base = Contract::base_origin(base_url)?;
+        let tpl = |what: &str, t: &str, vars: &[(&str, &str)]| {
+            expand_template(t, vars).map_err(|why| PlanError::Template {
+                what: what.into(),
+                why,
+            })
+        };
+        let mut vars: Vec<(&str, &str)> = vec![("base_url", base.as_str())];
+        vars.extend(self.compose.fields.iter().map(|f| (f.name.as_str(), "")));
+        let url = tpl("compose.url", &self.compose.url, &vars)?;
+        let mut allowed_origins = Vec::new();
+        for o in &self.origins.allowed {
+            let e = tpl("origins.allowed", o, &[("base_url", base.as_str())])?;
+            let origin = url::Url::parse(&e)
+                .map(|u| u.origin().ascii_serialization())
+                .map_err(|err| PlanError::Template {
+                    what: "origins.allowed".into(),
+                    why: err.to_string(),
+                })?;
+            allowed_origins.push(origin);
+        }
+        let fields: Vec<NamedLocator> = self
+            .compose
+            .fields
+            .iter()
+            .map(|f| NamedLocator {
+                name: format!("field:{}", f.name),
+                purpose: Purpose::Field {
+                    edit: match f.kind {
+                        FieldKind::TextInput => browser::EditKind::TextInput,
+                        FieldKind::Textarea => browser::EditKind::Textarea,
+                        FieldKind::Contenteditable => browser::EditKind::Contenteditable,
+                    },
+                },
+                required: f.required,
+                locator: locator(&f.locator),
+                states: states(&f.locator, FIELD_STATES),
+            })
+            .collect();
+        let publish = PublishControl::new(
+            locator(&self.publish.locator),
+            states(&self.publish.locator, PUBLISH_STATES),
+            self.publish
+                .states_after_fill
+                .iter()
+                .map(|s| state(*s))
+                .collect(),
+        );
+        let mut steps = Vec::new();
+        for (i, s) in self.compose.steps.iter().enumerate() {
+            let target = match (&s.field, &s.locator) {
+                (Some(name), _) => {
+                    let f = fields
+                        .iter()
+                        .find(|f| f.name == format!("field:{name}"))
+                        .ok_or_else(|| PlanError::Step(format!("step {i}: no field {name:?}")))?;
+                    NamedLocator {
+                        name: format!("step{i}:{name}"),
+                        purpose: Purpose::Step,
+                        required: true,
+                        locator: f.locator.clone(),
+                        states: f.states.clone(),
+                    }
+                }
+                (None, Some(l)) => NamedLocator {
+                    name: format!("step{i}"),
+                    purpose: Purpose::Step,
+                    required: true,
+                    locator: locator(l),
+                    states: states(l, STEP_STATES),
+                },
+                (None, None) => return Err(PlanError::Step(format!("step {i} has no target"))),
+            };
+            let action = match s.action {
+                format::StepAction::WaitFor => browser::StepAction::WaitFor,
+                format::StepAction::Focus => browser::StepAction::Focus,
+                format::StepAction::ScrollIntoView => browser::StepAction::ScrollIntoView,
+                format::StepAction::Click => browser::StepAction::Click,
+            };
+            steps.push(NonPublishingStep::new(action, target, &publish).map_err(PlanError::Step)?);
+        }
+        Ok(ProbePlan {
+            platform: self.platform.clone(),
+            contract_hash: self.hash(),
+            url,
+            allowed_origins,
+            steps,
+            fields,
+            publish,
+            masks: self.evidence.mask.clone(),
+        })
+    }
+}

@@ -1,0 +1,517 @@
+//! Semantic checks on a contract that parsed: everything serde cannot express.
+//!
+//! Each finding names its key path; [`super::Contract::parse`] turns paths into positions. All checks run,
+//! so one `contract check` lists every problem at once.
+use std::collections::HashSet;
+
+use regex::Regex;
+
+use super::expand_template;
+use super::format::*;
+use super::spans::KeyPath;
+
+/// A problem found by a semantic check.
+pub struct Finding {
+    /// Where.
+    pub path: KeyPath,
+    /// What is wrong.
+    pub message: String,
+    /// How to fix it.
+    pub help: String,
+}
+
+/// ARIA roles a `role` strategy may name (WAI-ARIA 1.2 widget, structure and landmark roles).
+pub const KNOWN_ROLES: &[&str] = &[
+    "alert",
+    "alertdialog",
+    "application",
+    "article",
+    "banner",
+    "button",
+    "cell",
+    "checkbox",
+    "columnheader",
+    "combobox",
+    "complementary",
+    "contentinfo",
+    "definition",
+    "dialog",
+    "document",
+    "feed",
+    "figure",
+    "form",
+    "grid",
+    "gridcell",
+    "group",
+    "heading",
+    "img",
+    "link",
+    "list",
+    "listbox",
+    "listitem",
+    "log",
+    "main",
+    "marquee",
+    "math",
+    "menu",
+    "menubar",
+    "menuitem",
+    "menuitemcheckbox",
+    "menuitemradio",
+    "navigation",
+    "none",
+    "note",
+    "option",
+    "presentation",
+    "progressbar",
+    "radio",
+    "radiogroup",
+    "region",
+    "row",
+    "rowgroup",
+    "rowheader",
+    "scrollbar",
+    "search",
+    "searchbox",
+    "separator",
+    "slider",
+    "spinbutton",
+    "status",
+    "switch",
+    "tab",
+    "table",
+    "tablist",
+    "tabpanel",
+    "term",
+    "textbox",
+    "timer",
+    "toolbar",
+    "tooltip",
+    "tree",
+    "treegrid",
+    "treeitem",
+];
+
+const METHODS: &[&str] = &["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
+const SAMPLE_BASE: &str = "http://127.0.0.1:9";
+
+struct Checker {
+    found: Vec<Finding>,
+}
+
+impl Checker {
+    fn err(&mut self, path: KeyPath, message: impl Into<String>, help: impl Into<String>) {
+        self.found.push(Finding {
+            path,
+            message: message.into(),
+            help: help.into(),
+        });
+    }
+
+    fn template(&mut self, path: KeyPath, t: &str, vars: &[&str], must: &[&str]) {
+        let pairs: Vec<(&str, &str)> = vars.iter().map(|v| (*v, "x")).collect();
+        let pairs: Vec<(&str, &str)> = pairs
+            .into_iter()
+            .map(|(k, v)| {
+                if k == "base_url" {
+                    (k, SAMPLE_BASE)
+                } else {
+                    (k, v)
+                }
+            })
+            .collect();
+        match expand_template(t, &pairs) {
+            Err(e) => self.err(
+                path,
+                e,
+                format!("placeholders allowed here: {}", braces(vars)),
+            ),
+            Ok(expanded) => {
+                for m in must {
+                    if !t.contains(&format!("{{{m}}}")) {
+                        self.err(
+                            path.clone(),
+                            format!("template lacks {{{m}}}"),
+                            format!("include {{{m}}}"),
+                        );
+                    }
+                }
+                if url::Url::parse(&expanded).is_err() {
+                    self.err(
+                        path,
+                        format!("{t:?} does not expand to an absolute URL"),
+                        "start with {base_url} or a full https:// URL",
+                    );
+                }
+            }
+        }
+    }
+
+    fn regex(&mut self, path: KeyPath, r: &str, need_id: bool) -> Option<Regex> {
+        match Regex::new(r) {
+            Err(e) => {
+                self.err(
+                    path,
+                    format!("regex does not compile: {e}"),
+                    "Rust regex syntax; use a TOML literal string '...' to avoid double escaping",
+                );
+                None
+            }
+            Ok(re) => {
+                if need_id && !re.capture_names().any(|n| n == Some("id")) {
+                    self.err(
+                        path,
+                        "regex has no named group `id`",
+                        "capture the post id with (?P<id>...)",
+                    );
+                }
+                Some(re)
+            }
+        }
+    }
+
+    fn locator(&mut self, path: KeyPath, l: &Locator) {
+        if l.strategies.is_empty() {
+            self.err(
+                path.key("strategies"),
+                "a locator needs at least one strategy",
+                "add e.g. { css = \"#id\" } or { role = \"button\", name = \"Publish\" }",
+            );
+        }
+        for (i, s) in l.strategies.iter().enumerate() {
+            let p = path.key("strategies").index(i);
+            let kinds = [s.css.is_some(), s.text.is_some(), s.role.is_some()]
+                .iter()
+                .filter(|b| **b)
+                .count();
+            if kinds != 1 {
+                self.err(
+                    p.clone(),
+                    "a strategy needs exactly one of css, text, role",
+                    "split it into separate strategies; they are tried in order",
+                );
+            }
+            if s.exact.is_some() && s.text.is_none() {
+                self.err(
+                    p.key("exact"),
+                    "`exact` only applies to `text`",
+                    "remove it or add text = \"...\"",
+                );
+            }
+            if s.name.is_some() && s.role.is_none() {
+                self.err(
+                    p.key("name"),
+                    "`name` (accessible name) only applies to `role`",
+                    "add role = \"...\"",
+                );
+            }
+            if let Some(css) = &s.css
+                && css.trim().is_empty()
+            {
+                self.err(
+                    p.key("css"),
+                    "empty CSS selector",
+                    "write a selector such as #publish",
+                );
+            }
+            if let Some(t) = &s.text
+                && t.trim().is_empty()
+            {
+                self.err(
+                    p.key("text"),
+                    "empty text",
+                    "give the visible text to match",
+                );
+            }
+            if let Some(r) = &s.role
+                && !KNOWN_ROLES.contains(&r.as_str())
+            {
+                self.err(
+                    p.key("role"),
+                    format!("unknown ARIA role {r:?}"),
+                    "use a WAI-ARIA role such as button, textbox, link",
+                );
+            }
+        }
+        for (i, f) in l.frames.iter().enumerate() {
+            if f.trim().is_empty() {
+                self.err(
+                    path.key("frames").index(i),
+                    "empty iframe selector",
+                    "give a CSS selector of the <iframe>",
+                );
+            }
+        }
+    }
+
+    fn request(&mut self, path: KeyPath, r: &RequestMatcher) {
+        if !METHODS.contains(&r.method.as_str()) {
+            self.err(
+                path.key("method"),
+                format!("unknown HTTP method {:?}", r.method),
+                format!("one of {}", METHODS.join(", ")),
+            );
+        }
+        match (&r.url, &r.url_regex) {
+            (Some(u), None) => self.template(path.key("url"), u, &["base_url"], &[]),
+            (None, Some(re)) => {
+                self.regex(path.key("url_regex"), re, false);
+            }
+            _ => self.err(
+                path,
+                "give exactly one of url, url_regex",
+                "url is a template matched without the query; url_regex matches the full URL",
+            ),
+        }
+    }
+}
+
+fn braces(vars: &[&str]) -> String {
+    vars.iter()
+        .map(|v| format!("{{{v}}}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Run every check; an empty result means the contract is valid.
+pub fn validate(c: &Contract) -> Vec<Finding> {
+    let mut k = Checker { found: Vec::new() };
+    let root = KeyPath::default();
+    if c.format != FORMAT_VERSION {
+        k.err(
+            root.key("format"),
+            format!("unsupported format {}", c.format),
+            format!("this oncepost reads format = {FORMAT_VERSION}"),
+        );
+    }
+    if c.platform.is_empty()
+        || !c
+            .platform
+            .chars()
+            .all(|ch| ch.is_ascii_lowercase() || ch.is_ascii_digit() || ch == '-')
+    {
+        k.err(
+            root.key("platform"),
+            format!("bad platform name {:?}", c.platform),
+            "use lower-case letters, digits and '-'",
+        );
+    }
+    if c.origins.allowed.is_empty() {
+        k.err(
+            root.key("origins").key("allowed"),
+            "no allowed origins",
+            "add \"{base_url}\" or the site's https origin",
+        );
+    }
+    for (i, o) in c.origins.allowed.iter().enumerate() {
+        k.template(
+            root.key("origins").key("allowed").index(i),
+            o,
+            &["base_url"],
+            &[],
+        );
+    }
+
+    let compose = root.key("compose");
+    let mut names = HashSet::new();
+    if c.compose.fields.is_empty() {
+        k.err(
+            compose.key("fields"),
+            "no compose fields",
+            "declare at least the text field",
+        );
+    }
+    for (i, f) in c.compose.fields.iter().enumerate() {
+        let p = compose.key("fields").index(i);
+        if f.name.is_empty()
+            || !f
+                .name
+                .chars()
+                .all(|ch| ch.is_ascii_alphanumeric() || ch == '_')
+        {
+            k.err(
+                p.key("name"),
+                format!("bad field name {:?}", f.name),
+                "use letters, digits and '_'",
+            );
+        }
+        if !names.insert(f.name.as_str()) {
+            k.err(
+                p.key("name"),
+                format!("field {:?} declared twice", f.name),
+                "field names must be unique",
+            );
+        }
+        k.locator(p.key("locator"), &f.locator);
+    }
+    let mut vars: Vec<&str> = vec!["base_url"];
+    vars.extend(c.compose.fields.iter().map(|f| f.name.as_str()));
+    k.template(compose.key("url"), &c.compose.url, &vars, &[]);
+
+    for (i, s) in c.compose.steps.iter().enumerate() {
+        let p = compose.key("steps").index(i);
+        if !s.non_publishing {
+            k.err(
+                p.key("non_publishing"),
+                "steps must be declared non_publishing = true",
+                "a step that can publish does not belong here; the publish control is [publish]",
+            );
+        }
+        match (&s.field, &s.locator) {
+            (Some(name), None) => {
+                if !names.contains(name.as_str()) {
+                    k.err(
+                        p.key("field"),
+                        format!("no compose field named {name:?}"),
+                        "name one of [[compose.fields]]",
+                    );
+                }
+            }
+            (None, Some(l)) => {
+                k.locator(p.key("locator"), l);
+                if l.strategies == c.publish.locator.strategies {
+                    k.err(
+                        p.key("locator"),
+                        "this step targets the publish control",
+                        "steps must never touch the publish control",
+                    );
+                }
+            }
+            _ => k.err(
+                p.clone(),
+                "give exactly one of field, locator",
+                "field = \"text\" targets a compose field",
+            ),
+        }
+        if s.action == StepAction::Click && s.why.trim().is_empty() {
+            k.err(
+                p.key("action"),
+                "a click step needs `why` it cannot publish",
+                "say what the click opens and why it sends nothing",
+            );
+        }
+    }
+
+    let publish = root.key("publish");
+    k.locator(publish.key("locator"), &c.publish.locator);
+    k.request(publish.key("create_request"), &c.publish.create_request);
+    if matches!(c.publish.create_request.method.as_str(), "GET" | "HEAD") {
+        k.err(
+            publish.key("create_request").key("method"),
+            "the create request cannot be a GET/HEAD",
+            "probes let GET/HEAD through; a create is a write",
+        );
+    }
+    for (i, s) in c.publish.rejection_statuses.iter().enumerate() {
+        if !(400..=599).contains(s) {
+            k.err(
+                publish.key("rejection_statuses").index(i),
+                format!("{s} is not an error status"),
+                "use 4xx/5xx statuses that prove nothing was created",
+            );
+        }
+    }
+    for (i, w) in c.non_publish_writes.iter().enumerate() {
+        k.request(root.key("non_publish_writes").index(i), w);
+    }
+
+    if c.success.is_empty() {
+        k.err(
+            root.key("success"),
+            "no success signals",
+            "add e.g. { url_regex = '/p/(?P<id>[a-z0-9]+)' }",
+        );
+    }
+    for (i, s) in c.success.iter().enumerate() {
+        let p = root.key("success").index(i);
+        let kinds = [
+            s.url_regex.is_some(),
+            s.json_field.is_some() || s.response_status.is_some(),
+            s.element.is_some(),
+        ];
+        if kinds.iter().filter(|b| **b).count() != 1 {
+            k.err(p.clone(), "a success signal is exactly one of: url_regex; response_status/json_field; element", "split it into several [[success]] entries");
+        }
+        if let Some(r) = &s.url_regex {
+            k.regex(p.key("url_regex"), r, true);
+        }
+        if let Some(st) = s.response_status
+            && !(200..=399).contains(&st)
+        {
+            k.err(
+                p.key("response_status"),
+                format!("{st} is not a success status"),
+                "use 2xx/3xx",
+            );
+        }
+        if let Some(j) = &s.json_field
+            && (j.is_empty() || j.split('.').any(str::is_empty))
+        {
+            k.err(
+                p.key("json_field"),
+                format!("bad JSON path {j:?}"),
+                "dotted keys, e.g. id or data.post.id",
+            );
+        }
+        if let Some(l) = &s.element {
+            k.locator(p.key("element"), l);
+        }
+        if s.id_attribute.is_some() && s.element.is_none() {
+            k.err(
+                p.key("id_attribute"),
+                "id_attribute needs element",
+                "add element = { strategies = [...] }",
+            );
+        }
+    }
+
+    let rb = root.key("readback");
+    k.template(
+        rb.key("permalink"),
+        &c.readback.permalink,
+        &["base_url", "id"],
+        &["id"],
+    );
+    k.template(
+        rb.key("search"),
+        &c.readback.search,
+        &["base_url", "text"],
+        &[],
+    );
+    k.locator(rb.key("item"), &c.readback.item);
+    if c.readback.text.trim().is_empty() {
+        k.err(
+            rb.key("text"),
+            "empty text selector",
+            "CSS selector of the text inside an item",
+        );
+    }
+    match (&c.readback.id_attribute, &c.readback.id_from_link) {
+        (Some(_), None) => {}
+        (None, Some(r)) => {
+            k.regex(rb.key("id_from_link"), r, true);
+        }
+        _ => k.err(
+            rb.clone(),
+            "give exactly one of id_attribute, id_from_link",
+            "id_attribute = \"data-post-id\" or id_from_link = '/p/(?P<id>\\w+)'",
+        ),
+    }
+    if c.readback.propagation_ms > 600_000 {
+        k.err(
+            rb.key("propagation_ms"),
+            "propagation window over 10 minutes",
+            "a lookup this late is no longer evidence; lower it",
+        );
+    }
+    for (i, m) in c.evidence.mask.iter().enumerate() {
+        if m.trim().is_empty() {
+            k.err(
+                root.key("evidence").key("mask").index(i),
+                "empty mask selector",
+                "CSS selector of a region to black out",
+            );
+        }
+    }
+    k.found
+}

@@ -1,0 +1,154 @@
+//! Accepting connections and serving each one with hyper's HTTP/1 connection driver.
+//!
+//! We drive hyper per connection ourselves (instead of a framework's `serve`) because the fault modes
+//! need the raw socket: `commit-then-drop` closes it with no response, `reset-before-read` resets it
+//! (SO_LINGER 0) after the head. Keep-alive stays ON: Chromium's silent re-send only happens on a
+//! reused connection, and tests must be able to show it.
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Notify, watch};
+use tokio::task::JoinSet;
+
+use super::{SHUTDOWN_GRACE, Shared, routes};
+
+/// A client must finish sending a request head within this long (slowloris bound).
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How a handler asks its connection task to end the connection instead of answering.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ConnAction {
+    /// Close the socket normally (FIN) without writing a response.
+    Drop,
+    /// Close the socket with RST (SO_LINGER 0) without writing a response.
+    Reset,
+}
+
+/// Per-connection channel from the request handler to the task that owns the socket.
+#[derive(Debug, Default)]
+pub(crate) struct ConnControl {
+    action: Mutex<Option<ConnAction>>,
+    notify: Notify,
+}
+
+impl ConnControl {
+    /// Ask the connection task to end the connection; the caller should then never complete.
+    pub(crate) fn end(&self, action: ConnAction) {
+        *self.action.lock().unwrap_or_else(PoisonError::into_inner) = Some(action);
+        self.notify.notify_one();
+    }
+
+    async fn ended(&self) -> ConnAction {
+        loop {
+            if let Some(a) = *self.action.lock().unwrap_or_else(PoisonError::into_inner) {
+                return a;
+            }
+            self.notify.notified().await;
+        }
+    }
+}
+
+/// Accept until shutdown, then wait (bounded) for every connection task.
+pub(crate) async fn accept_loop(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let mut tasks = JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _peer)) => {
+                    tasks.spawn(serve_connection(stream, shared.clone(), shutdown.clone()));
+                }
+                Err(e) => {
+                    // EMFILE and friends: back off briefly instead of spinning.
+                    tracing::warn!(error = %e, "fixture platform accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+            _ = shutdown.changed() => break,
+            // Reap finished connection tasks so the set does not grow without bound.
+            Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+        }
+    }
+    drop(listener);
+    // Each task bounds its own graceful phase; this outer bound is a backstop.
+    let all = async { while tasks.join_next().await.is_some() {} };
+    if tokio::time::timeout(SHUTDOWN_GRACE + Duration::from_secs(1), all)
+        .await
+        .is_err()
+    {
+        tasks.abort_all();
+    }
+}
+
+async fn serve_connection(
+    stream: TcpStream,
+    shared: Arc<Shared>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let fd = stream.as_raw_fd();
+    let _ = stream.set_nodelay(true);
+    let control = Arc::new(ConnControl::default());
+    let svc_control = control.clone();
+    let service = service_fn(move |req| {
+        let shared = shared.clone();
+        let control = svc_control.clone();
+        async move { Ok::<_, std::convert::Infallible>(routes::handle(req, shared, control).await) }
+    });
+    let conn = http1::Builder::new()
+        .keep_alive(true)
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT)
+        .serve_connection(TokioIo::new(stream), service);
+    tokio::pin!(conn);
+    if *shutdown.borrow() {
+        return;
+    }
+    tokio::select! {
+        result = conn.as_mut() => {
+            if let Err(e) = result {
+                tracing::debug!(error = %e, "fixture platform connection ended with an error");
+            }
+        }
+        action = control.ended() => {
+            if action == ConnAction::Reset {
+                set_reset_on_close(fd);
+            }
+            // Dropping `conn` here closes the socket without writing anything.
+        }
+        _ = shutdown.changed() => {
+            conn.as_mut().graceful_shutdown();
+            let _ = tokio::time::timeout(SHUTDOWN_GRACE, conn.as_mut()).await;
+        }
+    }
+}
+
+/// Make the next close of `fd` send RST instead of FIN (SO_LINGER with a zero timeout).
+fn set_reset_on_close(fd: RawFd) {
+    let linger = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    // SAFETY: `fd` belongs to the TcpStream owned by the connection future that is still alive in the
+    // caller (it is dropped right after this call), so the descriptor is open and ours; `linger` is a
+    // valid, correctly sized `struct linger`.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&linger as *const libc::linger).cast(),
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        tracing::warn!(error = %std::io::Error::last_os_error(), "SO_LINGER 0 failed; close will be a FIN");
+    }
+}

@@ -1,0 +1,104 @@
+//! The catalogue of hostile page variants (`/hostile/{name}`): what each one does and, for the ones that
+//! write, which server-side counter ([`super::Stats::writes_to`]) its write lands on and what sets it off.
+//! Probe tests iterate this list instead of repeating names and sink routes.
+
+/// What makes a writing variant write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trigger {
+    /// Loading the page is enough (including timers and workers started by the load).
+    Load,
+    /// Focusing `#post-text`.
+    FocusText,
+    /// Typing into `#post-text` (each `input` event).
+    InputText,
+}
+
+/// How a variant misbehaves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Misbehaviour {
+    /// Writes to a non-create route, counted under `sink` (a `"METHOD /path"` key).
+    Writes {
+        /// Counter key in [`super::Stats::other_writes`].
+        sink: &'static str,
+        /// What sets the write off.
+        trigger: Trigger,
+    },
+    /// `#publish` moves on every animation frame.
+    MovingButton,
+    /// An overlay (`#promo-overlay`) covers `#publish`.
+    CoveredButton,
+    /// Two elements match `#publish`.
+    DuplicateMatch,
+    /// The compose form appears only ~3 s after load.
+    SlowForm,
+}
+
+/// One hostile variant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostileVariant {
+    /// Name in the URL: `/hostile/{name}`.
+    pub name: &'static str,
+    /// What it does.
+    pub misbehaviour: Misbehaviour,
+}
+
+impl HostileVariant {
+    /// Path of the page, e.g. `/hostile/beacon`.
+    pub fn path(&self) -> String {
+        format!("/hostile/{}", self.name)
+    }
+}
+
+const fn writes(name: &'static str, sink: &'static str, trigger: Trigger) -> HostileVariant {
+    HostileVariant {
+        name,
+        misbehaviour: Misbehaviour::Writes { sink, trigger },
+    }
+}
+
+/// Every hostile variant, in documentation order.
+pub const HOSTILE_VARIANTS: &[HostileVariant] = &[
+    writes(
+        "write-on-load",
+        "POST /api/sink/write-on-load",
+        Trigger::Load,
+    ),
+    writes(
+        "write-on-focus",
+        "POST /api/sink/write-on-focus",
+        Trigger::FocusText,
+    ),
+    writes("autosave", "POST /api/drafts", Trigger::InputText),
+    // Beacons fire on load and again on every visibilitychange.
+    writes("beacon", "POST /api/sink/beacon", Trigger::Load),
+    writes(
+        "form-submit-timer",
+        "POST /api/sink/form-submit-timer",
+        Trigger::Load,
+    ),
+    // The worker (/hostile/sw.js, scope /hostile/) writes on install and activate, then proxies every
+    // fetch of the pages it controls, the create request included.
+    writes(
+        "service-worker",
+        "POST /api/sink/service-worker",
+        Trigger::Load,
+    ),
+    // The compose DOM lives in the frame (/hostile/iframe-inner), which writes on load.
+    writes("iframe", "POST /api/sink/iframe", Trigger::Load),
+    HostileVariant {
+        name: "moving-button",
+        misbehaviour: Misbehaviour::MovingButton,
+    },
+    HostileVariant {
+        name: "covered-button",
+        misbehaviour: Misbehaviour::CoveredButton,
+    },
+    HostileVariant {
+        name: "duplicate-match",
+        misbehaviour: Misbehaviour::DuplicateMatch,
+    },
+    HostileVariant {
+        name: "slow",
+        misbehaviour: Misbehaviour::SlowForm,
+    },
+];

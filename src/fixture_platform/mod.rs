@@ -1,0 +1,249 @@
+//! Fixturebook: the bundled fixture platform every test, probe and demo publishes to.
+//!
+//! A tiny social site on 127.0.0.1 with the agreed compose/permalink/feed/search DOM, hostile page
+//! variants that write behind the user's back, and create-request fault modes that leave a publisher
+//! unsure whether its post went out. The pages come from the repo's `fixtures/` folder, embedded at
+//! compile time, so the installed binary serves them from anywhere.
+//!
+//! ```text
+//!  TcpListener (127.0.0.1:port) --accept--> one task per connection
+//!                                            | hyper http1 (keep-alive on, header timeout)
+//!                                            v
+//!                                   routes::handle(req) --counts arrival first-->  Stats
+//!                                            |                 \--posts--> PlatformState --> fixturebook.json
+//!                                            | ConnAction::{Drop, Reset}    (temp file + rename)
+//!                                            v
+//!                           connection task drops the socket (FIN) or sets SO_LINGER 0 first (RST)
+//! ```
+//!
+//! Shutdown: [`RunningPlatform::shutdown`] stops accepting, asks every connection to finish gracefully,
+//! and drops whatever is still open after [`SHUTDOWN_GRACE`].
+mod conn;
+mod fault;
+mod hostile;
+mod pages;
+mod posts;
+mod routes;
+mod stats;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+pub use fault::{DEFAULT_DELAY_MS, Fault, FaultMode, MAX_DELAY_MS, UnknownFaultMode};
+pub use hostile::{HOSTILE_VARIANTS, HostileVariant, Misbehaviour, Trigger};
+pub use posts::{Post, STATE_FILE};
+pub use stats::Stats;
+
+/// How long shutdown waits for open connections to finish before dropping them.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+
+/// Errors at the platform's boundary (start-up and persistence).
+#[derive(Debug, thiserror::Error)]
+pub enum FixtureError {
+    /// Could not bind the listening socket.
+    #[error("cannot listen on 127.0.0.1:{port}: {source}")]
+    Bind {
+        /// Port asked for (0 = any free one).
+        port: u16,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// Reading or writing the data dir failed.
+    #[error("fixture platform data at {path}: {source}")]
+    Io {
+        /// File or directory involved.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The state file exists but is not valid JSON of the expected shape.
+    #[error("fixture platform state file {path} is corrupt (refusing to overwrite it): {source}")]
+    Corrupt {
+        /// The state file.
+        path: PathBuf,
+        /// The parse error.
+        source: serde_json::Error,
+    },
+    /// The state file was written by an incompatible version.
+    #[error("fixture platform state file {path} has format {found}, expected 1")]
+    UnsupportedFormat {
+        /// The state file.
+        path: PathBuf,
+        /// Format number found.
+        found: u32,
+    },
+}
+
+/// What to start.
+#[derive(Debug, Clone)]
+pub struct FixtureConfig {
+    /// Directory holding the platform's state file (created if missing).
+    pub dir: PathBuf,
+    /// Port on 127.0.0.1; 0 picks a free one.
+    pub port: u16,
+    /// Initial create-request fault.
+    pub fault: Fault,
+}
+
+impl FixtureConfig {
+    /// A config on a free port with no fault.
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        FixtureConfig {
+            dir: dir.into(),
+            port: 0,
+            fault: Fault::default(),
+        }
+    }
+}
+
+/// State shared by every connection: one `Arc` of it per task.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    /// Data dir; written by `routes` through [`posts::persist`].
+    dir: PathBuf,
+    /// Posts and sessions. A std mutex: nothing awaits while holding it.
+    state: Mutex<posts::PlatformState>,
+    /// Serialises file writes so the file always ends at the latest snapshot.
+    persist_lock: tokio::sync::Mutex<()>,
+    /// Arrival counters; bumped by `routes` before anything else happens to a request.
+    stats: Mutex<Stats>,
+    /// Current create-request fault; set by `/__admin/fault` or [`RunningPlatform::set_fault`].
+    fault: Mutex<Fault>,
+}
+
+impl Shared {
+    fn lock_state(&self) -> std::sync::MutexGuard<'_, posts::PlatformState> {
+        // A panic while holding the lock cannot leave the state half-changed in a way we care about
+        // for a fixture; keep serving rather than poisoning every later request.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn lock_stats(&self) -> std::sync::MutexGuard<'_, Stats> {
+        self.stats.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn fault(&self) -> Fault {
+        *self.fault.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn set_fault(&self, fault: Fault) {
+        *self.fault.lock().unwrap_or_else(PoisonError::into_inner) = fault;
+    }
+
+    /// Write the current state to disk (serialised with other writers).
+    async fn persist(self: &Arc<Self>) -> Result<(), FixtureError> {
+        let _guard = self.persist_lock.lock().await;
+        let snapshot = self.lock_state().clone();
+        let dir = self.dir.clone();
+        tokio::task::spawn_blocking(move || posts::persist(&dir, &snapshot))
+            .await
+            .map_err(|e| FixtureError::Io {
+                path: self.dir.clone(),
+                source: std::io::Error::other(e),
+            })?
+    }
+}
+
+/// Entry point: see [`FixturePlatform::start`].
+#[derive(Debug)]
+pub struct FixturePlatform;
+
+impl FixturePlatform {
+    /// Load the state from `config.dir`, bind 127.0.0.1:`config.port` and serve in the background on the
+    /// current tokio runtime until [`RunningPlatform::shutdown`] (or drop, which stops it abruptly).
+    pub async fn start(config: FixtureConfig) -> Result<RunningPlatform, FixtureError> {
+        let dir = posts::ensure_dir(&config.dir)?;
+        let state = posts::PlatformState::load_or_new(&dir)?;
+        let listener = TcpListener::bind(("127.0.0.1", config.port))
+            .await
+            .map_err(|source| FixtureError::Bind {
+                port: config.port,
+                source,
+            })?;
+        let addr = listener.local_addr().map_err(|source| FixtureError::Bind {
+            port: config.port,
+            source,
+        })?;
+        let shared = Arc::new(Shared {
+            dir,
+            state: Mutex::new(state),
+            persist_lock: tokio::sync::Mutex::new(()),
+            stats: Mutex::new(Stats::default()),
+            fault: Mutex::new(config.fault),
+        });
+        // Persist once so a fresh dir holds the CSRF secret before any page is served.
+        shared.persist().await?;
+        let (shutdown_tx, shutdown_rx) = watch::channel(false);
+        let accept = tokio::spawn(conn::accept_loop(listener, shared.clone(), shutdown_rx));
+        Ok(RunningPlatform {
+            addr,
+            shared,
+            shutdown_tx,
+            accept: Some(accept),
+        })
+    }
+}
+
+/// A serving platform. Dropping it without [`RunningPlatform::shutdown`] aborts the accept loop.
+#[derive(Debug)]
+pub struct RunningPlatform {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    shutdown_tx: watch::Sender<bool>,
+    accept: Option<JoinHandle<()>>,
+}
+
+impl RunningPlatform {
+    /// `http://127.0.0.1:PORT` (no trailing slash).
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The bound address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// A snapshot of the arrival counters.
+    pub fn stats(&self) -> Stats {
+        self.shared.lock_stats().clone()
+    }
+
+    /// The current create-request fault.
+    pub fn fault(&self) -> Fault {
+        self.shared.fault()
+    }
+
+    /// Change the create-request fault for requests arriving from now on.
+    pub fn set_fault(&self, fault: Fault) {
+        self.shared.set_fault(fault);
+    }
+
+    /// All stored posts, newest first.
+    pub fn posts(&self) -> Vec<Post> {
+        self.shared.lock_state().newest_first()
+    }
+
+    /// Stop accepting, let open connections finish for up to [`SHUTDOWN_GRACE`], then close them.
+    pub async fn shutdown(mut self) {
+        let _ = self.shutdown_tx.send(true);
+        if let Some(handle) = self.accept.take() {
+            let _ = handle.await;
+        }
+    }
+}
+
+impl Drop for RunningPlatform {
+    fn drop(&mut self) {
+        let _ = self.shutdown_tx.send(true);
+        if let Some(handle) = self.accept.take() {
+            handle.abort();
+        }
+    }
+}

@@ -1,0 +1,220 @@
+//! The platform's durable state: posts and login sessions, kept as one JSON file in the data dir.
+//!
+//! Every change is written with temp file + fsync + rename, so a crash leaves either the old or the new
+//! file, never half of one. The file is loaded once at start.
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use super::FixtureError;
+
+/// File name of the state inside the data dir.
+pub const STATE_FILE: &str = "fixturebook.json";
+
+/// Format version written into the file; a different one is refused rather than misread.
+const FORMAT: u32 = 1;
+
+/// One published post, as `GET /api/posts` returns it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Post {
+    /// Opaque id, `[a-z0-9]+`; the permalink is `/p/{id}`.
+    pub id: String,
+    /// The text as stored (mutated under `readback-mismatch`).
+    pub text: String,
+    /// Optional title (empty input is stored as `None`).
+    pub title: Option<String>,
+    /// Account of the session that posted, or `anonymous`.
+    pub account: String,
+    /// Creation time, RFC 3339 UTC with milliseconds.
+    pub created_at: String,
+    /// Insertion order; the feed is newest (highest) first.
+    pub seq: u64,
+}
+
+/// Everything persisted.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PlatformState {
+    /// [`FORMAT`] of the file.
+    pub format: u32,
+    /// Secret the CSRF tokens are derived from; kept so open pages stay valid across restarts.
+    pub csrf_secret: String,
+    /// Session cookie value -> account name.
+    pub sessions: BTreeMap<String, String>,
+    /// Posts in insertion order.
+    pub posts: Vec<Post>,
+    /// Next `seq` to hand out.
+    pub next_seq: u64,
+}
+
+impl PlatformState {
+    fn fresh() -> Self {
+        PlatformState {
+            format: FORMAT,
+            csrf_secret: uuid::Uuid::new_v4().simple().to_string(),
+            sessions: BTreeMap::new(),
+            posts: Vec::new(),
+            next_seq: 1,
+        }
+    }
+
+    /// Load the state from `dir`, or start empty when the file does not exist yet.
+    pub fn load_or_new(dir: &Path) -> Result<Self, FixtureError> {
+        let path = dir.join(STATE_FILE);
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::fresh()),
+            Err(source) => return Err(FixtureError::Io { path, source }),
+        };
+        let state: PlatformState =
+            serde_json::from_slice(&bytes).map_err(|source| FixtureError::Corrupt {
+                path: path.clone(),
+                source,
+            })?;
+        if state.format != FORMAT {
+            return Err(FixtureError::UnsupportedFormat {
+                path,
+                found: state.format,
+            });
+        }
+        Ok(state)
+    }
+
+    /// Append a post and return it.
+    pub fn add_post(&mut self, text: String, title: Option<String>, account: String) -> Post {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let post = Post {
+            id: new_post_id(),
+            text,
+            title,
+            account,
+            created_at: now_rfc3339(),
+            seq,
+        };
+        self.posts.push(post.clone());
+        post
+    }
+
+    /// The post with `id`, if any.
+    pub fn post(&self, id: &str) -> Option<&Post> {
+        self.posts.iter().find(|p| p.id == id)
+    }
+
+    /// Posts newest first.
+    pub fn newest_first(&self) -> Vec<Post> {
+        let mut v = self.posts.clone();
+        v.sort_by_key(|p| std::cmp::Reverse(p.seq));
+        v
+    }
+}
+
+/// Write `state` to `dir` atomically: temp file in the same dir, fsync, rename over the old file.
+pub fn persist(dir: &Path, state: &PlatformState) -> Result<(), FixtureError> {
+    let path = dir.join(STATE_FILE);
+    let io = |source| FixtureError::Io {
+        path: path.clone(),
+        source,
+    };
+    let bytes = serde_json::to_vec_pretty(state).map_err(|source| FixtureError::Corrupt {
+        path: path.clone(),
+        source,
+    })?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
+    tmp.write_all(&bytes).map_err(io)?;
+    tmp.as_file().sync_all().map_err(io)?;
+    tmp.persist(&path).map_err(|e| io(e.error))?;
+    // The rename is durable only once the directory entry is; best effort on platforms without dir fsync.
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+/// A fresh post id: 12 characters of `[a-z0-9]` from a v4 UUID (lowercase hex is a subset).
+fn new_post_id() -> String {
+    uuid::Uuid::new_v4().simple().to_string()[..12].to_owned()
+}
+
+/// The data dir the platform keeps its file in, created if missing.
+pub fn ensure_dir(dir: &Path) -> Result<PathBuf, FixtureError> {
+    std::fs::create_dir_all(dir).map_err(|source| FixtureError::Io {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    Ok(dir.to_path_buf())
+}
+
+/// Current time as RFC 3339 UTC with milliseconds, e.g. `2026-11-30T15:20:11.123Z`.
+pub fn now_rfc3339() -> String {
+    let d = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    format_rfc3339(d.as_secs(), d.subsec_millis())
+}
+
+/// Format seconds since the epoch (UTC). Civil-from-days after Howard Hinnant's algorithm.
+fn format_rfc3339(secs: u64, millis: u32) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
+        rem / 3_600,
+        (rem % 3_600) / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_known_instants() {
+        assert_eq!(format_rfc3339(0, 0), "1970-01-01T00:00:00.000Z");
+        // 2026-11-30T15:20:11Z
+        assert_eq!(format_rfc3339(1_796_052_011, 7), "2026-11-30T15:20:11.007Z");
+        // Leap day 2024-02-29T23:59:59Z
+        assert_eq!(
+            format_rfc3339(1_709_251_199, 999),
+            "2024-02-29T23:59:59.999Z"
+        );
+    }
+
+    #[test]
+    fn persist_then_load_round_trips_and_leaves_no_temp_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = PlatformState::load_or_new(dir.path()).unwrap();
+        let p = s.add_post("hello".into(), None, "alice".into());
+        persist(dir.path(), &s).unwrap();
+        let again = PlatformState::load_or_new(dir.path()).unwrap();
+        assert_eq!(again.post(&p.id), Some(&p));
+        assert_eq!(again.csrf_secret, s.csrf_secret);
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from(STATE_FILE)]);
+    }
+
+    #[test]
+    fn corrupt_file_is_refused_not_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(STATE_FILE), b"{not json").unwrap();
+        assert!(matches!(
+            PlatformState::load_or_new(dir.path()),
+            Err(FixtureError::Corrupt { .. })
+        ));
+    }
+}

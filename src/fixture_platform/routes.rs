@@ -1,0 +1,426 @@
+//! Request routing: pages, the create API (with fault modes), hostile sinks and the admin API.
+//!
+//! The first thing [`handle`] does with a write is count it; everything else (fault handling, body
+//! reading, validation) comes after, so the counters show every arrival.
+use std::sync::Arc;
+use std::time::Duration;
+
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::{Bytes, Incoming};
+use hyper::header::{self, HeaderValue};
+use hyper::{Method, Request, Response, StatusCode};
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+
+use super::conn::{ConnAction, ConnControl};
+use super::fault::{Fault, FaultMode};
+use super::pages::{self, Viewer};
+use super::{Shared, Stats};
+
+/// Largest request body accepted (the create route and the sinks).
+const MAX_BODY_BYTES: usize = 1024 * 1024;
+/// A client must deliver the whole body within this long.
+const BODY_READ_TIMEOUT: Duration = Duration::from_secs(15);
+/// Longest post text accepted, in characters.
+const MAX_TEXT_CHARS: usize = 10_000;
+/// Longest account name accepted by `/login`.
+const MAX_ACCOUNT_CHARS: usize = 64;
+/// Account shown when there is no (known) session cookie.
+pub(crate) const ANONYMOUS: &str = "anonymous";
+/// Session cookie name (agreed).
+const SESSION_COOKIE: &str = "fb_session";
+/// What `readback-mismatch` appends to the stored text.
+pub(crate) const MISMATCH_SUFFIX: &str = " (edited)";
+
+type Resp = Response<Full<Bytes>>;
+
+/// Serve one request. `control` lets the create route end the connection instead of answering.
+pub(crate) async fn handle(
+    req: Request<Incoming>,
+    shared: Arc<Shared>,
+    control: Arc<ConnControl>,
+) -> Resp {
+    let method = req.method().clone();
+    let path = req.uri().path().to_owned();
+    let is_read = matches!(method, Method::GET | Method::HEAD | Method::OPTIONS);
+    let is_admin = path.starts_with("/__admin/");
+    if !is_read && !is_admin {
+        let mut stats = shared.lock_stats();
+        if method == Method::POST && path == "/api/posts" {
+            stats.create_arrivals += 1;
+        } else {
+            stats.record_other_write(format!("{method} {path}"));
+        }
+    }
+    let session = session_cookie(&req);
+    let viewer = viewer_for(&shared, session.as_deref());
+    let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    match (&method, segments.as_slice()) {
+        (&Method::GET, [""]) => {
+            let posts = shared.lock_state().newest_first();
+            html(StatusCode::OK, pages::feed(&viewer, &posts))
+        }
+        (&Method::GET, ["compose"]) => html(StatusCode::OK, pages::compose(&viewer)),
+        (&Method::GET, ["login"]) => login(&req, &shared).await,
+        (&Method::GET, ["p", id]) => {
+            let post = shared.lock_state().post(id).cloned();
+            match post {
+                Some(p) => html(StatusCode::OK, pages::permalink(&viewer, &p)),
+                None => html(StatusCode::NOT_FOUND, pages::not_found(&viewer, &path)),
+            }
+        }
+        (&Method::GET, ["search"]) => {
+            let q = query_param(&req, "q").unwrap_or_default();
+            let results = search(&shared, &q);
+            html(StatusCode::OK, pages::search(&viewer, &q, &results))
+        }
+        (&Method::GET, ["static", "style.css"]) => {
+            asset("text/css; charset=utf-8", pages::STYLE_CSS)
+        }
+        (&Method::GET, ["static", "compose.js"]) => {
+            asset("text/javascript; charset=utf-8", pages::COMPOSE_JS)
+        }
+        (&Method::GET, ["hostile", "sw.js"]) => {
+            asset("text/javascript; charset=utf-8", pages::HOSTILE_SW_JS)
+        }
+        (&Method::GET, ["hostile", name]) => match pages::hostile(&viewer, name) {
+            Some(page) => html(StatusCode::OK, page),
+            None => html(StatusCode::NOT_FOUND, pages::not_found(&viewer, &path)),
+        },
+        (&Method::GET, ["__lab", "resend"]) => html(StatusCode::OK, pages::lab_resend(&viewer)),
+        (&Method::GET, ["api", "posts"]) => {
+            let posts = shared.lock_state().newest_first();
+            json(StatusCode::OK, &serde_json::json!(posts_json(&posts)))
+        }
+        (&Method::POST, ["api", "posts"]) => create(req, shared, control, session, viewer).await,
+        (&Method::POST, ["api", "drafts"]) | (&Method::POST, ["api", "sink", _]) => {
+            // Drain (bounded) so keep-alive connections stay usable; the content does not matter.
+            let _ = read_body(req).await;
+            json(StatusCode::OK, &serde_json::json!({"ok": true}))
+        }
+        (&Method::GET, ["__admin", "stats"]) => {
+            let stats: Stats = shared.lock_stats().clone();
+            json(StatusCode::OK, &serde_json::json!(stats))
+        }
+        (&Method::GET, ["__admin", "fault"]) => {
+            json(StatusCode::OK, &serde_json::json!(shared.fault()))
+        }
+        (&Method::POST, ["__admin", "fault"]) => set_fault(req, &shared).await,
+        (&Method::POST, ["__admin", "reset"]) => reset(&shared).await,
+        (_, ["" | "compose" | "login" | "p" | "search" | "__lab" | "hostile" | "static"])
+        | (_, ["p" | "hostile" | "static" | "__lab", _])
+        | (_, ["api", "posts"])
+        | (_, ["__admin", _]) => {
+            let mut r = json(
+                StatusCode::METHOD_NOT_ALLOWED,
+                &serde_json::json!({"error": format!("{method} is not allowed on {path}")}),
+            );
+            r.headers_mut()
+                .insert(header::ALLOW, HeaderValue::from_static("GET, POST"));
+            r
+        }
+        _ => {
+            if is_read {
+                html(StatusCode::NOT_FOUND, pages::not_found(&viewer, &path))
+            } else {
+                json(
+                    StatusCode::NOT_FOUND,
+                    &serde_json::json!({"error": "no such route"}),
+                )
+            }
+        }
+    }
+}
+
+/// The create request body.
+#[derive(Debug, Deserialize)]
+struct CreateBody {
+    text: String,
+    #[serde(default)]
+    title: Option<String>,
+}
+
+/// `POST /api/posts`: the one write that publishes. Fault modes apply here only.
+async fn create(
+    req: Request<Incoming>,
+    shared: Arc<Shared>,
+    control: Arc<ConnControl>,
+    session: Option<String>,
+    viewer: Viewer,
+) -> Resp {
+    let fault: Fault = shared.fault();
+    if fault.mode == FaultMode::ResetBeforeRead {
+        control.end(ConnAction::Reset);
+        return std::future::pending().await;
+    }
+    let csrf_ok = req
+        .headers()
+        .get("x-csrf-token")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t == viewer.csrf);
+    let body = match read_body(req).await {
+        Ok(b) => b,
+        Err(e) => return json(StatusCode::BAD_REQUEST, &serde_json::json!({"error": e})),
+    };
+    if !csrf_ok {
+        return json(
+            StatusCode::FORBIDDEN,
+            &serde_json::json!({"error": "missing or wrong x-csrf-token (take it from <meta name=\"csrf-token\">)"}),
+        );
+    }
+    let parsed: CreateBody = match serde_json::from_slice(&body) {
+        Ok(b) => b,
+        Err(e) => {
+            return json(
+                StatusCode::BAD_REQUEST,
+                &serde_json::json!({"error": format!("body must be JSON {{\"text\", \"title\"?}}: {e}")}),
+            );
+        }
+    };
+    if parsed.text.trim().is_empty() {
+        return json(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            &serde_json::json!({"error": "text is empty"}),
+        );
+    }
+    if parsed.text.chars().count() > MAX_TEXT_CHARS {
+        return json(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            &serde_json::json!({"error": format!("text is longer than {MAX_TEXT_CHARS} characters")}),
+        );
+    }
+    if fault.mode == FaultMode::Reject4xx {
+        return json(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            &serde_json::json!({"error": "post rejected: this content cannot be published right now"}),
+        );
+    }
+    let text = if fault.mode == FaultMode::ReadbackMismatch {
+        format!("{}{MISMATCH_SUFFIX}", parsed.text)
+    } else {
+        parsed.text
+    };
+    let title = parsed.title.filter(|t| !t.trim().is_empty());
+    let account = match session {
+        Some(_) if viewer.account != ANONYMOUS => viewer.account.clone(),
+        _ => ANONYMOUS.to_owned(),
+    };
+    let post = shared.lock_state().add_post(text, title, account);
+    if let Err(e) = shared.persist().await {
+        tracing::error!(error = %e, "fixture platform could not persist a post");
+        // Not stored durably: take it back out so memory matches disk.
+        shared.lock_state().posts.retain(|p| p.id != post.id);
+        return json(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &serde_json::json!({"error": "storage failed"}),
+        );
+    }
+    shared.lock_stats().create_stored += 1;
+    let created = serde_json::json!({"id": post.id, "url": format!("/p/{}", post.id)});
+    match fault.mode {
+        FaultMode::CommitThen500 => json(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &serde_json::json!({"error": "internal server error"}),
+        ),
+        FaultMode::CommitThenDrop => {
+            control.end(ConnAction::Drop);
+            std::future::pending().await
+        }
+        FaultMode::CommitThenDelay => {
+            tokio::time::sleep(fault.delay()).await;
+            json(StatusCode::CREATED, &created)
+        }
+        FaultMode::NoSuccessSignal => json(
+            StatusCode::CREATED,
+            &serde_json::json!({"status": "accepted"}),
+        ),
+        FaultMode::Normal | FaultMode::ReadbackMismatch => json(StatusCode::CREATED, &created),
+        // Handled before storing; kept explicit so a new mode is a compile error here.
+        FaultMode::ResetBeforeRead | FaultMode::Reject4xx => json(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &serde_json::json!({"error": "unreachable fault path"}),
+        ),
+    }
+}
+
+/// `GET /login?account=NAME`: new session cookie, 303 to /compose.
+async fn login(req: &Request<Incoming>, shared: &Arc<Shared>) -> Resp {
+    let Some(account) = query_param(req, "account") else {
+        return json(
+            StatusCode::BAD_REQUEST,
+            &serde_json::json!({"error": "missing ?account=NAME"}),
+        );
+    };
+    let valid = !account.is_empty()
+        && account.chars().count() <= MAX_ACCOUNT_CHARS
+        && account != ANONYMOUS
+        && account
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
+    if !valid {
+        return json(
+            StatusCode::BAD_REQUEST,
+            &serde_json::json!({"error": format!("account must be 1-{MAX_ACCOUNT_CHARS} characters of A-Z a-z 0-9 . _ - (and not \"anonymous\")")}),
+        );
+    }
+    let token = uuid::Uuid::new_v4().simple().to_string();
+    shared.lock_state().sessions.insert(token.clone(), account);
+    if let Err(e) = shared.persist().await {
+        tracing::error!(error = %e, "fixture platform could not persist a session");
+        return json(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &serde_json::json!({"error": "storage failed"}),
+        );
+    }
+    let mut r = Response::new(Full::new(Bytes::new()));
+    *r.status_mut() = StatusCode::SEE_OTHER;
+    r.headers_mut()
+        .insert(header::LOCATION, HeaderValue::from_static("/compose"));
+    if let Ok(v) = HeaderValue::from_str(&format!(
+        "{SESSION_COOKIE}={token}; HttpOnly; Path=/; SameSite=Lax"
+    )) {
+        r.headers_mut().insert(header::SET_COOKIE, v);
+    }
+    r
+}
+
+/// `POST /__admin/fault` with `{"mode": ..., "delay_ms": ...}`.
+async fn set_fault(req: Request<Incoming>, shared: &Arc<Shared>) -> Resp {
+    let body = match read_body(req).await {
+        Ok(b) => b,
+        Err(e) => return json(StatusCode::BAD_REQUEST, &serde_json::json!({"error": e})),
+    };
+    match serde_json::from_slice::<Fault>(&body) {
+        Ok(f) => {
+            let f = f.with_delay_ms(f.delay_ms);
+            shared.set_fault(f);
+            json(StatusCode::OK, &serde_json::json!(f))
+        }
+        Err(e) => json(
+            StatusCode::BAD_REQUEST,
+            &serde_json::json!({"error": format!("expected {{\"mode\": \"normal|commit-then-500|commit-then-drop|commit-then-delay|reset-before-read|reject-4xx|no-success-signal|readback-mismatch\", \"delay_ms\": N}}: {e}")}),
+        ),
+    }
+}
+
+/// `POST /__admin/reset`: delete every post, zero the counters, fault back to normal. Sessions stay.
+async fn reset(shared: &Arc<Shared>) -> Resp {
+    shared.lock_state().posts.clear();
+    *shared.lock_stats() = Stats::default();
+    shared.set_fault(Fault::default());
+    match shared.persist().await {
+        Ok(()) => json(StatusCode::OK, &serde_json::json!({"ok": true})),
+        Err(e) => {
+            tracing::error!(error = %e, "fixture platform could not persist a reset");
+            json(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                &serde_json::json!({"error": "storage failed"}),
+            )
+        }
+    }
+}
+
+/// Posts whose text contains `q` (exact matches flagged), newest first. Empty `q` finds nothing.
+fn search(shared: &Arc<Shared>, q: &str) -> Vec<(super::Post, bool)> {
+    if q.is_empty() {
+        return Vec::new();
+    }
+    shared
+        .lock_state()
+        .newest_first()
+        .into_iter()
+        .filter(|p| p.text.contains(q))
+        .map(|p| {
+            let exact = p.text == q;
+            (p, exact)
+        })
+        .collect()
+}
+
+fn posts_json(posts: &[super::Post]) -> Vec<serde_json::Value> {
+    posts
+        .iter()
+        .map(|p| {
+            serde_json::json!({
+                "id": p.id, "text": p.text, "title": p.title, "account": p.account, "created_at": p.created_at,
+            })
+        })
+        .collect()
+}
+
+/// Account and CSRF token for the request's session (anonymous when unknown).
+fn viewer_for(shared: &Arc<Shared>, session: Option<&str>) -> Viewer {
+    let state = shared.lock_state();
+    let account = session
+        .and_then(|s| state.sessions.get(s).cloned())
+        .unwrap_or_else(|| ANONYMOUS.to_owned());
+    // Token = H(secret, session): stable per session, useless for another one.
+    let mut h = Sha256::new();
+    h.update(state.csrf_secret.as_bytes());
+    h.update(b"\0");
+    h.update(
+        session
+            .filter(|s| state.sessions.contains_key(*s))
+            .unwrap_or(ANONYMOUS)
+            .as_bytes(),
+    );
+    let csrf = hex::encode(&h.finalize()[..16]);
+    Viewer { account, csrf }
+}
+
+fn session_cookie(req: &Request<Incoming>) -> Option<String> {
+    req.headers()
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|kv| kv.trim().split_once('='))
+        .find(|(k, _)| *k == SESSION_COOKIE)
+        .map(|(_, v)| v.to_owned())
+}
+
+fn query_param(req: &Request<Incoming>, name: &str) -> Option<String> {
+    let q = req.uri().query()?;
+    url::form_urlencoded::parse(q.as_bytes())
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.into_owned())
+}
+
+/// Read the whole body, bounded in size and time.
+async fn read_body(req: Request<Incoming>) -> Result<Bytes, String> {
+    let limited = Limited::new(req.into_body(), MAX_BODY_BYTES);
+    match tokio::time::timeout(BODY_READ_TIMEOUT, limited.collect()).await {
+        Ok(Ok(c)) => Ok(c.to_bytes()),
+        Ok(Err(e)) => Err(format!("could not read the request body: {e}")),
+        Err(_) => Err(format!(
+            "request body not received within {}s",
+            BODY_READ_TIMEOUT.as_secs()
+        )),
+    }
+}
+
+fn html(status: StatusCode, body: String) -> Resp {
+    respond(status, "text/html; charset=utf-8", Bytes::from(body))
+}
+
+fn asset(content_type: &'static str, body: &'static str) -> Resp {
+    respond(
+        StatusCode::OK,
+        content_type,
+        Bytes::from_static(body.as_bytes()),
+    )
+}
+
+fn json(status: StatusCode, value: &serde_json::Value) -> Resp {
+    respond(status, "application/json", Bytes::from(value.to_string()))
+}
+
+fn respond(status: StatusCode, content_type: &'static str, body: Bytes) -> Resp {
+    let mut r = Response::new(Full::new(body));
+    *r.status_mut() = status;
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    r.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    r
+}

@@ -1,0 +1,221 @@
+//! Contract format: the shipped fixture contract is valid, the hash ignores comments/layout but not
+//! meaning, and every kind of mistake is reported with file:line:column and an explanation.
+use std::path::Path;
+use std::process::Command;
+
+use oncepost::contract::{Contract, ContractError, Problem};
+
+const BIN: &str = env!("CARGO_BIN_EXE_oncepost");
+
+fn fixture_text() -> String {
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("selectors/fixture.toml"))
+        .unwrap()
+}
+
+fn problems(text: &str) -> Vec<Problem> {
+    match Contract::parse(text, Path::new("t.toml")) {
+        Err(ContractError::Invalid { problems, .. }) => problems,
+        other => panic!("expected problems, got {other:?}"),
+    }
+}
+
+/// Line (1-based) of the first line containing `needle`.
+fn line_of(text: &str, needle: &str) -> usize {
+    text.lines()
+        .position(|l| l.contains(needle))
+        .expect("needle in text")
+        + 1
+}
+
+#[test]
+fn fixture_contract_is_valid_and_describes_the_agreed_dom() {
+    let c = Contract::parse(&fixture_text(), Path::new("fixture.toml")).expect("valid");
+    assert_eq!(c.platform, "fixture");
+    let plan = c.probe_plan("http://127.0.0.1:8080/").unwrap();
+    assert_eq!(plan.url, "http://127.0.0.1:8080/compose");
+    assert_eq!(
+        plan.allowed_origins,
+        vec!["http://127.0.0.1:8080".to_string()]
+    );
+    assert_eq!(plan.fields.len(), 2);
+    assert_eq!(plan.contract_hash, c.hash());
+    assert_eq!(c.hash().len(), 64);
+}
+
+#[test]
+fn hash_ignores_comments_order_and_layout_but_not_meaning() {
+    let text = fixture_text();
+    let c = Contract::parse(&text, Path::new("a")).unwrap();
+    // Comments and blank lines removed, whitespace changed.
+    let stripped: String = text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#') && !l.trim().is_empty())
+        .map(|l| format!("{}\n", l.replace(" = ", "=")))
+        .collect();
+    assert_eq!(
+        Contract::parse(&stripped, Path::new("b")).unwrap().hash(),
+        c.hash()
+    );
+    // Re-serialized by toml (different layout and key order), and with defaults written out explicitly.
+    let reserialized = toml::to_string(&c).unwrap();
+    assert_eq!(
+        Contract::parse(&reserialized, Path::new("c"))
+            .unwrap()
+            .hash(),
+        c.hash()
+    );
+    let explicit = text.replace(
+        "kind = \"textarea\"",
+        "kind = \"textarea\"\n# strict is the default\n",
+    );
+    assert_eq!(
+        Contract::parse(&explicit, Path::new("d")).unwrap().hash(),
+        c.hash()
+    );
+    // A changed locator, a changed window: a new version.
+    let changed = text.replace("{ css = \"#publish\" }", "{ css = \"button#publish\" }");
+    assert_ne!(
+        Contract::parse(&changed, Path::new("e")).unwrap().hash(),
+        c.hash()
+    );
+    let changed = text.replace("propagation_ms = 2000", "propagation_ms = 2500");
+    assert_ne!(
+        Contract::parse(&changed, Path::new("f")).unwrap().hash(),
+        c.hash()
+    );
+}
+
+#[test]
+fn syntax_and_type_errors_point_at_the_spot() {
+    let text = fixture_text().replace("propagation_ms = 2000", "propagation_ms = \"soon\"");
+    let p = problems(&text);
+    assert_eq!(p.len(), 1);
+    assert_eq!(p[0].line, line_of(&text, "propagation_ms"));
+    assert!(p[0].message.contains("invalid type"), "{:?}", p[0]);
+    let text = fixture_text().replace(
+        "kind = \"textarea\"",
+        "kind = \"textarea\"\nplaceholder = \"x\"",
+    );
+    let p = problems(&text);
+    assert_eq!((p[0].line, p[0].column), (line_of(&text, "placeholder"), 1));
+    assert!(
+        p[0].message.contains("unknown field `placeholder`") && !p[0].help.is_empty(),
+        "{:?}",
+        p[0]
+    );
+    let text = fixture_text().replace("kind = \"textarea\"", "kind = \"text_area\"");
+    let p = problems(&text);
+    assert_eq!(p[0].line, line_of(&text, "text_area"));
+    assert!(p[0].message.contains("unknown variant"), "{:?}", p[0]);
+}
+
+#[test]
+fn semantic_errors_are_all_listed_with_positions_and_help() {
+    let text = fixture_text()
+        .replace(
+            "url_regex = '/p/(?P<id>[a-z0-9]+)$'",
+            "url_regex = '/p/([a-z0-9]+'",
+        )
+        .replace("field = \"text\"", "field = \"body\"")
+        .replace(
+            "{ role = \"button\", name = \"Publish\" }",
+            "{ role = \"buton\", name = \"Publish\" }",
+        )
+        .replace(
+            "permalink = \"{base_url}/p/{id}\"",
+            "permalink = \"{base_url}/p/{post}\"",
+        )
+        .replace("rejection_statuses = [422]", "rejection_statuses = [200]");
+    let p = problems(&text);
+    let find = |needle: &str| {
+        p.iter()
+            .find(|x| x.message.contains(needle))
+            .unwrap_or_else(|| panic!("no {needle:?} in {p:#?}"))
+    };
+    assert_eq!(
+        find("regex does not compile").line,
+        line_of(&text, "/p/([a-z0-9]+'")
+    );
+    assert_eq!(
+        find("no compose field named \"body\"").line,
+        line_of(&text, "field = \"body\"")
+    );
+    assert_eq!(
+        find("unknown ARIA role \"buton\"").line,
+        line_of(&text, "buton")
+    );
+    assert_eq!(
+        find("unknown placeholder {post}").line,
+        line_of(&text, "{post}")
+    );
+    assert_eq!(
+        find("200 is not an error status").line,
+        line_of(&text, "rejection_statuses")
+    );
+    assert!(p.iter().all(|x| !x.help.is_empty() && x.column >= 1));
+    assert!(
+        p.windows(2).all(|w| w[0].line <= w[1].line),
+        "sorted by position"
+    );
+}
+
+#[test]
+fn a_step_can_never_target_the_publish_control() {
+    let text = fixture_text().replace(
+        "field = \"text\"\nnon_publishing = true",
+        "locator = { strategies = [{ css = \"#publish\" }, { role = \"button\", name = \"Publish\" }] }\nnon_publishing = true",
+    );
+    let p = problems(&text);
+    assert!(
+        p.iter()
+            .any(|x| x.message.contains("targets the publish control")),
+        "{p:#?}"
+    );
+    let text = fixture_text().replace("non_publishing = true", "non_publishing = false");
+    assert!(
+        problems(&text)
+            .iter()
+            .any(|x| x.message.contains("non_publishing = true"))
+    );
+}
+
+#[test]
+fn check_command_prints_positions_and_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.toml");
+    let text = fixture_text().replace(
+        "kind = \"textarea\"",
+        "kind = \"textarea\"\nplaceholder = \"x\"",
+    );
+    std::fs::write(&bad, &text).unwrap();
+    let out = Command::new(BIN)
+        .args(["contract", "check"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let want = format!(
+        "{}:{}:1: error: unknown field `placeholder`",
+        bad.display(),
+        line_of(&text, "placeholder")
+    );
+    assert!(err.contains(&want), "{err}");
+    let out = Command::new(BIN)
+        .args(["contract", "check", "--json"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["ok"], false);
+    assert_eq!(v["problems"][0]["line"], line_of(&text, "placeholder"));
+    let good = Path::new(env!("CARGO_MANIFEST_DIR")).join("selectors/fixture.toml");
+    let out = Command::new(BIN)
+        .args(["contract", "check", "--json"])
+        .arg(&good)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["contract_hash"].as_str().map(str::len), Some(64));
+}
