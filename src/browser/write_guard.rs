@@ -130,6 +130,12 @@ pub fn is_read(method: &str) -> bool {
     method.eq_ignore_ascii_case("GET") || method.eq_ignore_ascii_case("HEAD")
 }
 
+/// Whether answering a paused request failed only because its target (page, popup, frame) is gone, which
+/// cancels the request inside Chromium.
+fn target_gone(e: &super::BrowserError) -> bool {
+    e.to_string().contains("Invalid InterceptionId")
+}
+
 #[derive(Clone)]
 struct Answerer {
     live: Liveness,
@@ -152,6 +158,7 @@ impl Answerer {
                 )
                 .await;
             if let Err(e) = r
+                && !target_gone(&e)
                 && let Ok(mut l) = log.lock()
             {
                 l.faults.push(format!(
@@ -171,8 +178,16 @@ impl Answerer {
                 )),
             )
             .await;
+        // A paused request that is never continued cannot leave. When its page or popup closes before the
+        // answer arrives, Chromium cancels it and reports the id as invalid: still blocked, not a fault.
+        let blocked = match &r {
+            Ok(_) => true,
+            Err(e) => target_gone(e),
+        };
         if let Ok(mut l) = log.lock() {
-            if let Err(e) = &r {
+            if let Err(e) = &r
+                && !blocked
+            {
                 l.faults
                     .push(format!("could not fail {method} {}: {e}", ev.request.url));
             }
@@ -181,7 +196,7 @@ impl Answerer {
                 url: ev.request.url.clone(),
                 resource_type: format!("{:?}", ev.resource_type),
                 frame_id: ev.frame_id.inner().clone(),
-                blocked: r.is_ok(),
+                blocked,
             });
         }
     }
