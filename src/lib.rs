@@ -9,6 +9,7 @@
 //! - [`store`]: the at-most-once state machine on SQLite and PostgreSQL; the only module with SQL in it.
 //! - [`contract`]: platform selector contracts (`selectors/*.toml`): parsing, validation, hashing.
 //! - [`browser`]: the Chromium driver, strict locator checks, probes and the write guard.
+//! - [`recover`]: sweep, one-lookup reconcile, and the unattended worker loop.
 //! - [`fixture_platform`]: the bundled fixture platform (pages, hostile variants, fault modes) on loopback.
 //! - [`cli`]: the `oncepost` command line; the binary in `src/main.rs` only calls [`cli::main`].
 //!
@@ -19,4 +20,5 @@ pub mod cli;
 pub mod contract;
 pub mod fixture_platform;
 pub mod identity;
+pub mod recover;
 pub mod store;

@@ -1,0 +1,212 @@
+//! Recovery: sweep, one-lookup reconcile, and the worker loop that runs them unattended.
+//!
+//! ```text
+//!   sweep ──▶ authorized + expired lease ──▶ indeterminate (never pending, never resent)
+//!   reconcile ──▶ indeterminate past its propagation window
+//!                  ├─ start_reconcile (recorded BEFORE the lookup runs; at most once automatically)
+//!                  ├─ PlatformLookup::find (reads the platform; never writes)
+//!                  └─ record_reconcile: found ──▶ published; not found / unavailable ──▶ parked
+//! ```
+//!
+//! The lookup is a trait so that this module never touches the browser itself: the CLI passes the browser's
+//! read-back, tests may pass a lookup that reads the fixture platform's JSON API.
+use std::future::Future;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::identity::DeliveryKey;
+use crate::store::{
+    Intent, NotFoundPolicy, ReconcileOutcome, Status, Store, StoreError, SweepReport, Timestamp,
+};
+
+/// What a lookup on the platform saw.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "result", rename_all = "snake_case")]
+pub enum LookupResult {
+    /// The post is there.
+    Found {
+        /// Its id on the platform.
+        platform_id: Option<String>,
+        /// Its permalink.
+        permalink: Option<String>,
+        /// What the lookup saw (URLs visited, texts compared, evidence links).
+        evidence: serde_json::Value,
+    },
+    /// The lookup ran and did not find it. This proves nothing about whether it was sent.
+    NotFound {
+        /// What the lookup saw.
+        evidence: serde_json::Value,
+    },
+}
+
+/// Reads the platform to find an intent's post. Implementations must never write to the platform.
+pub trait PlatformLookup {
+    /// Look for the intent's post. `Err` means the lookup could not run (the platform is unavailable).
+    fn find(&self, intent: &Intent) -> impl Future<Output = Result<LookupResult, String>> + Send;
+}
+
+/// Errors of recovery.
+#[derive(Debug, thiserror::Error)]
+pub enum RecoverError {
+    /// The store refused or failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The intent's propagation window has not passed yet: a lookup now would mean nothing.
+    #[error("the propagation window has not passed: a lookup means something in {0} ms")]
+    TooEarly(i64),
+}
+
+/// The result of reconciling one intent.
+#[derive(Debug, Clone, Serialize)]
+pub struct Reconciled {
+    /// The intent.
+    pub key: DeliveryKey,
+    /// Which lookup this was (1 = the automatic one).
+    pub lookup: i64,
+    /// What the lookup saw (or why it could not run).
+    pub outcome: ReconcileOutcome,
+    /// The state afterwards.
+    pub state: Status,
+}
+
+/// Settings of a reconcile pass.
+#[derive(Debug, Clone, Copy)]
+pub struct ReconcilePolicy {
+    /// How long after the unknown outcome a lookup means anything (the contract's propagation window).
+    pub propagation_ms: i64,
+    /// What "not found" does.
+    pub not_found: NotFoundPolicy,
+    /// Bound on one lookup.
+    pub lookup_timeout: Duration,
+}
+
+/// Reconcile one intent: record the lookup, run it once, record what it saw. `again` is a person asking for
+/// one more lookup (recorded as their action); without it, an intent gets at most one automatic lookup.
+pub async fn reconcile_one<L: PlatformLookup>(
+    store: &Store,
+    lookup: &L,
+    key: &DeliveryKey,
+    actor: &str,
+    again: bool,
+    policy: ReconcilePolicy,
+    now: Timestamp,
+) -> Result<Reconciled, RecoverError> {
+    let intent = store.intent(key).await?;
+    let due_at = intent.updated_at + policy.propagation_ms;
+    if intent.state == Status::Indeterminate && !again && now.0 < due_at {
+        return Err(RecoverError::TooEarly(due_at - now.0));
+    }
+    // Recorded before the lookup runs: a crash during the lookup leaves a visible, spent ticket.
+    let ticket = store.start_reconcile(key, actor, again, now).await?;
+    let outcome = match tokio::time::timeout(policy.lookup_timeout, lookup.find(&intent)).await {
+        Ok(Ok(LookupResult::Found {
+            platform_id,
+            permalink,
+            evidence,
+        })) => ReconcileOutcome::Found {
+            platform_id,
+            permalink,
+            evidence,
+        },
+        Ok(Ok(LookupResult::NotFound { evidence })) => ReconcileOutcome::NotFound { evidence },
+        Ok(Err(error)) => ReconcileOutcome::Unavailable { error },
+        Err(_) => ReconcileOutcome::Unavailable {
+            error: format!(
+                "lookup timed out after {} ms",
+                policy.lookup_timeout.as_millis()
+            ),
+        },
+    };
+    let state = store
+        .record_reconcile(
+            &ticket,
+            &outcome,
+            policy.not_found,
+            Timestamp::now().max(now),
+        )
+        .await?;
+    Ok(Reconciled {
+        key: key.clone(),
+        lookup: ticket.number,
+        outcome,
+        state,
+    })
+}
+
+/// Every indeterminate intent whose propagation window has passed and that has had no lookup yet.
+pub async fn due_for_reconcile(
+    store: &Store,
+    propagation_ms: i64,
+    now: Timestamp,
+) -> Result<Vec<Intent>, StoreError> {
+    Ok(store
+        .intents(Some(Status::Indeterminate), 10_000)
+        .await?
+        .into_iter()
+        .filter(|i| i.reconcile_count == 0 && i.updated_at + propagation_ms <= now.0)
+        .collect())
+}
+
+/// What one worker pass did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct PassReport {
+    /// The sweep.
+    pub sweep: SweepReport,
+    /// Each reconcile, in order.
+    pub reconciled: Vec<Reconciled>,
+    /// Intents whose reconcile failed in the store (another process got there first, ...), with the reason.
+    pub skipped: Vec<(DeliveryKey, String)>,
+}
+
+/// One pass: sweep, then reconcile everything due. Safe to run from many processes at once: every move is a
+/// guarded statement, and a lookup another process already recorded is skipped.
+pub async fn pass<L: PlatformLookup>(
+    store: &Store,
+    lookup: &L,
+    actor: &str,
+    policy: ReconcilePolicy,
+    now: Timestamp,
+) -> Result<PassReport, StoreError> {
+    let sweep = store.sweep(actor, now).await?;
+    let mut report = PassReport {
+        sweep,
+        ..PassReport::default()
+    };
+    for intent in due_for_reconcile(store, policy.propagation_ms, now).await? {
+        match reconcile_one(store, lookup, &intent.key, actor, false, policy, now).await {
+            Ok(r) => report.reconciled.push(r),
+            Err(e) => report.skipped.push((intent.key.clone(), e.to_string())),
+        }
+    }
+    Ok(report)
+}
+
+/// Run passes every `interval` until `shutdown` resolves. A pass in progress is finished before returning
+/// (every step it takes leaves the intent in a declared state), so stopping never cuts a reconcile in half.
+pub async fn run_worker<L, F, R>(
+    store: &Store,
+    lookup: &L,
+    actor: &str,
+    policy: ReconcilePolicy,
+    interval: Duration,
+    shutdown: F,
+    mut on_pass: R,
+) -> Result<u64, StoreError>
+where
+    L: PlatformLookup,
+    F: Future<Output = ()>,
+    R: FnMut(&PassReport),
+{
+    tokio::pin!(shutdown);
+    let mut passes = 0;
+    loop {
+        let report = pass(store, lookup, actor, policy, Timestamp::now()).await?;
+        passes += 1;
+        on_pass(&report);
+        tokio::select! {
+            _ = &mut shutdown => return Ok(passes),
+            _ = tokio::time::sleep(interval) => {}
+        }
+    }
+}
