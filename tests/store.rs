@@ -237,6 +237,26 @@ async fn expired_claim_is_taken_over_and_its_worker_cannot_authorize(b: Backend)
         .expect("the new executor authorizes");
 }
 
+async fn begin_on_a_revoked_account_mints_nothing(b: Backend) {
+    let db = db(b).await;
+    let key = create(&db.store, "alice", "x").await;
+    db.store
+        .revoke_account("alice", "ops", at(1))
+        .await
+        .unwrap();
+    let e = db
+        .store
+        .begin(&key, "w", CONTRACT, at(2))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(e, StoreError::Refused(AuthorizeRefusal::Revoked { .. })),
+        "{e}"
+    );
+    assert_eq!(attempts(&db.store, &key).await, 0);
+    assert_eq!(db.store.intent(&key).await.unwrap().state, Status::Pending);
+}
+
 async fn begin_refuses_every_non_pending_state(b: Backend) {
     let db = db(b).await;
     let (key, auth) = authorized(&db.store, "x", at(0)).await;
@@ -1325,6 +1345,7 @@ on_both_backends!(
     begin_mints_exactly_one_attempt_and_elects_one_executor,
     expired_claim_is_taken_over_and_its_worker_cannot_authorize,
     begin_refuses_every_non_pending_state,
+    begin_on_a_revoked_account_mints_nothing,
     authorize_passes_when_nothing_changed,
     authorize_refuses_each_condition_alone,
     epoch_bump_fences_out_pre_restore_workers,

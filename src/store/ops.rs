@@ -275,70 +275,14 @@ impl Store {
         write_tx!(self, |tx, dialect| {
             let row = fetch_intent!(&mut *tx, key.as_str());
             let it = &row.intent;
-            if it.state != Status::Pending {
-                return Err(StoreError::WrongState {
-                    operation: "begin",
-                    actual: it.state,
-                });
-            }
-            if let (Some(holder), Some(until)) = (&it.lease_owner, it.lease_expires_at)
-                && until > now.0
-            {
-                return Err(StoreError::LeaseHeld {
-                    owner: holder.clone(),
-                    expires_at: until,
-                });
-            }
-            if it.attempt_count >= it.max_attempts {
-                let parked = sqlx::query(
-                    "UPDATE intents SET state = 'parked', lease_owner = NULL, lease_expires_at = NULL, \
-                     updated_at = $2 WHERE id = $1 AND state = 'pending' AND attempt_count >= max_attempts \
-                     AND (lease_expires_at IS NULL OR lease_expires_at <= $2)",
-                )
-                .bind(row.id)
-                .bind(now.0)
-                .execute(&mut *tx)
-                .await
-                .map_err(map_db)?;
-                if parked.rows_affected() != 1 {
-                    return Err(StoreError::LeaseHeld {
-                        owner: "(concurrent worker)".into(),
-                        expires_at: now.0,
-                    });
-                }
-                insert_event!(
-                    &mut *tx,
-                    row.id,
-                    now.0,
-                    EventKind::Parked,
-                    Some(Status::Pending),
-                    Status::Parked,
-                    owner,
-                    Some("attempt_cap"),
-                    &json!({ "attempts": it.attempt_count, "max_attempts": it.max_attempts }),
-                    None,
-                    None
-                );
-                return Ok(Begun::Parked {
-                    attempts: it.attempt_count,
-                });
-            }
-            // Pre-flight checks; authorize_dispatch re-checks all of them at the last moment.
-            let acct =
-                sqlx::query("SELECT credential_version, revoked FROM accounts WHERE name = $1")
+            let credential_version: Option<i64> =
+                sqlx::query_scalar("SELECT credential_version FROM accounts WHERE name = $1")
                     .bind(&it.account)
                     .fetch_optional(&mut *tx)
                     .await
-                    .map_err(map_db)?
-                    .ok_or_else(|| StoreError::UnknownAccount(it.account.clone()))?;
-            let credential_version: i64 = col(&acct, "credential_version")?;
-            let revoked: i64 = col(&acct, "revoked")?;
-            if revoked != 0 {
-                return Err(AuthorizeRefusal::Revoked {
-                    account: it.account.clone(),
-                }
-                .into());
-            }
+                    .map_err(map_db)?;
+            let credential_version =
+                credential_version.ok_or_else(|| StoreError::UnknownAccount(it.account.clone()))?;
             let generation: i64 = sqlx::query_scalar(dialect.next_generation_sql())
                 .fetch_one(&mut *tx)
                 .await
@@ -349,14 +293,16 @@ impl Store {
                 .map_err(map_db)?;
             let token = AttemptToken::mint();
             let expires = now.plus_ms(claim_lease_ms).0;
-            // The guard: still pending, nobody holds a live claim, under the cap, and nobody began since we read
-            // the row (generation compare-and-swap).
+            // The guard decides: still pending, nobody holds a live claim, under the attempt cap, the account
+            // not revoked (pre-flight; authorization re-checks it), and nobody began since the row was read
+            // (generation compare-and-swap).
             let claimed = sqlx::query(
                 "UPDATE intents SET generation = $2, epoch = $3, lease_owner = $4, lease_expires_at = $5, \
                  current_attempt = $6, attempt_count = attempt_count + 1, contract_hash = $7, \
                  credential_version = $8, updated_at = $9 \
                  WHERE id = $1 AND state = 'pending' AND attempt_count < max_attempts \
-                 AND (lease_expires_at IS NULL OR lease_expires_at <= $9) AND generation = $10",
+                 AND (lease_expires_at IS NULL OR lease_expires_at <= $9) AND generation = $10 \
+                 AND EXISTS (SELECT 1 FROM accounts a WHERE a.name = intents.account AND a.revoked = 0)",
             )
             .bind(row.id)
             .bind(generation)
@@ -372,9 +318,64 @@ impl Store {
             .await
             .map_err(map_db)?;
             if claimed.rows_affected() != 1 {
-                return Err(StoreError::LeaseHeld {
-                    owner: "(concurrent worker)".into(),
-                    expires_at: expires,
+                // At the cap, the same kind of guarded statement parks it instead.
+                let parked = sqlx::query(
+                    "UPDATE intents SET state = 'parked', lease_owner = NULL, lease_expires_at = NULL, \
+                     updated_at = $2 WHERE id = $1 AND state = 'pending' AND attempt_count >= max_attempts \
+                     AND (lease_expires_at IS NULL OR lease_expires_at <= $2)",
+                )
+                .bind(row.id)
+                .bind(now.0)
+                .execute(&mut *tx)
+                .await
+                .map_err(map_db)?;
+                if parked.rows_affected() == 1 {
+                    insert_event!(
+                        &mut *tx,
+                        row.id,
+                        now.0,
+                        EventKind::Parked,
+                        Some(Status::Pending),
+                        Status::Parked,
+                        owner,
+                        Some("attempt_cap"),
+                        &json!({ "attempts": it.attempt_count, "max_attempts": it.max_attempts }),
+                        None,
+                        None
+                    );
+                    return Ok(Begun::Parked {
+                        attempts: it.attempt_count,
+                    });
+                }
+                // Nothing matched: say why from the row as read (this decides nothing).
+                return Err(match (&it.lease_owner, it.lease_expires_at) {
+                    _ if it.state != Status::Pending => StoreError::WrongState {
+                        operation: "begin",
+                        actual: it.state,
+                    },
+                    (Some(holder), Some(until)) if until > now.0 => StoreError::LeaseHeld {
+                        owner: holder.clone(),
+                        expires_at: until,
+                    },
+                    _ => {
+                        let revoked: i64 =
+                            sqlx::query_scalar("SELECT revoked FROM accounts WHERE name = $1")
+                                .bind(&it.account)
+                                .fetch_one(&mut *tx)
+                                .await
+                                .map_err(map_db)?;
+                        if revoked != 0 {
+                            AuthorizeRefusal::Revoked {
+                                account: it.account.clone(),
+                            }
+                            .into()
+                        } else {
+                            StoreError::LeaseHeld {
+                                owner: "(concurrent worker)".into(),
+                                expires_at: now.0,
+                            }
+                        }
+                    }
                 });
             }
             let ordinal = it.attempt_count + 1;
