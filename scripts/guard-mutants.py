@@ -115,7 +115,8 @@ def main():
             print(f"ALIVE {name} ({secs:.0f}s): no test noticed", flush=True)
             survivors.append((name, "survived"))
         else:
-            failed = [l.split()[1] for l in out.splitlines() if l.startswith("test ") and l.endswith("FAILED")]
+            # quiet mode lists the failed tests, indented, under "failures:"
+            failed = sorted({l.strip() for l in out.splitlines() if l.startswith("    ") and "::" in l and " " not in l.strip()})
             if not failed:
                 failed = ["(build failed)"] if "error[" in out else ["?"]
             print(f"red   {name} ({secs:.0f}s): {', '.join(failed[:4])}{' ...' if len(failed) > 4 else ''}", flush=True)
