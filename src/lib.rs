@@ -19,4 +19,5 @@ pub mod cli;
 pub mod contract;
 pub mod fixture_platform;
 pub mod identity;
+pub mod review;
 pub mod store;
