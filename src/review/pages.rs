@@ -171,6 +171,17 @@ fn badge(state: Status) -> String {
     )
 }
 
+/// "Post by alice", "Reply by bob": the headline of an intent.
+fn headline(i: &Intent) -> String {
+    let label = i.action.label();
+    let mut chars = label.chars();
+    let cap: String = chars
+        .next()
+        .map(|c| c.to_uppercase().chain(chars).collect())
+        .unwrap_or_default();
+    format!("{} by {}", esc(&cap), esc(&i.account))
+}
+
 fn short(key: &str) -> &str {
     &key[..key.len().min(12)]
 }
@@ -263,11 +274,10 @@ fn thumb_html(mode: &Mode, key: &str, item: &EvidenceItem) -> String {
 fn card_html(mode: &Mode, c: &Card, now: Timestamp) -> String {
     let key = c.intent.key.as_str();
     let mut out = format!(
-        "<article class=\"card\" data-key=\"{}\"><h2><a href=\"{}\">{} post by {}</a></h2>{}{}{}",
+        "<article class=\"card\" data-key=\"{}\"><h2><a href=\"{}\">{}</a></h2>{}{}{}",
         esc(key),
         esc(&mode.intent(key)),
-        esc(c.intent.action.label()),
-        esc(&c.intent.account),
+        headline(&c.intent),
         intent_meta(&c.intent, now, c.attempts),
         why_line(&c.why, c.intent.state),
         text_block(&c.intent),
@@ -400,10 +410,9 @@ pub fn intent_page(mode: &Mode, d: &Detail, flash: Option<&Flash>) -> String {
     }
     let _ = write!(
         b,
-        "<section class=\"card\" id=\"intent\" data-key=\"{}\"><h2>{} post by {}</h2>{}{}{}",
+        "<section class=\"card\" id=\"intent\" data-key=\"{}\"><h2>{}</h2>{}{}{}",
         esc(key),
-        esc(i.action.label()),
-        esc(&i.account),
+        headline(i),
         intent_meta(i, d.now, d.timeline.attempts.len()),
         why_line(&d.why, i.state),
         text_block(i),
