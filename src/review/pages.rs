@@ -351,7 +351,7 @@ pub fn list_page(mode: &Mode, v: &ListView, error: Option<&str>) -> String {
     }
     let _ = write!(
         body,
-        "<p class=\"meta\" id=\"count\">Showing {} of {} sends waiting for a person (read {}).{}</p>",
+        "<p class=\"meta\" id=\"count\">Showing {} of {} sends waiting for a person (as of {}).{}</p>",
         v.cards.len(),
         v.unfiltered,
         esc(&fmt_utc(v.now.0)),
