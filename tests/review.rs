@@ -418,6 +418,26 @@ async fn list_shows_parked_and_indeterminate_escaped_with_security_headers() {
 }
 
 #[tokio::test]
+async fn an_unreadable_history_is_listed_with_its_problem_without_hiding_the_others() {
+    let s = seed().await;
+    // An operator edits the state behind the store's back: bob's history no longer replays to the row.
+    let n = s
+        .store
+        .execute_raw_for_tests(&format!(
+            "UPDATE intents SET state = 'indeterminate' WHERE delivery_key = '{}'",
+            s.bob.as_str()
+        ))
+        .await
+        .unwrap();
+    assert_eq!(n, 1);
+    let r = start(s.home.path());
+    let (status, body, _) = get(&r.url).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("its history cannot be read"), "{body}");
+    assert!(body.contains(&escaped(PARKED_TEXT)) && body.contains(INDETERMINATE_TEXT));
+}
+
+#[tokio::test]
 async fn intent_page_shows_timeline_evidence_redacted_log_and_readback() {
     let s = seed().await;
     let r = start(s.home.path());

@@ -51,11 +51,16 @@ pub async fn export(
     data_dir: &Path,
     dir: &Path,
 ) -> Result<ExportSummary, ReviewError> {
-    for d in [dir.to_path_buf(), dir.join("evidence"), dir.join("thumbs")] {
+    // A new report folder is private; an existing folder the person chose keeps its permissions (its new
+    // subfolders and files are private either way).
+    if !dir.is_dir() {
+        crate::browser::private_dir(dir).map_err(io_err(dir))?;
+    }
+    for d in [dir.join("evidence"), dir.join("thumbs")] {
         crate::browser::private_dir(&d).map_err(io_err(&d))?;
     }
     let now = Timestamp::now();
-    let list = view::list(store, Filter::default(), now).await?;
+    let list = view::list(store, data_dir, Filter::default(), now).await?;
     let mut summary = ExportSummary {
         index: dir.join("index.html"),
         ..ExportSummary::default()

@@ -202,7 +202,7 @@ async fn gate(State(s): State<Ctx>, req: Request, next: Next) -> Response {
                 StatusCode::SERVICE_UNAVAILABLE,
                 Html(pages::message_page(
                     StatusCode::SERVICE_UNAVAILABLE,
-                    "The store did not answer in time; nothing was changed by this page. Try again.",
+                    "This took too long. Reload the send's page to see whether your action was recorded before trying again.",
                 )),
             )
                 .into_response(),
@@ -229,11 +229,11 @@ async fn list(
     let now = Timestamp::now();
     match view::Filter::from_query(&q) {
         Ok(filter) => {
-            let v = view::list(&s.store, filter, now).await?;
+            let v = view::list(&s.store, &s.data_dir, filter, now).await?;
             Ok(Html(pages::list_page(&live_mode(&s), &v, None)).into_response())
         }
         Err(e) => {
-            let v = view::list(&s.store, view::Filter::default(), now).await?;
+            let v = view::list(&s.store, &s.data_dir, view::Filter::default(), now).await?;
             let body = pages::list_page(&live_mode(&s), &v, Some(&e.public_message()));
             Ok((e.status(), Html(body)).into_response())
         }

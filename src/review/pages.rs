@@ -271,6 +271,20 @@ fn thumb_html(mode: &Mode, key: &str, item: &EvidenceItem) -> String {
     )
 }
 
+/// A thumbnail linking to the full screenshot, or the reason it cannot be shown.
+fn shot_html(mode: &Mode, key: &str, s: &super::view::Shot) -> String {
+    match &s.status {
+        Ok(()) => thumb_html(mode, key, &s.item),
+        Err(p) => format!(
+            "<figure class=\"shot\"><span class=\"problem\">{}: {}</span><figcaption>{} · <code>{}</code></figcaption></figure>",
+            esc(s.item.kind.title()),
+            esc(&p.to_string()),
+            esc(&s.item.capture_point),
+            esc(short(&s.item.sha256))
+        ),
+    }
+}
+
 fn card_html(mode: &Mode, c: &Card, now: Timestamp) -> String {
     let key = c.intent.key.as_str();
     let mut out = format!(
@@ -282,10 +296,13 @@ fn card_html(mode: &Mode, c: &Card, now: Timestamp) -> String {
         why_line(&c.why, c.intent.state),
         text_block(&c.intent),
     );
+    if let Some(p) = &c.problem {
+        let _ = write!(out, "<p class=\"problem\">{}</p>", esc(p));
+    }
     if !c.screenshots.is_empty() {
         out.push_str("<div class=\"shots\">");
         for s in &c.screenshots {
-            out.push_str(&thumb_html(mode, key, s));
+            out.push_str(&shot_html(mode, key, s));
         }
         out.push_str("</div>");
     }
@@ -440,19 +457,7 @@ pub fn intent_page(mode: &Mode, d: &Detail, flash: Option<&Flash>) -> String {
     } else {
         b.push_str("<div class=\"shots\">");
         for s in &d.shots {
-            match &s.status {
-                Ok(()) => b.push_str(&thumb_html(mode, key, &s.item)),
-                Err(p) => {
-                    let _ = write!(
-                        b,
-                        "<figure class=\"shot\"><span class=\"problem\">{}: {}</span><figcaption>{} · <code>{}</code></figcaption></figure>",
-                        esc(s.item.kind.title()),
-                        esc(&p.to_string()),
-                        esc(&s.item.capture_point),
-                        esc(short(&s.item.sha256))
-                    );
-                }
-            }
+            b.push_str(&shot_html(mode, key, s));
         }
         b.push_str("</div><p class=\"meta\">Click a thumbnail for the full-size screenshot.</p>");
     }

@@ -111,8 +111,10 @@ pub struct Card {
     pub attempts: usize,
     /// Why it is parked or indeterminate: the reason of the event that put it there.
     pub why: Option<(String, String)>,
-    /// Screenshots linked from its history.
-    pub screenshots: Vec<EvidenceItem>,
+    /// Screenshots linked from its history, each checked on disk.
+    pub screenshots: Vec<Shot>,
+    /// Set when the intent's history could not be read (the card is still listed, with this line).
+    pub problem: Option<String>,
 }
 
 /// The list page's content.
@@ -135,7 +137,12 @@ pub struct ListView {
 }
 
 /// Read the list.
-pub async fn list(store: &Store, filter: Filter, now: Timestamp) -> Result<ListView, ReviewError> {
+pub async fn list(
+    store: &Store,
+    data_dir: &Path,
+    filter: Filter,
+    now: Timestamp,
+) -> Result<ListView, ReviewError> {
     let mut all = Vec::new();
     let mut truncated = false;
     for state in StateFilter::Both.states() {
@@ -154,13 +161,27 @@ pub async fn list(store: &Store, filter: Filter, now: Timestamp) -> Result<ListV
     });
     let mut cards = Vec::with_capacity(all.len());
     for intent in all {
-        let t = store.timeline(&intent.key).await?;
-        let links = EvidenceLinks::of(&t);
+        // One unreadable history must not hide every other parked send: list it with the problem.
+        let t = match store.timeline(&intent.key).await {
+            Ok(t) => t,
+            Err(e) => {
+                tracing::error!(key = %intent.key.as_str(), error = %e, "unreadable history");
+                cards.push(Card {
+                    intent,
+                    attempts: 0,
+                    why: None,
+                    screenshots: Vec::new(),
+                    problem: Some(format!("its history cannot be read: {e}")),
+                });
+                continue;
+            }
+        };
         cards.push(Card {
             attempts: t.attempts.len(),
             why: why(&t),
-            screenshots: links.screenshots().cloned().collect(),
+            screenshots: shots(data_dir, &EvidenceLinks::of(&t)),
             intent: t.intent,
+            problem: None,
         });
     }
     Ok(ListView {
@@ -233,13 +254,7 @@ pub async fn detail(
 ) -> Result<Detail, ReviewError> {
     let timeline = store.timeline(key).await?;
     let links = EvidenceLinks::of(&timeline);
-    let shots = links
-        .screenshots()
-        .map(|item| Shot {
-            item: item.clone(),
-            status: evidence::read_verified(data_dir, item).map(|_| ()),
-        })
-        .collect();
+    let shots = shots(data_dir, &links);
     let texts = links
         .items
         .iter()
@@ -257,6 +272,17 @@ pub async fn detail(
         bad_links: links.bad,
         now,
     })
+}
+
+/// The screenshots, each checked: present and still hashing to its name.
+fn shots(data_dir: &Path, links: &EvidenceLinks) -> Vec<Shot> {
+    links
+        .screenshots()
+        .map(|item| Shot {
+            item: item.clone(),
+            status: evidence::read_verified(data_dir, item).map(|_| ()),
+        })
+        .collect()
 }
 
 /// JSON kinds are parsed, redacted again and pretty-printed; everything else is shown as text.
