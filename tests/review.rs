@@ -862,7 +862,10 @@ async fn actions_change_the_store_and_bad_input_changes_nothing() {
         Status::Parked,
         "the old one stays"
     );
-    // The new one is pending: "found it" there is refused by the state table, shown on the page.
+    // The new one is pending: its page offers no actions, and a "found it" POST is refused by the state
+    // table, shown on the page.
+    let (_, new_page, _) = get(&page_of(&new.key)).await;
+    assert!(!new_page.contains("<form") && new_page.contains("nothing here waits"));
     let before_new = event_count(&s.store, &new.key).await;
     let (status, body) = post(
         &format!("{}/found", page_of(&new.key)),

@@ -574,7 +574,17 @@ pub fn intent_page(mode: &Mode, d: &Detail, flash: Option<&Flash>) -> String {
     b.push_str("</tbody></table></section>");
 
     if let Mode::Live { base, csrf, by } = mode {
-        b.push_str(&actions_html(base, csrf, by, i));
+        if matches!(i.state, Status::Parked | Status::Indeterminate) {
+            b.push_str(&actions_html(base, csrf, by, i));
+        } else {
+            // Only parked and indeterminate sends wait for a person; the others belong to the machines.
+            let _ = write!(
+                b,
+                "<section id=\"actions\"><p class=\"meta\">This send is {}: nothing here waits for a \
+person.</p></section>",
+                esc(i.state.label())
+            );
+        }
     }
     page(
         &format!("{} · {} · oncepost review", i.state, i.account),
