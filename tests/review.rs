@@ -969,6 +969,18 @@ async fn non_loopback_address_is_refused_unless_bind_is_explicit() {
     .await
     .unwrap();
     assert!(ok.url().starts_with("http://127.0.0.1:"));
+    let token = ok
+        .url()
+        .trim_end_matches('/')
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .to_string();
+    assert_eq!(token.len(), 64);
+    assert!(
+        !format!("{ok:?}").contains(&token),
+        "the token never reaches a log line"
+    );
     // The CLI's default is loopback, and an explicit loopback --bind works.
     let out = Command::new(BIN)
         .env("ONCEPOST_HOME", s.home.path())

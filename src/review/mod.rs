@@ -68,7 +68,6 @@ pub struct ReviewOptions {
 }
 
 /// What every handler shares (one `Clone` context, read-only after start).
-#[derive(Debug)]
 struct Shared {
     /// The store every action writes to.
     store: Store,
@@ -88,14 +87,34 @@ struct Shared {
     csp: HeaderValue,
 }
 
+/// Written by hand so the tokens never reach a log line.
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("data_dir", &self.data_dir)
+            .field("by", &self.by)
+            .field("origins", &self.origins)
+            .finish_non_exhaustive()
+    }
+}
+
 type Ctx = Arc<Shared>;
 
 /// A bound, not yet serving review page.
-#[derive(Debug)]
 pub struct ReviewServer {
     listener: tokio::net::TcpListener,
     shared: Ctx,
     url: String,
+}
+
+/// Written by hand: the URL carries the session token and must not reach a log line.
+impl std::fmt::Debug for ReviewServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReviewServer")
+            .field("local_addr", &self.local_addr())
+            .field("shared", &self.shared)
+            .finish_non_exhaustive()
+    }
 }
 
 impl ReviewServer {
