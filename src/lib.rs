@@ -10,6 +10,7 @@
 //! - [`contract`]: platform selector contracts (`selectors/*.toml`): parsing, validation, hashing.
 //! - [`browser`]: the Chromium driver, strict locator checks, probes and the write guard.
 //! - [`recover`]: sweep, one-lookup reconcile, and the unattended worker loop.
+//! - [`review`]: the local review page for people who own parked sends, and its static export.
 //! - [`fixture_platform`]: the bundled fixture platform (pages, hostile variants, fault modes) on loopback.
 //! - [`cli`]: the `oncepost` command line; the binary in `src/main.rs` only calls [`cli::main`].
 //!
@@ -21,4 +22,5 @@ pub mod contract;
 pub mod fixture_platform;
 pub mod identity;
 pub mod recover;
+pub mod review;
 pub mod store;

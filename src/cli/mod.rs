@@ -9,6 +9,7 @@ mod exit;
 pub mod fixtures;
 mod intents;
 pub mod probe;
+pub mod review;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -80,6 +81,8 @@ pub enum Command {
     Probe(probe::ProbeArgs),
     /// Run the bundled Fixturebook fixture platform (for tests and demos).
     Fixtures(fixtures::FixturesArgs),
+    /// Serve the review page for parked and indeterminate sends on loopback (or --export it as static HTML).
+    Review(review::ReviewArgs),
 }
 
 /// Parse arguments, run, and map the outcome to an exit code.
@@ -140,6 +143,7 @@ async fn run(cli: Cli) -> Result<Exit, CliError> {
                 .map_err(|e| CliError::internal(format!("{e:#}")))?;
             Ok(Exit::Ok)
         }
+        Command::Review(args) => review::run(&ctx, args).await,
         Command::Contract(_) | Command::Probe(_) => Err(CliError::internal("dispatched earlier")),
     }
 }

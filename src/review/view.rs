@@ -1,0 +1,377 @@
+//! What the pages show, gathered from the store and the evidence folder: the filtered list of parked and
+//! indeterminate intents, and one intent in full. Shared by the live server and the static export, so both
+//! show the same content.
+use std::collections::{BTreeSet, HashMap};
+use std::path::Path;
+
+use super::error::ReviewError;
+use super::evidence::{self, EvidenceItem, EvidenceKind, EvidenceLinks, EvidenceProblem};
+use crate::store::{EventKind, Intent, Status, Store, Timeline, Timestamp};
+
+/// How many intents per state the page reads (the page says so when there are more).
+pub const LIST_LIMIT: i64 = 500;
+/// Text evidence longer than this is cut on the page (the file stays whole on disk).
+pub const MAX_TEXT_SHOWN: usize = 64 * 1024;
+
+/// Which states to list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StateFilter {
+    /// Parked and indeterminate.
+    #[default]
+    Both,
+    /// Parked only.
+    Parked,
+    /// Indeterminate only.
+    Indeterminate,
+}
+
+impl StateFilter {
+    /// The query-string spelling.
+    pub fn label(self) -> &'static str {
+        match self {
+            StateFilter::Both => "",
+            StateFilter::Parked => "parked",
+            StateFilter::Indeterminate => "indeterminate",
+        }
+    }
+
+    fn states(self) -> &'static [Status] {
+        match self {
+            StateFilter::Both => &[Status::Parked, Status::Indeterminate],
+            StateFilter::Parked => &[Status::Parked],
+            StateFilter::Indeterminate => &[Status::Indeterminate],
+        }
+    }
+}
+
+/// The list filters (all optional), from the query string.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Filter {
+    /// Only this account.
+    pub account: Option<String>,
+    /// Only this platform.
+    pub platform: Option<String>,
+    /// Which states.
+    pub state: StateFilter,
+    /// Only intents created at least this long ago (as typed, e.g. `2h`).
+    pub min_age: Option<(String, i64)>,
+    /// Only intents created at most this long ago.
+    pub max_age: Option<(String, i64)>,
+}
+
+impl Filter {
+    /// Parse the query string; a bad value is a clear error shown on the page.
+    pub fn from_query(q: &HashMap<String, String>) -> Result<Filter, ReviewError> {
+        let get = |k: &str| q.get(k).map(|v| v.trim()).filter(|v| !v.is_empty());
+        let state = match get("state") {
+            None => StateFilter::Both,
+            Some("parked") => StateFilter::Parked,
+            Some("indeterminate") => StateFilter::Indeterminate,
+            Some(other) => {
+                return Err(ReviewError::BadInput(format!(
+                    "state {other:?} is not listed here: use parked or indeterminate"
+                )));
+            }
+        };
+        let age = |k: &str, what: &str| -> Result<Option<(String, i64)>, ReviewError> {
+            get(k)
+                .map(|v| {
+                    parse_age(v).map(|ms| (v.to_string(), ms)).ok_or_else(|| {
+                        ReviewError::BadInput(format!(
+                            "{what} {v:?} is not an age like 30m, 6h or 7d"
+                        ))
+                    })
+                })
+                .transpose()
+        };
+        Ok(Filter {
+            account: get("account").map(str::to_string),
+            platform: get("platform").map(str::to_string),
+            state,
+            min_age: age("min_age", "older than")?,
+            max_age: age("max_age", "newer than")?,
+        })
+    }
+
+    fn matches(&self, i: &Intent, now: Timestamp) -> bool {
+        let age = now.0 - i.created_at;
+        self.account.as_ref().is_none_or(|a| *a == i.account)
+            && self.platform.as_ref().is_none_or(|p| *p == i.platform)
+            && self.min_age.as_ref().is_none_or(|(_, ms)| age >= *ms)
+            && self.max_age.as_ref().is_none_or(|(_, ms)| age <= *ms)
+    }
+}
+
+/// One intent on the list.
+#[derive(Debug, Clone)]
+pub struct Card {
+    /// The intent.
+    pub intent: Intent,
+    /// Attempts made.
+    pub attempts: usize,
+    /// Why it is parked or indeterminate: the reason of the event that put it there.
+    pub why: Option<(String, String)>,
+    /// Screenshots linked from its history, each checked on disk.
+    pub screenshots: Vec<Shot>,
+    /// Set when the intent's history could not be read (the card is still listed, with this line).
+    pub problem: Option<String>,
+}
+
+/// The list page's content.
+#[derive(Debug, Clone)]
+pub struct ListView {
+    /// Matching intents, newest first.
+    pub cards: Vec<Card>,
+    /// How many parked/indeterminate intents there are before filtering.
+    pub unfiltered: usize,
+    /// Whether a state had more than [`LIST_LIMIT`] intents (the oldest are not shown).
+    pub truncated: bool,
+    /// Accounts and platforms seen (for the filter menus).
+    pub accounts: Vec<String>,
+    /// Platforms seen.
+    pub platforms: Vec<String>,
+    /// The filter applied.
+    pub filter: Filter,
+    /// When it was read.
+    pub now: Timestamp,
+}
+
+/// Read the list.
+pub async fn list(
+    store: &Store,
+    data_dir: &Path,
+    filter: Filter,
+    now: Timestamp,
+) -> Result<ListView, ReviewError> {
+    let mut all = Vec::new();
+    let mut truncated = false;
+    for state in StateFilter::Both.states() {
+        let batch = store.intents(Some(*state), LIST_LIMIT).await?;
+        truncated |= batch.len() as i64 >= LIST_LIMIT;
+        all.extend(batch);
+    }
+    let accounts: BTreeSet<String> = all.iter().map(|i| i.account.clone()).collect();
+    let platforms: BTreeSet<String> = all.iter().map(|i| i.platform.clone()).collect();
+    let unfiltered = all.len();
+    all.retain(|i| filter.state.states().contains(&i.state) && filter.matches(i, now));
+    all.sort_by(|a, b| {
+        b.updated_at
+            .cmp(&a.updated_at)
+            .then(b.created_at.cmp(&a.created_at))
+    });
+    let mut cards = Vec::with_capacity(all.len());
+    for intent in all {
+        // One unreadable history must not hide every other parked send: list it with the problem.
+        let t = match store.timeline(&intent.key).await {
+            Ok(t) => t,
+            Err(e) => {
+                tracing::error!(key = %intent.key.as_str(), error = %e, "unreadable history");
+                cards.push(Card {
+                    intent,
+                    attempts: 0,
+                    why: None,
+                    screenshots: Vec::new(),
+                    problem: Some(format!("its history cannot be read: {e}")),
+                });
+                continue;
+            }
+        };
+        cards.push(Card {
+            attempts: t.attempts.len(),
+            why: why(&t),
+            screenshots: shots(data_dir, &EvidenceLinks::of(&t)),
+            intent: t.intent,
+            problem: None,
+        });
+    }
+    Ok(ListView {
+        cards,
+        unfiltered,
+        truncated,
+        accounts: accounts.into_iter().collect(),
+        platforms: platforms.into_iter().collect(),
+        filter,
+        now,
+    })
+}
+
+/// The last event that moved the intent into its current state: (actor, reason).
+fn why(t: &Timeline) -> Option<(String, String)> {
+    t.events
+        .iter()
+        .rev()
+        .find(|e| e.from != Some(e.to) && e.to == t.intent.state)
+        .map(|e| {
+            let reason = e
+                .reason
+                .clone()
+                .unwrap_or_else(|| e.kind.label().replace('_', " "));
+            (e.actor.clone(), reason)
+        })
+}
+
+/// A text evidence file as shown: pretty, redacted JSON or the excerpt as text, or why it cannot be shown.
+#[derive(Debug, Clone)]
+pub struct TextEvidence {
+    /// The item.
+    pub item: EvidenceItem,
+    /// The text (cut at [`MAX_TEXT_SHOWN`]) or the problem.
+    pub content: Result<String, EvidenceProblem>,
+}
+
+/// One screenshot and whether its file is intact.
+#[derive(Debug, Clone)]
+pub struct Shot {
+    /// The item.
+    pub item: EvidenceItem,
+    /// `Ok` when the file exists and still hashes to its name.
+    pub status: Result<(), EvidenceProblem>,
+}
+
+/// One intent in full.
+#[derive(Debug, Clone)]
+pub struct Detail {
+    /// The intent, attempts and events.
+    pub timeline: Timeline,
+    /// Why it is where it is.
+    pub why: Option<(String, String)>,
+    /// Screenshots.
+    pub shots: Vec<Shot>,
+    /// Write logs, read-back results, excerpts, probe reports.
+    pub texts: Vec<TextEvidence>,
+    /// Links that break the convention.
+    pub bad_links: Vec<evidence::BadLink>,
+    /// When it was read.
+    pub now: Timestamp,
+}
+
+/// Read one intent with its evidence.
+pub async fn detail(
+    store: &Store,
+    data_dir: &Path,
+    key: &crate::identity::DeliveryKey,
+    now: Timestamp,
+) -> Result<Detail, ReviewError> {
+    let timeline = store.timeline(key).await?;
+    let links = EvidenceLinks::of(&timeline);
+    let shots = shots(data_dir, &links);
+    let texts = links
+        .items
+        .iter()
+        .filter(|i| !i.kind.is_screenshot() && i.kind != EvidenceKind::Unknown)
+        .map(|item| TextEvidence {
+            item: item.clone(),
+            content: evidence::read_verified(data_dir, item).map(|b| text_of(item.kind, &b)),
+        })
+        .collect();
+    Ok(Detail {
+        why: why(&timeline),
+        timeline,
+        shots,
+        texts,
+        bad_links: links.bad,
+        now,
+    })
+}
+
+/// The screenshots, each checked: present and still hashing to its name.
+fn shots(data_dir: &Path, links: &EvidenceLinks) -> Vec<Shot> {
+    links
+        .screenshots()
+        .map(|item| Shot {
+            item: item.clone(),
+            status: evidence::read_verified(data_dir, item).map(|_| ()),
+        })
+        .collect()
+}
+
+/// JSON kinds are parsed, redacted again and pretty-printed; everything else is shown as text.
+fn text_of(kind: EvidenceKind, bytes: &[u8]) -> String {
+    let json_kind = matches!(
+        kind,
+        EvidenceKind::WriteLog | EvidenceKind::Readback | EvidenceKind::ProbeReport
+    );
+    let mut text = match serde_json::from_slice::<serde_json::Value>(bytes) {
+        Ok(mut v) if json_kind => {
+            evidence::redact(&mut v);
+            serde_json::to_string_pretty(&v).unwrap_or_default()
+        }
+        _ => String::from_utf8_lossy(bytes).into_owned(),
+    };
+    if text.len() > MAX_TEXT_SHOWN {
+        let mut cut = MAX_TEXT_SHOWN;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.truncate(cut);
+        text.push_str("\n… (cut here; the whole file is in the evidence folder)");
+    }
+    text
+}
+
+/// An age typed into the filter: a whole number with `m`, `h` or `d` (minutes, hours, days).
+pub fn parse_age(s: &str) -> Option<i64> {
+    let s = s.trim();
+    let (num, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit())?);
+    let n: i64 = num.parse().ok()?;
+    let mult = match unit.trim() {
+        "m" => 60_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
+        _ => return None,
+    };
+    n.checked_mul(mult)
+}
+
+/// Event kinds a person reads as the headline of a row.
+pub fn event_title(kind: EventKind) -> &'static str {
+    match kind {
+        EventKind::Created => "Created",
+        EventKind::Begun => "Attempt begun",
+        EventKind::ClaimReleased => "Claim released",
+        EventKind::Authorized => "Dispatch authorized",
+        EventKind::RequestSent => "Create request sent",
+        EventKind::Published => "Published (read back)",
+        EventKind::Failed => "Failed (not sent)",
+        EventKind::Indeterminate => "Outcome unknown",
+        EventKind::LeaseExpired => "Lease expired, outcome unknown",
+        EventKind::Retried => "Retried",
+        EventKind::ReconcileStarted => "Lookup started",
+        EventKind::ReconcileFound => "Lookup found the post",
+        EventKind::ReconcileNotFound => "Lookup found nothing",
+        EventKind::Parked => "Parked",
+        EventKind::Resolved => "Confirmed published by a person",
+        EventKind::FoundBeforeWrite => "Found before writing",
+        EventKind::RedeliveryAuthorized => "Redelivery authorized",
+        EventKind::Note => "Note",
+        EventKind::Evidence => "Evidence linked",
+        EventKind::SideEffectAlarm => "Side-effect alarm",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ages_and_filters_parse_or_explain() {
+        assert_eq!(parse_age("30m"), Some(1_800_000));
+        assert_eq!(parse_age("2d"), Some(172_800_000));
+        assert_eq!(parse_age("2"), None);
+        assert_eq!(parse_age("h"), None);
+        assert_eq!(parse_age("99999999999999999d"), None);
+        let q = |k: &str, v: &str| HashMap::from([(k.to_string(), v.to_string())]);
+        assert!(matches!(
+            Filter::from_query(&q("min_age", "soon")),
+            Err(ReviewError::BadInput(_))
+        ));
+        assert!(matches!(
+            Filter::from_query(&q("state", "published")),
+            Err(ReviewError::BadInput(_))
+        ));
+        assert_eq!(
+            Filter::from_query(&q("state", "parked")).unwrap().state,
+            StateFilter::Parked
+        );
+    }
+}
