@@ -257,6 +257,33 @@ async fn begin_on_a_revoked_account_mints_nothing(b: Backend) {
     assert_eq!(db.store.intent(&key).await.unwrap().state, Status::Pending);
 }
 
+async fn a_restarted_worker_with_the_same_id_cannot_use_its_old_claim(b: Backend) {
+    let db = db(b).await;
+    let key = create(&db.store, "alice", "x").await;
+    let old = claim(&db.store, &key, "host:1", at(0)).await;
+    // the same worker id comes back after its claim expired and begins again
+    let new = claim(&db.store, &key, "host:1", at(10_001)).await;
+    let why = refusal(
+        db.store
+            .authorize_dispatch(&old, CONTRACT, at(10_002))
+            .await,
+    );
+    assert!(
+        matches!(why, AuthorizeRefusal::StaleGeneration { .. }),
+        "{why:?}"
+    );
+    let e = db
+        .store
+        .settle(&old.fence, &failed(), at(10_003))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, StoreError::Fenced { .. }), "{e}");
+    db.store
+        .authorize_dispatch(&new, CONTRACT, at(10_004))
+        .await
+        .expect("the current claim authorizes");
+}
+
 async fn begin_refuses_every_non_pending_state(b: Backend) {
     let db = db(b).await;
     let (key, auth) = authorized(&db.store, "x", at(0)).await;
@@ -1346,6 +1373,7 @@ on_both_backends!(
     expired_claim_is_taken_over_and_its_worker_cannot_authorize,
     begin_refuses_every_non_pending_state,
     begin_on_a_revoked_account_mints_nothing,
+    a_restarted_worker_with_the_same_id_cannot_use_its_old_claim,
     authorize_passes_when_nothing_changed,
     authorize_refuses_each_condition_alone,
     epoch_bump_fences_out_pre_restore_workers,

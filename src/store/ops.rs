@@ -461,11 +461,14 @@ impl Store {
         let outcome = write_tx!(self, |tx, dialect| {
             let id: Option<(i64, String)> = {
                 let r = sqlx::query(
-                    "UPDATE intents SET state = 'authorized', lease_expires_at = $7, authorized_at = $6, \
-                     updated_at = $6 \
+                    // The claim's identity is its generation: issued once, from a source nothing resets, and
+                    // paired with the epoch across restores. A released claim has no lease, so the liveness
+                    // clause refuses it too.
+                    "UPDATE intents SET state = 'authorized', lease_expires_at = $5, authorized_at = $4, \
+                     updated_at = $4 \
                      WHERE delivery_key = $1 AND state = 'pending' AND generation = $2 AND epoch = $3 \
-                     AND lease_owner = $4 AND current_attempt = $5 AND lease_expires_at > $6 \
-                     AND contract_hash = $8 \
+                     AND lease_expires_at > $4 \
+                     AND contract_hash = $6 \
                      AND epoch = (SELECT m.epoch FROM store_meta m WHERE m.id = 1) \
                      AND NOT EXISTS (SELECT 1 FROM switches s WHERE s.engaged = 1 AND (s.scope = 'global' \
                          OR (s.scope = 'platform' AND s.name = intents.platform) \
@@ -475,8 +478,6 @@ impl Store {
                 .bind(f.key.as_str())
                 .bind(f.generation)
                 .bind(f.epoch)
-                .bind(&f.owner)
-                .bind(f.attempt.as_str())
                 .bind(now.0)
                 .bind(lease_until)
                 .bind(current_contract_hash)
