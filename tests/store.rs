@@ -702,6 +702,52 @@ async fn late_write_of_an_older_generation_is_rejected_even_after_claim_data_is_
     assert!(matches!(e, StoreError::Fenced { .. }), "{e}");
 }
 
+async fn a_stale_worker_cannot_settle_over_a_newer_authorized_dispatch(b: Backend) {
+    let db = db(b).await;
+    let s = &db.store;
+    let key = create(s, "alice", "x").await;
+    let a = claim(s, &key, "A", at(0)).await; // A stalls before authorizing
+    let bw = claim(s, &key, "B", at(10_001)).await;
+    let auth_b = s
+        .authorize_dispatch(&bw, CONTRACT, at(10_002))
+        .await
+        .unwrap();
+    // A wakes up and reports an outcome for a dispatch it never made: every kind is rejected
+    for outcome in [
+        published(),
+        failed(),
+        Settlement::Indeterminate {
+            reason: "x".into(),
+            details: json!({}),
+        },
+    ] {
+        let e = s.settle(&a.fence, &outcome, at(10_003)).await.unwrap_err();
+        assert!(
+            matches!(
+                e,
+                StoreError::Fenced {
+                    actual: Status::Authorized,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+    }
+    assert!(
+        s.record_request_sent(&a.fence, "h", json!({}), at(10_003))
+            .await
+            .is_err()
+    );
+    let it = s.intent(&key).await.unwrap();
+    assert_eq!(
+        (it.state, it.generation),
+        (Status::Authorized, bw.fence.generation)
+    );
+    s.settle(&auth_b.consume(), &published(), at(10_004))
+        .await
+        .expect("B settles its own dispatch");
+}
+
 async fn generations_are_strictly_increasing_across_intents(b: Backend) {
     let db = db(b).await;
     let mut last = 0;
@@ -1382,6 +1428,7 @@ on_both_backends!(
     concurrent_sweepers_move_each_intent_once,
     late_write_of_an_older_generation_is_rejected_even_after_claim_data_is_wiped,
     generations_are_strictly_increasing_across_intents,
+    a_stale_worker_cannot_settle_over_a_newer_authorized_dispatch,
     settle_records_outcomes_under_the_fence,
     request_hash_is_bound_to_the_authorized_attempt,
     retry_creates_no_attempt_and_next_begin_exactly_one,
