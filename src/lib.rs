@@ -10,6 +10,8 @@
 //! - [`contract`]: platform selector contracts (`selectors/*.toml`): parsing, validation, hashing.
 //! - [`browser`]: the Chromium driver, strict locator checks, probes and the write guard.
 //! - [`fixture_platform`]: the bundled fixture platform (pages, hostile variants, fault modes) on loopback.
+//! - [`evidence`]: content-addressed evidence files and the redaction of secrets.
+//! - [`publish`]: the publish flow (intent, look-before-write, authorization, one write, read-back, settle).
 //! - [`cli`]: the `oncepost` command line; the binary in `src/main.rs` only calls [`cli::main`].
 //!
 //! Data flows one way: cli -> publish/recover -> store + browser. The browser never writes to the store
@@ -17,6 +19,8 @@
 pub mod browser;
 pub mod cli;
 pub mod contract;
+pub mod evidence;
 pub mod fixture_platform;
 pub mod identity;
+pub mod publish;
 pub mod store;

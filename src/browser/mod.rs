@@ -12,24 +12,33 @@
 //!                   └──► ProbeReport (+ annotated PNG)
 //! ```
 pub mod checks;
+pub mod compose;
 pub mod dialogs;
 pub mod locator;
 pub mod probe;
+pub mod readback;
 pub mod screenshot;
 pub mod session;
+pub mod transport;
 pub mod write_guard;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use checks::{ElementStates, LocatorCheck};
+pub use compose::{Actionable, ComposePage, Pressed, SuccessRule, SuccessSeen};
 pub use dialogs::{DialogEvent, DialogPolicy};
 pub use locator::{
     EditKind, ElementState, Locator, NamedLocator, NonPublishingStep, PublishControl, Purpose,
     StepAction, Strategy,
 };
 pub use probe::{ProbeOptions, ProbePlan, ProbeReport, ProbeVerdict};
+pub use readback::{ReadVerdict, Readback, ReadbackPlan, TextRule};
 pub use session::{BrowserSession, LaunchOptions, Liveness, find_chromium};
+pub use transport::{
+    CreatePattern, DispatchOutcome, OneShotSender, TransportMode, TransportOptions, UrlMatch,
+    WireRequest, WriteLogEntry,
+};
 pub use write_guard::{WriteAttempt, WriteGuard};
 
 /// Errors of the browser boundary.

@@ -5,10 +5,12 @@
 mod admin;
 mod context;
 pub mod contract;
+pub mod demo;
 mod exit;
 pub mod fixtures;
 mod intents;
 pub mod probe;
+pub mod publish;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -80,6 +82,11 @@ pub enum Command {
     Probe(probe::ProbeArgs),
     /// Run the bundled Fixturebook fixture platform (for tests and demos).
     Fixtures(fixtures::FixturesArgs),
+    /// Publish one post at most once, verified by reading it back (exit 0 published, 10 indeterminate,
+    /// 11 failed, 12 parked, 13 in progress elsewhere).
+    Publish(publish::PublishArgs),
+    /// Start the bundled fixture platform, publish one post through the full flow, print the timeline.
+    Demo(demo::DemoArgs),
 }
 
 /// Parse arguments, run, and map the outcome to an exit code.
@@ -125,7 +132,10 @@ fn init_tracing(format: LogFormat) {
 
 async fn run(cli: Cli) -> Result<Exit, CliError> {
     let ctx = Context::from_cli(&cli)?;
+    let log = cli.log_format;
     match cli.command {
+        Command::Publish(args) => publish::run(&ctx, args, log).await,
+        Command::Demo(args) => demo::run(&ctx, args, log).await,
         Command::Intents(cmd) => intents::run_intents(&ctx, cmd).await,
         Command::Retry(args) => intents::run_retry(&ctx, args).await,
         Command::Park(args) => intents::run_park(&ctx, args).await,
