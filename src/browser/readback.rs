@@ -131,7 +131,7 @@ pub struct Readback {
     pub items: Vec<ShownItem>,
     /// How many reads it took (propagation retries).
     pub reads: u32,
-    /// Screenshot of the last read (masked).
+    /// Screenshot of the final read (masked), when one was taken.
     #[serde(skip)]
     pub png: Option<Vec<u8>>,
 }
@@ -158,13 +158,16 @@ struct Listed {
     items: Vec<ShownItem>,
 }
 
-/// Open `url` in a fresh page of `session` and list its post items (with a masked screenshot).
-pub async fn list(
+/// Open `url` in a fresh page of `session`, list its post items, judge them, and (when `shoot` says so
+/// for that verdict) take a masked screenshot before closing the page.
+async fn read_once(
     session: &BrowserSession,
     plan: &ReadbackPlan,
     url: &str,
     navigation_timeout: Duration,
-) -> Result<(Vec<ShownItem>, Vec<u8>), BrowserError> {
+    judge: &dyn Fn(&[ShownItem]) -> ReadVerdict,
+    shoot: &dyn Fn(&ReadVerdict) -> bool,
+) -> Result<(Vec<ShownItem>, ReadVerdict, Option<Vec<u8>>), BrowserError> {
     let live = session.liveness();
     let page = live
         .call(
@@ -207,6 +210,10 @@ pub async fn list(
                 }
             }
         }
+        let verdict = judge(&listed.items);
+        if !shoot(&verdict) {
+            return Ok((listed.items, verdict, None));
+        }
         let params = CaptureScreenshotParams::builder()
             .format(CaptureScreenshotFormat::Png)
             .build();
@@ -217,8 +224,12 @@ pub async fn list(
         let png = base64::engine::general_purpose::STANDARD
             .decode(data)
             .map_err(|e| BrowserError::Script(format!("screenshot is not base64: {e}")))?;
-        let png = super::screenshot::annotate(&png, listed.dpr, &listed.masks, &[])?;
-        Ok((listed.items, png))
+        let png = if listed.masks.is_empty() {
+            png
+        } else {
+            super::screenshot::annotate(&png, listed.dpr, &listed.masks, &[])?
+        };
+        Ok((listed.items, verdict, Some(png)))
     }
     .await;
     let _ = live.call("close the read-back page", page.close()).await;
@@ -318,8 +329,14 @@ async fn read_until(
     let mut reads = 0;
     loop {
         reads += 1;
-        let (items, png) = list(session, plan, url, navigation_timeout).await?;
-        let verdict = judge(&items);
+        // The screenshot is evidence of a final answer: skip it for reads that will be repeated, and for
+        // a look-before-write that found nothing (propagation 0).
+        let last = Instant::now() >= until;
+        let keep_not_found = plan.propagation_ms > 0;
+        let shoot =
+            |v: &ReadVerdict| !matches!(v, ReadVerdict::NotFound) || (last && keep_not_found);
+        let (items, verdict, png) =
+            read_once(session, plan, url, navigation_timeout, &judge, &shoot).await?;
         if !matches!(verdict, ReadVerdict::NotFound) || Instant::now() >= until {
             let items = items
                 .into_iter()
@@ -334,7 +351,7 @@ async fn read_until(
                 verdict,
                 items,
                 reads,
-                png: Some(png),
+                png,
             });
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
