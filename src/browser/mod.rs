@@ -1,8 +1,11 @@
 //! The Chromium driver: sessions with bounded calls, typed locators, one-evaluation locator checks,
-//! non-submitting probes, the write guard, dialog/popup policy and annotated screenshots.
+//! non-submitting probes, the write guard, dialog/popup policy and annotated screenshots; for publishing,
+//! the compose page ([`compose`]: fill, strict checks, the one press), the create-request takeover
+//! ([`transport`]: the harness sends it once) and read-back in fresh pages ([`readback`]).
 //!
 //! This module knows nothing about contract files: callers hand it a [`ProbePlan`] built from browser-level
-//! types, so it stays reusable. It never touches the store.
+//! types, so it stays reusable. It never touches the store: the press takes the store's authorization value
+//! (a type, consumed) and calls a `before_send` hook the publish flow supplies.
 //!
 //! ```text
 //!  ProbePlan ──► probe::run ──► BrowserSession (Chromium + handler task, Liveness bounds every call)

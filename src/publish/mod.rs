@@ -411,6 +411,7 @@ async fn attempt(
                 .await;
         }
     };
+    let mark = session.write_guard().mark();
     // Before authorization: any failure settles failed (nothing can have left).
     let prepared = prepare(req, plan, session, clock, text).await;
     let (page, at) = match prepared {
@@ -511,6 +512,31 @@ async fn attempt(
             )
             .await;
     }
+    // Other writes the page attempted while we composed and pressed: the guard failed them before they
+    // left (blocked) unless its answer could not be delivered. Each is a side-effect alarm.
+    let mut unblocked = false;
+    for w in session
+        .write_guard()
+        .writes_since(mark)
+        .iter()
+        .filter(|w| !extras.contains(w))
+    {
+        unblocked |= !w.blocked;
+        let _ = store
+            .note(
+                key,
+                EventKind::SideEffectAlarm,
+                &req.owner,
+                if w.blocked {
+                    "the page attempted a write that is not the create request; failed before it left"
+                } else {
+                    "the page attempted a write that is not the create request and it could not be stopped"
+                },
+                json!({ "attempt": token, "request": w }),
+                Timestamp::now(),
+            )
+            .await;
+    }
     let verdict = after_dispatch(
         req,
         plan,
@@ -525,7 +551,27 @@ async fn attempt(
     .await;
     page.close().await;
     let landing = settle::land(verdict);
-    finish(store, &fence, key, &req.owner, landing, true).await
+    let (pressed, summary) = finish(store, &fence, key, &req.owner, landing, true).await?;
+    // A write that may have left where none was authorized: a person must look (unless it is published,
+    // which is terminal; the alarm stays in its history).
+    if unblocked
+        && let Ok(it) = store.intent(key).await
+        && matches!(it.state, Status::Failed | Status::Indeterminate)
+    {
+        store
+            .park(
+                key,
+                &req.owner,
+                "side_effect_alarm: an unauthorized write could not be stopped",
+                Timestamp::now(),
+            )
+            .await?;
+        return Ok((
+            pressed,
+            format!("{summary}; parked: an unauthorized write could not be stopped"),
+        ));
+    }
+    Ok((pressed, summary))
 }
 
 type Prepared<'s> =
