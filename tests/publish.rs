@@ -365,22 +365,37 @@ async fn ten_thousand_characters_of_non_ascii_text_round_trip() {
     assert_eq!(env.copies(&text), 1, "the platform holds the exact text");
 }
 
-/// 16 identical publish processes at once: exactly one create arrives, exactly one process pressed, every
-/// other one answered 13 (in progress elsewhere) or 0 (it came after the first had settled).
+/// 16 identical publish processes at once: exactly one create arrives and exactly one process pressed.
+/// Eight run without `--wait` (each answers 13, in progress elsewhere, or 0 if it came after the first
+/// had settled); eight run with `--wait` and all answer 0 with the same permalink.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sixteen_identical_processes_make_one_create() {
     let env = Env::start(Fault::default()).await;
     let text = unique("sixteen");
-    let runs = (0..16).map(|_| env.publish(&text, &[]));
+    let runs = (0..16).map(|i| {
+        let extra: &'static [&'static str] = if i % 2 == 0 { &["--wait"] } else { &[] };
+        env.publish(&text, extra)
+    });
     let results = futures::future::join_all(runs).await;
     let mut pressed = 0;
-    for (code, v, err) in &results {
-        assert!(*code == 0 || *code == 13, "exit {code}: {v} {err}");
+    let mut permalinks = std::collections::BTreeSet::new();
+    for (i, (code, v, err)) in results.iter().enumerate() {
+        if i % 2 == 0 {
+            assert_eq!(*code, 0, "--wait: {v} {err}");
+            permalinks.insert(v["permalink"].as_str().unwrap_or("").to_string());
+        } else {
+            assert!(*code == 0 || *code == 13, "exit {code}: {v} {err}");
+            assert!(
+                v["key"].is_string(),
+                "--json prints one object even for 13: {v}"
+            );
+        }
         if v["pressed"] == true {
             pressed += 1;
         }
     }
     assert_eq!(pressed, 1, "exactly one process pressed publish");
+    assert_eq!(permalinks.len(), 1, "{permalinks:?}");
     assert!(
         results.iter().any(|(c, _, _)| *c == 13),
         "some process was turned away"

@@ -6,12 +6,12 @@
 //! (`<data-dir>/locks/<key>.lock`, flock) before any browser starts: one proceeds, the others answer 13
 //! (or wait with `--wait`). Across hosts the store's claim lease decides the same way.
 use std::collections::BTreeMap;
-use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crate::contract::Contract;
 use crate::identity::{DeliveryKey, DeliverySpec};
+use crate::publish::lock::{FileLock, file_name_for};
 use crate::publish::{
     self, PublishError, PublishOptions, PublishOutcome, PublishRequest, StepTime,
 };
@@ -101,9 +101,44 @@ pub async fn run(ctx: &Context, args: PublishArgs, log: LogFormat) -> Result<Exi
         login_url: args.login_url.clone(),
         options,
     };
-    let outcome = publish_once(ctx, &req, args.wait, ms(args.wait_timeout), log).await?;
+    let outcome = match publish_once(ctx, &req, args.wait, ms(args.wait_timeout), log).await {
+        Ok(o) => o,
+        Err(e) if e.exit == Exit::InProgressElsewhere && args.json => {
+            // Still one JSON object on stdout: the intent as it stands.
+            let key = intent_key(&req).ok();
+            let state = match &key {
+                Some(k) => match ctx.open_store().await {
+                    Ok(store) => store.intent(k).await.ok().map(|i| i.state),
+                    Err(_) => None,
+                },
+                None => None,
+            };
+            println!(
+                "{}",
+                serde_json::json!({
+                    "key": key.map(|k| k.as_str().to_string()), "state": state,
+                    "in_progress_elsewhere": true, "pressed": false, "message": e.message,
+                })
+            );
+            return Err(e);
+        }
+        Err(e) => return Err(e),
+    };
     print_outcome(&outcome, args.json);
     Ok(exit_of(outcome.state))
+}
+
+/// The delivery key `req` maps to (no store needed).
+fn intent_key(req: &PublishRequest) -> Result<DeliveryKey, CliError> {
+    let contract =
+        Contract::load(&req.contract_path).map_err(|e| CliError::bad_input(e.to_string()))?;
+    let new = publish::new_intent(req, &contract).map_err(map_err)?;
+    Ok(DeliveryKey::derive(&DeliverySpec {
+        account: new.account.clone(),
+        action: new.action,
+        target: new.target.clone(),
+        request: new.request.clone(),
+    }))
 }
 
 fn ms(v: i64) -> Duration {
@@ -118,15 +153,7 @@ pub async fn publish_once(
     wait_timeout: Duration,
     log: LogFormat,
 ) -> Result<PublishOutcome, CliError> {
-    let contract =
-        Contract::load(&req.contract_path).map_err(|e| CliError::bad_input(e.to_string()))?;
-    let new = publish::new_intent(req, &contract).map_err(map_err)?;
-    let key = DeliveryKey::derive(&DeliverySpec {
-        account: new.account.clone(),
-        action: new.action,
-        target: new.target.clone(),
-        request: new.request.clone(),
-    });
+    let key = intent_key(req)?;
     ctx.ensure_data_dir()?;
     let store = ctx.open_store().await?;
     let deadline = Instant::now() + wait_timeout;
@@ -230,42 +257,17 @@ pub fn print_outcome(o: &PublishOutcome, json: bool) {
 }
 
 /// An exclusive, non-blocking flock on `<data-dir>/locks/<key>.lock`, released on drop.
-struct IntentLock {
-    _file: std::fs::File,
-}
+struct IntentLock;
 
 impl IntentLock {
-    fn try_take(data_dir: &std::path::Path, key: &DeliveryKey) -> Result<Option<Self>, CliError> {
-        use std::os::unix::fs::OpenOptionsExt;
-        let dir = data_dir.join("locks");
-        super::context::create_private_dir(&dir)?;
-        let safe: String = key
-            .as_str()
-            .chars()
-            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-            .collect();
-        let path = dir.join(format!("{safe}.lock"));
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .mode(0o600)
-            .open(&path)
-            .map_err(|e| CliError::internal(format!("cannot open {}: {e}", path.display())))?;
-        // SAFETY: flock(2) on a file descriptor we own.
-        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-        if rc == 0 {
-            Ok(Some(IntentLock { _file: file }))
-        } else {
-            let err = std::io::Error::last_os_error();
-            if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
-                Ok(None)
-            } else {
-                Err(CliError::internal(format!(
-                    "cannot lock {}: {err}",
-                    path.display()
-                )))
-            }
-        }
+    fn try_take(
+        data_dir: &std::path::Path,
+        key: &DeliveryKey,
+    ) -> Result<Option<FileLock>, CliError> {
+        let path = data_dir
+            .join("locks")
+            .join(format!("{}.lock", file_name_for(key.as_str())));
+        FileLock::try_take(&path)
+            .map_err(|e| CliError::internal(format!("cannot lock {}: {e}", path.display())))
     }
 }

@@ -17,6 +17,7 @@
 //! Every outcome goes through [`settle::land`], the table of docs/states.md. Errors before authorization
 //! settle failed (nothing can have left: the write guard fails every write and nothing was pressed); after
 //! authorization they settle indeterminate, never failed.
+pub mod lock;
 pub mod settle;
 
 use std::collections::BTreeMap;
@@ -79,6 +80,8 @@ pub struct PublishOptions {
     pub call_timeout: Duration,
     /// Create-request transport bounds (the mode comes from the contract).
     pub transport: TransportOptions,
+    /// How long to wait for the account's browser profile when another publish on this host uses it.
+    pub profile_wait: Duration,
 }
 
 impl Default for PublishOptions {
@@ -90,6 +93,7 @@ impl Default for PublishOptions {
             step_timeout: Duration::from_secs(10),
             call_timeout: Duration::from_secs(10),
             transport: TransportOptions::default(),
+            profile_wait: Duration::from_secs(60),
         }
     }
 }
@@ -286,6 +290,37 @@ pub async fn run(
             what: format!("create {}", profiles.display()),
             source: e,
         })?;
+        // One Chromium per profile: queue behind another publish of this account on this host.
+        let lock_path = profiles.join(format!("{}.lock", lock::file_name_for(&req.account)));
+        let Some(_profile_lock) = lock::FileLock::take_within(&lock_path, req.options.profile_wait)
+            .await
+            .map_err(|e| BrowserError::Io {
+                what: format!("lock {}", lock_path.display()),
+                source: e,
+            })?
+        else {
+            return Err(PublishError::Store(StoreError::LeaseHeld {
+                owner: format!(
+                    "another publish using the browser profile of {}",
+                    req.account
+                ),
+                expires_at: 0,
+            }));
+        };
+        // The intent may have moved while we queued.
+        let it = store.intent(&key).await?;
+        if it.state != Status::Pending {
+            return answer(
+                store,
+                &key,
+                None,
+                false,
+                created.created,
+                clock.steps,
+                "already settled: nothing done",
+            )
+            .await;
+        }
         let mut launch = LaunchOptions::new(profiles.join(&req.account));
         launch.call_timeout = req.options.call_timeout;
         let session = BrowserSession::launch(&launch).await?;
