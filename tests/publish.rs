@@ -549,3 +549,149 @@ async fn a_refused_connection_is_not_sent() {
         .await;
     assert!(matches!(out, DispatchOutcome::NotSent { .. }), "{out:?}");
 }
+
+// ---------- the press, through the library ----------
+
+/// A page that sends a SECOND create request on the same click (a double submit): the press carries the
+/// first one through the harness, the write guard fails the second before it leaves and records it.
+/// The server sees exactly one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_create_request_for_one_authorization_is_failed_before_it_leaves() {
+    use oncepost::browser::{BrowserSession, ComposePage, LaunchOptions, TransportOptions};
+    use oncepost::contract::Contract;
+    use oncepost::identity::{ActionKind, CanonicalRequest};
+    use oncepost::store::{Begun, NewAccount, NewIntent, Policy, Store, StoreLocation, Timestamp};
+
+    let env = Env::start(Fault::default()).await;
+    let base = env.platform.base_url();
+    let plan = Contract::load(&env.contract)
+        .unwrap()
+        .publish_plan(&base)
+        .unwrap();
+    let store = Store::open(
+        &StoreLocation::default_in(&env.home().join("lib")),
+        Policy::default(),
+    )
+    .await
+    .unwrap();
+    let now = Timestamp::now();
+    store
+        .add_account(
+            &NewAccount {
+                name: "bob".into(),
+                platform: "fixture".into(),
+                min_interval_ms: 0,
+                dup_window_ms: 0,
+            },
+            "test",
+            now,
+        )
+        .await
+        .unwrap();
+    let text = unique("double submit");
+    let intent = store
+        .create_intent(
+            &NewIntent {
+                account: "bob".into(),
+                action: ActionKind::Post,
+                target: String::new(),
+                request: CanonicalRequest::new(Some(&text), &Default::default()),
+                source_ref: None,
+            },
+            now,
+        )
+        .await
+        .unwrap()
+        .intent;
+    let Begun::Claimed(claim) = store
+        .begin(&intent.key, "test:1:x", "h", now)
+        .await
+        .unwrap()
+    else {
+        panic!("not claimed")
+    };
+    let session = BrowserSession::launch(&LaunchOptions::new(env.home().join("profile")))
+        .await
+        .unwrap();
+    let page = ComposePage::open(&session, &plan.probe, None, Duration::from_secs(20))
+        .await
+        .unwrap();
+    page.prepare(
+        &[("field:text".into(), text.clone())],
+        Duration::from_secs(10),
+    )
+    .await
+    .unwrap();
+    let at = page
+        .check_publish(&plan.probe.publish)
+        .await
+        .unwrap()
+        .expect("actionable");
+    // The page's own click handler sends one create request; add a second one on the same click.
+    let pages = session.browser().pages().await.unwrap();
+    let mut injected = false;
+    for p in pages {
+        if p.url()
+            .await
+            .unwrap_or_default()
+            .is_some_and(|u| u.ends_with("/compose"))
+        {
+            p.evaluate(
+                "document.getElementById('publish').addEventListener('click', () => fetch('/api/posts', \
+                 {method: 'POST', headers: {'content-type': 'application/json', 'x-csrf-token': \
+                 document.querySelector('meta[name=csrf-token]').content}, body: JSON.stringify({text: 'second', title: ''})}).catch(() => {}))",
+            )
+            .await
+            .unwrap();
+            injected = true;
+        }
+    }
+    assert!(injected);
+    let auth = store
+        .authorize_dispatch(&claim, "h", Timestamp::now())
+        .await
+        .unwrap();
+    let hook = |_fence, _wire| async { Ok::<(), String>(()) };
+    let pressed = plan
+        .probe
+        .publish
+        .press(
+            &page,
+            &at,
+            auth,
+            &plan.create,
+            &TransportOptions::default(),
+            hook,
+        )
+        .await;
+    assert!(
+        matches!(
+            pressed.outcome,
+            DispatchOutcome::Response { status: 201, .. }
+        ),
+        "{:?}",
+        pressed.outcome
+    );
+    // The second request is answered by the guard in its own task: wait (bounded) for its record.
+    let mut extras = Vec::new();
+    for _ in 0..50 {
+        extras = session.write_guard().extra_creates();
+        if !extras.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        extras.len(),
+        1,
+        "the second create request was recorded: {extras:?}"
+    );
+    assert!(extras[0].blocked);
+    assert_eq!(
+        env.arrivals(),
+        1,
+        "only the harness's one create request arrived"
+    );
+    page.close().await;
+    session.close().await;
+}
