@@ -369,10 +369,37 @@ async fn with_session(
     let ev = EvidenceStore::new(&req.data_dir);
     let text = crate::identity::normalize_text(&req.text);
     let nav = req.options.navigation_timeout;
-    if req.options.look_before_write {
-        let rb = browser::readback::by_search(session, &plan.readback, &text, false, nav).await?;
-        clock.step("looked before writing");
+    let mark = session.write_guard().mark();
+    // The search page and the compose page load in parallel (both only read; the write guard fails any
+    // write either makes). The compose page is used only if the search finds nothing.
+    let lookup = async {
+        if req.options.look_before_write {
+            Some(browser::readback::by_search(session, &plan.readback, &text, false, nav).await)
+        } else {
+            None
+        }
+    };
+    let open = ComposePage::open(session, &plan.probe, req.login_url.as_deref(), nav);
+    let (lookup, opened) = tokio::join!(lookup, open);
+    clock.step(if lookup.is_some() {
+        "looked before writing; compose page open"
+    } else {
+        "compose page open"
+    });
+    if let Some(rb) = lookup {
+        let rb = match rb {
+            Ok(rb) => rb,
+            Err(e) => {
+                if let Ok(p) = opened {
+                    p.close().await;
+                }
+                return Err(e.into());
+            }
+        };
         if let ReadVerdict::Match { id, permalink } = &rb.verdict {
+            if let Ok(p) = opened {
+                p.close().await;
+            }
             let mut items =
                 vec![ev.put_json("readback", &serde_json::to_value(&rb).unwrap_or_default())?];
             if let Some(png) = &rb.png {
@@ -412,9 +439,11 @@ async fn with_session(
     let token = claim.fence.attempt.as_str().to_string();
     clock.step("begun (claim + attempt)");
     let span = tracing::info_span!("attempt", attempt = %token);
-    let r = attempt(req, store, plan, key, session, clock, &ev, &text, claim)
-        .instrument(span)
-        .await;
+    let r = attempt(
+        req, store, plan, key, session, clock, &ev, &text, claim, opened, mark,
+    )
+    .instrument(span)
+    .await;
     r.map(|(pressed, summary)| (Some(token), pressed, summary))
 }
 
@@ -429,6 +458,8 @@ async fn attempt(
     ev: &EvidenceStore,
     text: &str,
     claim: Claim,
+    opened: Result<ComposePage<'_>, BrowserError>,
+    mark: usize,
 ) -> Result<(bool, String), PublishError> {
     let token = claim.fence.attempt.as_str().to_string();
     let link = |point: &'static str, items: Vec<Item>| {
@@ -446,9 +477,8 @@ async fn attempt(
                 .await;
         }
     };
-    let mark = session.write_guard().mark();
     // Before authorization: any failure settles failed (nothing can have left).
-    let prepared = prepare(req, plan, session, clock, text).await;
+    let prepared = prepare(req, plan, opened, clock, text).await;
     let (page, at) = match prepared {
         Ok(Ok((page, at))) => (page, at),
         Ok(Err((page, report))) => {
@@ -614,24 +644,16 @@ type Prepared<'s> =
 
 async fn prepare<'s>(
     req: &PublishRequest,
-    plan: &'s PublishPlan,
-    session: &'s BrowserSession,
+    plan: &PublishPlan,
+    opened: Result<ComposePage<'s>, BrowserError>,
     clock: &mut Clock<'_>,
     text: &str,
 ) -> Result<Prepared<'s>, BrowserError> {
-    let page = match ComposePage::open(
-        session,
-        &plan.probe,
-        req.login_url.as_deref(),
-        req.options.navigation_timeout,
-    )
-    .await
-    {
+    let page = match opened {
         Ok(p) => p,
         Err(BrowserError::Plan(why)) => return Ok(Err((None, json!({ "error": why })))),
         Err(e) => return Err(e),
     };
-    clock.step("compose page open");
     let mut values = vec![("field:text".to_string(), text.to_string())];
     for (k, v) in &req.fields {
         values.push((format!("field:{k}"), v.clone()));
