@@ -123,16 +123,24 @@ impl<'a> ComposePage<'a> {
         )
         .await?;
         let dialogs = dialogs::install(session, &page, DialogPolicy::default()).await?;
+        let mut at_compose = false;
         if let Some(u) = login_url {
             live.bounded("open the login URL", navigation_timeout, page.goto(u))
                 .await?;
+            // A login link that redirects to the compose page leaves it loaded: no second navigation.
+            at_compose = live
+                .call("read the page URL", page.url())
+                .await?
+                .is_some_and(|now| now == plan.url);
         }
-        live.bounded(
-            "navigate to the compose page",
-            navigation_timeout,
-            page.goto(plan.url.as_str()),
-        )
-        .await?;
+        if !at_compose {
+            live.bounded(
+                "navigate to the compose page",
+                navigation_timeout,
+                page.goto(plan.url.as_str()),
+            )
+            .await?;
+        }
         let cp = ComposePage {
             session,
             page,

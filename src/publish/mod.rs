@@ -500,10 +500,11 @@ async fn attempt(
         }
     };
     let mut before = Vec::new();
-    if let Ok(png) = page.screenshot().await {
+    let (png, html) = tokio::join!(page.screenshot(), page.dom_excerpt());
+    if let Ok(png) = png {
         before.push(ev.put("screenshot_before_dispatch", &png, "png", "image/png")?);
     }
-    if let Ok(html) = page.dom_excerpt().await {
+    if let Ok(html) = html {
         before.push(ev.put("dom_excerpt", html.as_bytes(), "html", "text/html")?);
     }
     link("before_dispatch", before).await;
