@@ -296,6 +296,10 @@ async fn control_without_the_takeover_chromium_resends_the_create_request() {
         .await;
     assert_eq!(code, 10, "{v} {err}");
     assert_eq!(v["state"], "indeterminate");
+    eprintln!(
+        "control (browser transport): {} create requests arrived for one click",
+        env.arrivals()
+    );
     assert!(
         env.arrivals() >= 2,
         "Chromium alone sent {} create request(s)",
