@@ -12,6 +12,8 @@
 //! - [`recover`]: sweep, one-lookup reconcile, and the unattended worker loop.
 //! - [`review`]: the local review page for people who own parked sends, and its static export.
 //! - [`fixture_platform`]: the bundled fixture platform (pages, hostile variants, fault modes) on loopback.
+//! - [`evidence`]: content-addressed evidence files and the redaction of secrets.
+//! - [`publish`]: the publish flow (intent, look-before-write, authorization, one write, read-back, settle).
 //! - [`cli`]: the `oncepost` command line; the binary in `src/main.rs` only calls [`cli::main`].
 //!
 //! Data flows one way: cli -> publish/recover -> store + browser. The browser never writes to the store
@@ -19,8 +21,10 @@
 pub mod browser;
 pub mod cli;
 pub mod contract;
+pub mod evidence;
 pub mod fixture_platform;
 pub mod identity;
+pub mod publish;
 pub mod recover;
 pub mod review;
 pub mod store;

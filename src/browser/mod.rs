@@ -1,8 +1,11 @@
 //! The Chromium driver: sessions with bounded calls, typed locators, one-evaluation locator checks,
-//! non-submitting probes, the write guard, dialog/popup policy and annotated screenshots.
+//! non-submitting probes, the write guard, dialog/popup policy and annotated screenshots; for publishing,
+//! the compose page ([`compose`]: fill, strict checks, the one press), the create-request takeover
+//! ([`transport`]: the harness sends it once) and read-back in fresh pages ([`readback`]).
 //!
 //! This module knows nothing about contract files: callers hand it a [`ProbePlan`] built from browser-level
-//! types, so it stays reusable. It never touches the store.
+//! types, so it stays reusable. It never touches the store: the press takes the store's authorization value
+//! (a type, consumed) and calls a `before_send` hook the publish flow supplies.
 //!
 //! ```text
 //!  ProbePlan ──► probe::run ──► BrowserSession (Chromium + handler task, Liveness bounds every call)
@@ -12,24 +15,33 @@
 //!                   └──► ProbeReport (+ annotated PNG)
 //! ```
 pub mod checks;
+pub mod compose;
 pub mod dialogs;
 pub mod locator;
 pub mod probe;
+pub mod readback;
 pub mod screenshot;
 pub mod session;
+pub mod transport;
 pub mod write_guard;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use checks::{ElementStates, LocatorCheck};
+pub use compose::{Actionable, ComposePage, Pressed, SuccessRule, SuccessSeen};
 pub use dialogs::{DialogEvent, DialogPolicy};
 pub use locator::{
     EditKind, ElementState, Locator, NamedLocator, NonPublishingStep, PublishControl, Purpose,
     StepAction, Strategy,
 };
 pub use probe::{ProbeOptions, ProbePlan, ProbeReport, ProbeVerdict};
+pub use readback::{ReadVerdict, Readback, ReadbackPlan, TextRule};
 pub use session::{BrowserSession, LaunchOptions, Liveness, find_chromium};
+pub use transport::{
+    CreatePattern, DispatchOutcome, OneShotSender, TransportMode, TransportOptions, UrlMatch,
+    WireRequest, WriteLogEntry,
+};
 pub use write_guard::{WriteAttempt, WriteGuard};
 
 /// Errors of the browser boundary.

@@ -165,7 +165,16 @@ pub struct ProbePage<'a> {
     publish: NamedLocator,
 }
 
-impl ProbePage<'_> {
+impl<'a> ProbePage<'a> {
+    /// A probe view of an open page (the publish control is only ever checked through it).
+    pub(crate) fn new(page: Page, live: &'a Liveness, publish: NamedLocator) -> Self {
+        ProbePage {
+            page,
+            live,
+            publish,
+        }
+    }
+
     /// Check `locators` (plus nothing else) in one evaluation.
     pub async fn check(
         &self,

@@ -23,7 +23,11 @@ use chromiumoxide::cdp::browser_protocol::network::ErrorReason;
 use futures::StreamExt;
 use serde::Serialize;
 
+use chromiumoxide::cdp::browser_protocol::fetch::RequestId;
+use tokio::sync::oneshot;
+
 use super::session::BrowserHandle;
+use super::transport::CreatePattern;
 use super::{BrowserError, Liveness};
 
 /// A write the page attempted and the guard failed.
@@ -46,6 +50,18 @@ struct Log {
     writes: Vec<WriteAttempt>,
     faults: Vec<String>,
     paused: usize,
+    takeover: Option<Takeover>,
+}
+
+/// The create-request takeover, armed by one press (see `transport.rs`): the first paused request matching
+/// `pattern` is handed over through `slot`; every later match is failed before it leaves and kept in
+/// `extras`.
+#[derive(Debug)]
+struct Takeover {
+    pattern: CreatePattern,
+    slot: Option<oneshot::Sender<EventRequestPaused>>,
+    response: Option<(RequestId, oneshot::Sender<EventRequestPaused>)>,
+    extras: Vec<WriteAttempt>,
 }
 
 /// A running guard; read its findings with [`WriteGuard::writes`].
@@ -119,6 +135,51 @@ impl WriteGuard {
             .unwrap_or_default()
     }
 
+    /// Arm the create-request takeover: the next paused request matching `pattern` is handed to the
+    /// returned receiver instead of being failed. Only the press (one authorization) calls this.
+    pub(crate) fn arm(&self, pattern: CreatePattern) -> oneshot::Receiver<EventRequestPaused> {
+        let (tx, rx) = oneshot::channel();
+        if let Ok(mut l) = self.log.lock() {
+            l.takeover = Some(Takeover {
+                pattern,
+                slot: Some(tx),
+                response: None,
+                extras: Vec::new(),
+            });
+        }
+        rx
+    }
+
+    /// Take the slot back if nothing was handed over yet. True: no matching request was paused (and from
+    /// now on every match is failed). False: one was handed over and is on its way to the receiver.
+    pub(crate) fn disarm(&self) -> bool {
+        self.log
+            .lock()
+            .ok()
+            .and_then(|mut l| l.takeover.as_mut().and_then(|t| t.slot.take()))
+            .is_some()
+    }
+
+    /// Hand the response stage of request `id` (continued with `interceptResponse`) to the receiver.
+    pub(crate) fn expect_response(&self, id: RequestId) -> oneshot::Receiver<EventRequestPaused> {
+        let (tx, rx) = oneshot::channel();
+        if let Ok(mut l) = self.log.lock()
+            && let Some(t) = l.takeover.as_mut()
+        {
+            t.response = Some((id, tx));
+        }
+        rx
+    }
+
+    /// Further create requests (matching the armed pattern) that were failed before they left.
+    pub fn extra_creates(&self) -> Vec<WriteAttempt> {
+        self.log
+            .lock()
+            .ok()
+            .and_then(|l| l.takeover.as_ref().map(|t| t.extras.clone()))
+            .unwrap_or_default()
+    }
+
     /// How many requests were paused in total (GET/HEAD included).
     pub fn paused_count(&self) -> usize {
         self.log.lock().map(|l| l.paused).unwrap_or_default()
@@ -145,8 +206,43 @@ struct Answerer {
 impl Answerer {
     async fn answer(&self, ev: &EventRequestPaused, log: &Mutex<Log>) {
         let method = ev.request.method.clone();
+        // Route the request to the takeover when it is the armed create request (or its response stage).
+        let mut extra = false;
         if let Ok(mut l) = log.lock() {
             l.paused += 1;
+            if let Some(t) = l.takeover.as_mut() {
+                let response_stage =
+                    ev.response_status_code.is_some() || ev.response_error_reason.is_some();
+                if response_stage {
+                    if t.response
+                        .as_ref()
+                        .is_some_and(|(id, _)| *id == ev.request_id)
+                        && let Some((_, tx)) = t.response.take()
+                    {
+                        let _ = tx.send(ev.clone());
+                        return;
+                    }
+                } else if t.pattern.matches(&method, &ev.request.url) {
+                    if let Some(tx) = t.slot.take() {
+                        // The receiver answers it (sends it once itself, or fails it).
+                        if tx.send(ev.clone()).is_ok() {
+                            return;
+                        }
+                    }
+                    extra = true;
+                }
+            }
+        }
+        if ev.response_status_code.is_some() || ev.response_error_reason.is_some() {
+            let _ = self
+                .live
+                .call(
+                    "continue a response",
+                    self.browser
+                        .execute(ContinueRequestParams::new(ev.request_id.clone())),
+                )
+                .await;
+            return;
         }
         if is_read(&method) {
             let r = self
@@ -191,13 +287,17 @@ impl Answerer {
                 l.faults
                     .push(format!("could not fail {method} {}: {e}", ev.request.url));
             }
-            l.writes.push(WriteAttempt {
+            let attempt = WriteAttempt {
                 method,
                 url: ev.request.url.clone(),
                 resource_type: format!("{:?}", ev.resource_type),
                 frame_id: ev.frame_id.inner().clone(),
                 blocked,
-            });
+            };
+            if extra && let Some(t) = l.takeover.as_mut() {
+                t.extras.push(attempt.clone());
+            }
+            l.writes.push(attempt);
         }
     }
 }

@@ -5,10 +5,13 @@
 mod admin;
 mod context;
 pub mod contract;
+pub mod demo;
 mod exit;
 pub mod fixtures;
 mod intents;
 pub mod probe;
+pub mod publish;
+mod recover;
 pub mod review;
 
 use std::path::PathBuf;
@@ -81,8 +84,17 @@ pub enum Command {
     Probe(probe::ProbeArgs),
     /// Run the bundled Fixturebook fixture platform (for tests and demos).
     Fixtures(fixtures::FixturesArgs),
+    /// Settle indeterminate intents by LOOKING at the platform: one recorded lookup each, never a resend.
+    Reconcile(recover::ReconcileArgs),
+    /// Run sweep and reconcile on a schedule until SIGINT/SIGTERM (unattended use).
+    Worker(recover::WorkerArgs),
     /// Serve the review page for parked and indeterminate sends on loopback (or --export it as static HTML).
     Review(review::ReviewArgs),
+    /// Publish one post at most once, verified by reading it back (exit 0 published, 10 indeterminate,
+    /// 11 failed, 12 parked, 13 in progress elsewhere).
+    Publish(publish::PublishArgs),
+    /// Start the bundled fixture platform, publish one post through the full flow, print the timeline.
+    Demo(demo::DemoArgs),
 }
 
 /// Parse arguments, run, and map the outcome to an exit code.
@@ -128,7 +140,10 @@ fn init_tracing(format: LogFormat) {
 
 async fn run(cli: Cli) -> Result<Exit, CliError> {
     let ctx = Context::from_cli(&cli)?;
+    let log = cli.log_format;
     match cli.command {
+        Command::Publish(args) => publish::run(&ctx, args, log).await,
+        Command::Demo(args) => demo::run(&ctx, args, log).await,
         Command::Intents(cmd) => intents::run_intents(&ctx, cmd).await,
         Command::Retry(args) => intents::run_retry(&ctx, args).await,
         Command::Park(args) => intents::run_park(&ctx, args).await,
@@ -144,6 +159,8 @@ async fn run(cli: Cli) -> Result<Exit, CliError> {
             Ok(Exit::Ok)
         }
         Command::Review(args) => review::run(&ctx, args).await,
+        Command::Reconcile(args) => recover::run_reconcile(&ctx, args).await,
+        Command::Worker(args) => recover::run_worker(&ctx, args).await,
         Command::Contract(_) | Command::Probe(_) => Err(CliError::internal("dispatched earlier")),
     }
 }

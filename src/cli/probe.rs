@@ -9,7 +9,6 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use sha2::{Digest, Sha256};
 
 use crate::browser::{
     self, BrowserError, BrowserSession, LaunchOptions, ProbeOptions, ProbeReport, ProbeVerdict,
@@ -185,27 +184,7 @@ fn read_cookies(
 
 /// Store `bytes` at `<dir>/<hh>/<sha256>.<ext>` (0700 dirs, 0600 file); returns the hash and the path.
 pub fn store(dir: &Path, bytes: &[u8], ext: &str) -> anyhow::Result<(String, PathBuf)> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let hash = hex::encode(Sha256::digest(bytes));
-    let sub = dir.join(&hash[..2]);
-    for d in [dir.parent().unwrap_or(dir), dir, &sub] {
-        browser::private_dir(d).with_context(|| format!("cannot create {}", d.display()))?;
-    }
-    let path = sub.join(format!("{hash}.{ext}"));
-    if !path.exists() {
-        let tmp = sub.join(format!(".{hash}.{ext}.{}", std::process::id()));
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, &path)?;
-    }
-    Ok((hash, path))
+    Ok(crate::evidence::store_bytes(dir, bytes, ext)?)
 }
 
 fn print_human(r: &ProbeReport, report_path: &Path) {

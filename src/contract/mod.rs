@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 pub use format::*;
-pub use plan::PlanError;
+pub use plan::{PlanError, PublishPlan};
 pub use spans::{KeyPath, PathPart};
 
 /// One problem found in a contract file, with its position.

@@ -209,3 +209,130 @@ impl Contract {
         })
     }
 }
+
+/// Everything the publish flow needs from a contract, in browser terms.
+#[derive(Debug, Clone)]
+pub struct PublishPlan {
+    /// Compose page, steps, fields, publish control, masks (same as a probe's).
+    pub probe: ProbePlan,
+    /// The create request pressing publish causes.
+    pub create: browser::CreatePattern,
+    /// Who sends it.
+    pub transport: browser::TransportMode,
+    /// Statuses that prove nothing was created.
+    pub rejection_statuses: Vec<u16>,
+    /// How success shows and where the id comes from.
+    pub success: Vec<browser::SuccessRule>,
+    /// How to find the post again.
+    pub readback: browser::ReadbackPlan,
+}
+
+impl Contract {
+    /// Build the publish plan for the platform at `base_url`.
+    pub fn publish_plan(&self, base_url: &str) -> Result<PublishPlan, PlanError> {
+        let probe = self.probe_plan(base_url)?;
+        let base = Contract::base_origin(base_url)?;
+        let tpl = |what: &str, t: &str, vars: &[(&str, &str)]| {
+            expand_template(t, vars).map_err(|why| PlanError::Template {
+                what: what.into(),
+                why,
+            })
+        };
+        let regex = |what: &str, r: &str| {
+            regex::Regex::new(r).map_err(|e| PlanError::Template {
+                what: what.into(),
+                why: e.to_string(),
+            })
+        };
+        let cr = &self.publish.create_request;
+        let url = match (&cr.url, &cr.url_regex) {
+            (Some(u), _) => browser::UrlMatch::Exact(tpl(
+                "publish.create_request.url",
+                u,
+                &[("base_url", base.as_str())],
+            )?),
+            (None, Some(r)) => {
+                browser::UrlMatch::Regex(regex("publish.create_request.url_regex", r)?)
+            }
+            (None, None) => {
+                return Err(PlanError::Template {
+                    what: "publish.create_request".into(),
+                    why: "needs url or url_regex".into(),
+                });
+            }
+        };
+        let create = browser::CreatePattern {
+            method: cr.method.to_ascii_uppercase(),
+            url,
+        };
+        let mut success = Vec::new();
+        for (i, s) in self.success.iter().enumerate() {
+            let what = format!("success[{i}]");
+            if let Some(r) = &s.url_regex {
+                success.push(browser::SuccessRule::UrlRegex(regex(&what, r)?));
+            } else if let Some(field) = &s.json_field {
+                success.push(browser::SuccessRule::ResponseJson {
+                    status: s.response_status,
+                    field: field.clone(),
+                });
+            } else if let Some(l) = &s.element {
+                success.push(browser::SuccessRule::Element {
+                    css: css_only(l, &what)?,
+                    id_attribute: s.id_attribute.clone(),
+                });
+            }
+        }
+        let rb = &self.readback;
+        let base_only = |what: &str, t: &str, keep: &str| {
+            // Expand {base_url}; keep the other placeholder for later.
+            let marker = format!("\u{1}{keep}\u{1}");
+            tpl(
+                what,
+                t,
+                &[("base_url", base.as_str()), (keep, marker.as_str())],
+            )
+            .map(|s| s.replace(&marker, &format!("{{{keep}}}")))
+        };
+        let readback = browser::ReadbackPlan {
+            permalink: base_only("readback.permalink", &rb.permalink, "id")?,
+            search: base_only("readback.search", &rb.search, "text")?,
+            item_css: css_only(&rb.item, "readback.item")?,
+            text_css: rb.text.clone(),
+            id_attribute: rb.id_attribute.clone(),
+            id_from_link: match &rb.id_from_link {
+                Some(r) => Some(regex("readback.id_from_link", r)?),
+                None => None,
+            },
+            compare: match rb.compare {
+                format::TextCompare::ExactNfc => browser::TextRule::ExactNfc,
+                format::TextCompare::CollapseWhitespace => browser::TextRule::CollapseWhitespace,
+                format::TextCompare::Prefix => browser::TextRule::Prefix,
+            },
+            propagation_ms: rb.propagation_ms,
+            masks: self.evidence.mask.clone(),
+        };
+        Ok(PublishPlan {
+            probe,
+            create,
+            transport: match self.publish.transport {
+                format::Transport::Harness => browser::TransportMode::Harness,
+                format::Transport::Browser => browser::TransportMode::Browser,
+            },
+            rejection_statuses: self.publish.rejection_statuses.clone(),
+            success,
+            readback,
+        })
+    }
+}
+
+/// Read-back and success elements are found by CSS (the pages are read, never acted on).
+fn css_only(l: &format::Locator, what: &str) -> Result<Vec<String>, PlanError> {
+    let css: Vec<String> = l.strategies.iter().filter_map(|s| s.css.clone()).collect();
+    if css.is_empty() {
+        return Err(PlanError::Template {
+            what: what.into(),
+            why: "read-back and success element locators need at least one css strategy".into(),
+        });
+    }
+    Ok(css)
+}

@@ -10,6 +10,8 @@
 //!
 //! The lookup is a trait so that this module never touches the browser itself: the CLI passes the browser's
 //! read-back, tests may pass a lookup that reads the fixture platform's JSON API.
+mod browser_lookup;
+
 use std::future::Future;
 use std::time::Duration;
 
@@ -19,6 +21,8 @@ use crate::identity::DeliveryKey;
 use crate::store::{
     Intent, NotFoundPolicy, ReconcileOutcome, Status, Store, StoreError, SweepReport, Timestamp,
 };
+
+pub use browser_lookup::BrowserLookup;
 
 /// What a lookup on the platform saw.
 #[derive(Debug, Clone, Serialize)]
@@ -43,7 +47,7 @@ pub enum LookupResult {
 /// Reads the platform to find an intent's post. Implementations must never write to the platform.
 pub trait PlatformLookup {
     /// Look for the intent's post. `Err` means the lookup could not run (the platform is unavailable).
-    fn find(&self, intent: &Intent) -> impl Future<Output = Result<LookupResult, String>> + Send;
+    fn find(&self, intent: &Intent) -> impl Future<Output = Result<LookupResult, String>>;
 }
 
 /// Errors of recovery.

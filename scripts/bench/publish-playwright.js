@@ -1,0 +1,30 @@
+// The same publish as `oncepost publish`, done the plain Playwright way without any durability: launch the
+// same system Chromium, log in, open the compose page, fill the text, click Publish, wait for the
+// permalink URL, then read the post back in a fresh page and compare the text. No store, no lock, no
+// takeover, no look-before-write, no evidence. Exit 0 when the read-back matches.
+// Usage: node publish-playwright.js BASE_URL TEXT
+const { chromium } = require('playwright-core');
+const [base, text] = [process.argv[2], process.argv[3]];
+(async () => {
+  const browser = await chromium.launch({
+    executablePath: process.env.ONCEPOST_CHROMIUM || '/usr/bin/chromium',
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+           '--disable-component-update', '--disable-sync'],
+  });
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+  await page.goto(`${base}/login?account=bench`);
+  await page.goto(`${base}/compose`);
+  await page.locator('#post-text').fill(text);
+  await page.locator('#publish').click();
+  await page.waitForURL(/\/p\/[a-z0-9]+$/, { timeout: 20000 });
+  const permalink = page.url();
+  const check = await context.newPage();
+  await check.goto(permalink);
+  const shown = await check.locator('article.post .post-text').first().textContent();
+  await browser.close();
+  if ((shown || '').trim().normalize('NFC') !== text.trim().normalize('NFC')) {
+    console.error('read-back mismatch'); process.exit(1);
+  }
+  console.log(JSON.stringify({ permalink }));
+})().catch(e => { console.error(e); process.exit(1); });

@@ -1,0 +1,493 @@
+//! The compose page of a publish: navigate, run the declared non-publishing steps, fill fields with
+//! `Input.insertText` (any Unicode, no key events), check the publish control strictly, and press it ONCE
+//! with a trusted click, which requires consuming the store's dispatch authorization.
+//!
+//! [`PublishControl::press`] is the only method in the crate that presses a publish control. It takes a
+//! [`DispatchAuthorization`] by value (not `Clone`), so one authorization presses at most once:
+//!
+//! ```compile_fail
+//! use oncepost::browser::{compose::{Actionable, ComposePage}, CreatePattern, PublishControl, TransportOptions};
+//! use oncepost::store::DispatchAuthorization;
+//! async fn twice(c: &PublishControl, p: &ComposePage<'_>, at: &Actionable, pat: &CreatePattern,
+//!                o: &TransportOptions, auth: DispatchAuthorization) {
+//!     let hook = |_f, _w| async { Ok::<(), String>(()) };
+//!     c.press(p, at, auth, pat, o, hook).await;
+//!     c.press(p, at, auth, pat, o, hook).await; // the authorization was moved by the first press
+//! }
+//! ```
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use chromiumoxide::Page;
+use chromiumoxide::cdp::browser_protocol::input::{
+    DispatchMouseEventParams, DispatchMouseEventType, MouseButton,
+};
+use chromiumoxide::cdp::browser_protocol::network::SetBypassServiceWorkerParams;
+use chromiumoxide::cdp::browser_protocol::page::{
+    CaptureScreenshotFormat, CaptureScreenshotParams,
+};
+use serde::Serialize;
+
+use super::checks::{BoxRect, LocatorCheck, check_and_act, evaluate_json};
+use super::dialogs::{self, DialogLog, DialogPolicy};
+use super::locator::{NamedLocator, PublishControl};
+use super::probe::{ProbePage, ProbePlan, StepOutcome};
+use super::transport::{
+    self, CreatePattern, DispatchOutcome, TransportOptions, WireRequest, WriteLogEntry,
+};
+use super::{BrowserError, BrowserSession};
+use crate::store::{DispatchAuthorization, Fence};
+
+/// How success shows after the create response (from the contract's `[[success]]`).
+#[derive(Debug, Clone)]
+pub enum SuccessRule {
+    /// The page URL matches; the named group `id` is the post id.
+    UrlRegex(regex::Regex),
+    /// The create response (with this status, if given) carries the id at this dotted JSON path.
+    ResponseJson {
+        /// Required status.
+        status: Option<u16>,
+        /// Dotted path.
+        field: String,
+    },
+    /// An element (CSS) appears, carrying the id in an attribute.
+    Element {
+        /// CSS selectors, tried in order.
+        css: Vec<String>,
+        /// Attribute with the id.
+        id_attribute: Option<String>,
+    },
+}
+
+/// A success signal that was seen.
+#[derive(Debug, Clone, Serialize)]
+pub struct SuccessSeen {
+    /// Which rule (`url_regex`, `response_json`, `element`).
+    pub via: String,
+    /// The post id, when the signal carries one.
+    pub id: Option<String>,
+    /// The page URL at that moment.
+    pub page_url: Option<String>,
+}
+
+/// The publish control passed its strict checks; this is where it will be clicked.
+#[derive(Debug, Clone, Serialize)]
+pub struct Actionable {
+    /// Centre, CSS pixels of the top-level page.
+    pub x: f64,
+    /// Centre.
+    pub y: f64,
+    /// The check it passed.
+    pub check: LocatorCheck,
+}
+
+/// The result of the one press.
+#[derive(Debug)]
+pub struct Pressed {
+    /// The consumed authorization's fence (settle with it).
+    pub fence: Fence,
+    /// What happened to the create request.
+    pub outcome: DispatchOutcome,
+    /// The write log (unredacted).
+    pub log: Vec<WriteLogEntry>,
+}
+
+/// An open compose page.
+pub struct ComposePage<'a> {
+    session: &'a BrowserSession,
+    page: Page,
+    plan: &'a ProbePlan,
+    dialogs: DialogLog,
+}
+
+impl<'a> ComposePage<'a> {
+    /// Open a fresh page (service workers bypassed, dialogs answered), optionally visit `login_url` first,
+    /// then navigate to the compose URL and check the origin.
+    pub async fn open(
+        session: &'a BrowserSession,
+        plan: &'a ProbePlan,
+        login_url: Option<&str>,
+        navigation_timeout: Duration,
+    ) -> Result<ComposePage<'a>, BrowserError> {
+        let live = session.liveness();
+        let page = live
+            .call(
+                "open the compose page",
+                session.browser().new_page("about:blank"),
+            )
+            .await?;
+        live.call(
+            "bypass service workers",
+            page.execute(SetBypassServiceWorkerParams::new(true)),
+        )
+        .await?;
+        let dialogs = dialogs::install(session, &page, DialogPolicy::default()).await?;
+        let mut at_compose = false;
+        if let Some(u) = login_url {
+            live.bounded("open the login URL", navigation_timeout, page.goto(u))
+                .await?;
+            // A login link that redirects to the compose page leaves it loaded: no second navigation.
+            at_compose = live
+                .call("read the page URL", page.url())
+                .await?
+                .is_some_and(|now| now == plan.url);
+        }
+        if !at_compose {
+            live.bounded(
+                "navigate to the compose page",
+                navigation_timeout,
+                page.goto(plan.url.as_str()),
+            )
+            .await?;
+        }
+        let cp = ComposePage {
+            session,
+            page,
+            plan,
+            dialogs,
+        };
+        if let Some(u) = cp.url().await? {
+            let origin = url::Url::parse(&u)
+                .map(|u| u.origin().ascii_serialization())
+                .unwrap_or_default();
+            if !plan.allowed_origins.contains(&origin) {
+                return Err(BrowserError::Plan(format!(
+                    "compose page ended on {u}, outside the allowed origins {:?}",
+                    plan.allowed_origins
+                )));
+            }
+        }
+        Ok(cp)
+    }
+
+    fn probe_page(&self) -> ProbePage<'_> {
+        ProbePage::new(
+            self.page.clone(),
+            self.session.liveness(),
+            self.plan.publish.checkable(false),
+        )
+    }
+
+    /// The page's URL now.
+    pub async fn url(&self) -> Result<Option<String>, BrowserError> {
+        self.session
+            .liveness()
+            .call("read the page URL", self.page.url())
+            .await
+    }
+
+    /// Run the declared non-publishing steps (each waits, bounded, for its target), then fill each field
+    /// named in `values` (`field:NAME` → text). Returns what happened; `Err` only for browser failures.
+    pub async fn prepare(
+        &self,
+        values: &[(String, String)],
+        step_timeout: Duration,
+    ) -> Result<Vec<StepOutcome>, BrowserError> {
+        let pp = self.probe_page();
+        let mut out = Vec::new();
+        for step in &self.plan.steps {
+            let c = pp.wait_for(step.target(), step_timeout).await?;
+            if !c.ok {
+                out.push(StepOutcome {
+                    action: step.action(),
+                    target: step.target().name.clone(),
+                    ok: false,
+                    outcome: format!("timed out: {}", c.problems.join("; ")),
+                });
+                return Ok(out);
+            }
+            out.push(pp.click_step(step).await?);
+        }
+        for f in &self.plan.fields {
+            let Some((_, text)) = values.iter().find(|(n, _)| *n == f.name) else {
+                continue;
+            };
+            // Wait for the field like a step would (slow pages), then fill.
+            let c = pp.wait_for(f, step_timeout).await?;
+            if !c.ok {
+                out.push(StepOutcome {
+                    action: super::StepAction::Focus,
+                    target: f.name.clone(),
+                    ok: false,
+                    outcome: format!("not fillable: {}", c.problems.join("; ")),
+                });
+                continue;
+            }
+            out.push(pp.fill(f, text).await?);
+        }
+        Ok(out)
+    }
+
+    /// Strict actionability of the publish control after filling (all its states, `states_after_fill`
+    /// included, in one evaluation). `Ok(Err(check))` when it is not actionable.
+    pub async fn check_publish(
+        &self,
+        publish: &PublishControl,
+    ) -> Result<Result<Actionable, LocatorCheck>, BrowserError> {
+        let named: NamedLocator = publish.checkable(true);
+        let (mut checks, _) = check_and_act(
+            &self.page,
+            self.session.liveness(),
+            std::slice::from_ref(&named),
+            None,
+        )
+        .await?;
+        let c = checks
+            .pop()
+            .ok_or_else(|| BrowserError::Script("no check result".into()))?;
+        match (c.ok, c.rect) {
+            (true, Some(r)) if r.w > 0.0 && r.h > 0.0 => Ok(Ok(Actionable {
+                x: r.x + r.w / 2.0,
+                y: r.y + r.h / 2.0,
+                check: c,
+            })),
+            _ => Ok(Err(c)),
+        }
+    }
+
+    /// A screenshot of the page with the contract's masks blacked out.
+    pub async fn screenshot(&self) -> Result<Vec<u8>, BrowserError> {
+        masked_screenshot(&self.page, self.session, &self.plan.masks).await
+    }
+
+    /// The compose region's HTML (the publish control's form, else `main`, else `body`), with hidden input
+    /// values and CSRF-like attributes blanked, at most 64 KiB.
+    pub async fn dom_excerpt(&self) -> Result<String, BrowserError> {
+        let v = evaluate_json(
+            &self.page,
+            self.session.liveness(),
+            "excerpt the compose region",
+            DOM_EXCERPT_JS,
+            &serde_json::json!(null),
+        )
+        .await?;
+        Ok(v.as_str().unwrap_or_default().to_string())
+    }
+
+    /// Wait (bounded) for a success signal, given the create response when there is one.
+    pub async fn wait_success(
+        &self,
+        rules: &[SuccessRule],
+        response: Option<(u16, &[u8])>,
+        limit: Duration,
+    ) -> Result<Option<SuccessSeen>, BrowserError> {
+        for r in rules {
+            if let (SuccessRule::ResponseJson { status, field }, Some((got, body))) = (r, response)
+                && status.is_none_or(|s| s == got)
+                && let Ok(v) = serde_json::from_slice::<serde_json::Value>(body)
+                && let Some(id) = dotted(&v, field)
+            {
+                return Ok(Some(SuccessSeen {
+                    via: "response_json".into(),
+                    id: Some(id),
+                    page_url: self.url().await.ok().flatten(),
+                }));
+            }
+        }
+        let watch: Vec<&SuccessRule> = rules
+            .iter()
+            .filter(|r| !matches!(r, SuccessRule::ResponseJson { .. }))
+            .collect();
+        if watch.is_empty() {
+            return Ok(None);
+        }
+        let start = Instant::now();
+        loop {
+            let url = self.url().await?;
+            for r in &watch {
+                match r {
+                    SuccessRule::UrlRegex(re) => {
+                        if let Some(u) = &url
+                            && let Some(c) = re.captures(u)
+                        {
+                            return Ok(Some(SuccessSeen {
+                                via: "url_regex".into(),
+                                id: c.name("id").map(|m| m.as_str().to_string()),
+                                page_url: url.clone(),
+                            }));
+                        }
+                    }
+                    SuccessRule::Element { css, id_attribute } => {
+                        let v = evaluate_json(
+                            &self.page,
+                            self.session.liveness(),
+                            "look for the success element",
+                            ELEMENT_JS,
+                            &serde_json::json!({ "css": css, "attr": id_attribute }),
+                        )
+                        .await
+                        .unwrap_or(serde_json::Value::Null);
+                        if v.get("found").and_then(|f| f.as_bool()) == Some(true) {
+                            return Ok(Some(SuccessSeen {
+                                via: "element".into(),
+                                id: v.get("id").and_then(|i| i.as_str()).map(String::from),
+                                page_url: url.clone(),
+                            }));
+                        }
+                    }
+                    SuccessRule::ResponseJson { .. } => {}
+                }
+            }
+            if start.elapsed() >= limit {
+                return Ok(None);
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Dialogs and popups seen so far.
+    pub fn dialogs(&self) -> Vec<dialogs::DialogEvent> {
+        self.dialogs.events()
+    }
+
+    /// Close the page (bounded, best effort).
+    pub async fn close(self) {
+        let _ = self
+            .session
+            .liveness()
+            .call("close the compose page", self.page.close())
+            .await;
+    }
+}
+
+impl PublishControl {
+    /// Press the publish control ONCE: arm the write guard's takeover for the create request, consume the
+    /// authorization, click at the checked centre with trusted mouse events, then carry the create request
+    /// through the transport (`before_send` runs after the request is rebuilt and before any byte leaves;
+    /// an `Err` from it fails the request unsent).
+    pub async fn press<H, Fut>(
+        &self,
+        page: &ComposePage<'_>,
+        at: &Actionable,
+        auth: DispatchAuthorization,
+        create: &CreatePattern,
+        opts: &TransportOptions,
+        before_send: H,
+    ) -> Pressed
+    where
+        H: FnOnce(Fence, WireRequest) -> Fut,
+        Fut: Future<Output = Result<(), String>>,
+    {
+        let session = page.session;
+        let live = session.liveness();
+        let guard = session.write_guard();
+        let paused = guard.arm(create.clone());
+        let fence = auth.consume();
+        let mut log = Vec::new();
+        let mut click_error = None;
+        for (kind, buttons) in [
+            (DispatchMouseEventType::MouseMoved, 0),
+            (DispatchMouseEventType::MousePressed, 1),
+            (DispatchMouseEventType::MouseReleased, 0),
+        ] {
+            let mut p = DispatchMouseEventParams::new(kind.clone(), at.x, at.y);
+            if kind != DispatchMouseEventType::MouseMoved {
+                p.button = Some(MouseButton::Left);
+                p.click_count = Some(1);
+            }
+            p.buttons = Some(buttons);
+            if let Err(e) = live
+                .call("click the publish control", page.page.execute(p))
+                .await
+            {
+                click_error = Some(e.to_string());
+                break;
+            }
+        }
+        if let Some(e) = &click_error {
+            log.push(WriteLogEntry {
+                at_ms: 0,
+                what: "click_error".into(),
+                details: serde_json::json!({ "error": e }),
+            });
+        }
+        let f2 = fence.clone();
+        let outcome = transport::dispatch(
+            guard,
+            session.browser(),
+            live,
+            paused,
+            opts,
+            move |w| before_send(f2, w),
+            &mut log,
+        )
+        .await;
+        Pressed {
+            fence,
+            outcome,
+            log,
+        }
+    }
+}
+
+fn dotted(v: &serde_json::Value, path: &str) -> Option<String> {
+    let mut cur = v;
+    for part in path.split('.') {
+        cur = cur.get(part)?;
+    }
+    match cur {
+        serde_json::Value::String(s) if !s.is_empty() => Some(s.clone()),
+        serde_json::Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+const ELEMENT_JS: &str = r#"
+(p) => {
+  for (const s of p.css) { const e = document.querySelector(s); if (e) return { found: true, id: p.attr ? e.getAttribute(p.attr) : null }; }
+  return { found: false, id: null };
+}
+"#;
+
+const DOM_EXCERPT_JS: &str = r#"
+() => {
+  const pub = document.querySelector('#publish, button[type=submit], form');
+  const root = (pub && (pub.closest('form') || pub.closest('main'))) || document.querySelector('main') || document.body;
+  const c = root.cloneNode(true);
+  c.querySelectorAll('input[type=hidden]').forEach(e => e.setAttribute('value', '[redacted]'));
+  c.querySelectorAll('*').forEach(e => { for (const a of Array.from(e.attributes)) {
+    if (/csrf|xsrf|token|authenticity/i.test(a.name)) e.setAttribute(a.name, '[redacted]'); } });
+  const textarea = c.querySelectorAll('textarea');
+  const live = root.querySelectorAll('textarea');
+  textarea.forEach((t, i) => { t.textContent = live[i] ? live[i].value : ''; });
+  return c.outerHTML.slice(0, 65536);
+}
+"#;
+
+/// Screenshot `page` with `masks` blacked out.
+pub(crate) async fn masked_screenshot(
+    page: &Page,
+    session: &BrowserSession,
+    masks: &[String],
+) -> Result<Vec<u8>, BrowserError> {
+    #[derive(serde::Deserialize)]
+    struct M {
+        dpr: f64,
+        boxes: Vec<BoxRect>,
+    }
+    let live = session.liveness();
+    let v = evaluate_json(
+        page,
+        live,
+        "measure mask regions",
+        r#"(sels) => ({ dpr: window.devicePixelRatio || 1, boxes: sels.flatMap(s => { try { return Array.from(document.querySelectorAll(s)); } catch (e) { return []; } }).map(e => { const r = e.getBoundingClientRect(); return { x: r.left, y: r.top, w: r.width, h: r.height }; }) })"#,
+        &serde_json::json!(masks),
+    )
+    .await?;
+    let m: M =
+        serde_json::from_value(v).map_err(|e| BrowserError::Script(format!("mask result: {e}")))?;
+    let params = CaptureScreenshotParams::builder()
+        .format(CaptureScreenshotFormat::Png)
+        .build();
+    let shot = live.call("take a screenshot", page.execute(params)).await?;
+    let data: &str = shot.result.data.as_ref();
+    let png = base64::engine::general_purpose::STANDARD
+        .decode(data)
+        .map_err(|e| BrowserError::Script(format!("screenshot is not base64: {e}")))?;
+    if m.boxes.is_empty() {
+        // Nothing to black out: keep Chromium's PNG as it is (re-encoding costs ~100 ms).
+        return Ok(png);
+    }
+    super::screenshot::annotate(&png, m.dpr, &m.boxes, &[])
+}

@@ -1,0 +1,587 @@
+//! The create request's transport: the harness sends it exactly once.
+//!
+//! Chromium re-sends a POST by itself when a reused or preconnected connection closes before response
+//! headers, below DevTools (measured: one `fetch()` became two or three POSTs). So the one create request
+//! a press causes is taken over: the browser-wide write guard, armed by the press, pauses the request
+//! matching the contract's method and URL; [`build_wire_request`] rebuilds it from the paused copy
+//! (headers as Chromium would send them, Cookie included; body from `post_data_entries`, refused when
+//! incomplete); a `before_send` hook runs (the publish flow records the wire hash there); [`OneShotSender`]
+//! sends it ONCE (HTTP/1.1, a fresh connection, no pool, no retries, redirects not followed, no
+//! Accept-Encoding, bounded); and the page gets the response through `Fetch.fulfillRequest` (hop-by-hop and
+//! encoding headers stripped, every Set-Cookie kept), so it continues as it would have. Every further
+//! request matching the pattern is failed by the guard before it leaves and recorded.
+//!
+//! `transport = "browser"` contracts let Chromium send it (`continueRequest` with `interceptResponse`):
+//! then any connection error after dispatch is [`DispatchOutcome::Unknown`], and so is a missing response.
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use chromiumoxide::cdp::browser_protocol::fetch::{
+    ContinueRequestParams, EventRequestPaused, FailRequestParams, FulfillRequestParams,
+    GetResponseBodyParams, HeaderEntry,
+};
+use chromiumoxide::cdp::browser_protocol::network::ErrorReason;
+use serde::Serialize;
+
+use super::session::BrowserHandle;
+use super::{BrowserError, Liveness};
+use crate::identity::WireRequestHash;
+
+/// Request headers never forwarded: hop-by-hop, or owned by the HTTP client.
+const HOP_BY_HOP: &[&str] = &[
+    "host",
+    "content-length",
+    "connection",
+    "keep-alive",
+    "transfer-encoding",
+    "te",
+    "trailer",
+    "upgrade",
+    "expect",
+    "proxy-authorization",
+    "proxy-connection",
+    "proxy-authenticate",
+    "accept-encoding",
+];
+
+/// Response headers never handed to the page (`fulfillRequest` sets its own framing and does not decode).
+const RESPONSE_STRIP: &[&str] = &[
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "keep-alive",
+    "content-encoding",
+    "trailer",
+    "upgrade",
+];
+
+/// How the create request's URL is recognised.
+#[derive(Debug, Clone)]
+pub enum UrlMatch {
+    /// The URL without query and fragment equals this.
+    Exact(String),
+    /// The full URL matches this regex.
+    Regex(regex::Regex),
+}
+
+/// The create request a press causes: method + URL.
+#[derive(Debug, Clone)]
+pub struct CreatePattern {
+    /// Upper-case HTTP method.
+    pub method: String,
+    /// URL rule.
+    pub url: UrlMatch,
+}
+
+impl CreatePattern {
+    /// Whether a paused request is the create request.
+    pub fn matches(&self, method: &str, url: &str) -> bool {
+        if !method.eq_ignore_ascii_case(&self.method) {
+            return false;
+        }
+        match &self.url {
+            UrlMatch::Exact(want) => {
+                let bare = url.split(['?', '#']).next().unwrap_or(url);
+                bare == want.as_str()
+            }
+            UrlMatch::Regex(re) => re.is_match(url),
+        }
+    }
+}
+
+/// Who sends the create request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TransportMode {
+    /// Paused and sent once by the harness (the at-most-once guarantee).
+    Harness,
+    /// Sent by Chromium (which may re-send it on a closed connection: connection errors are unknown).
+    Browser,
+}
+
+/// The request as it goes on the wire (headers unredacted: redact before storing).
+#[derive(Debug, Clone, Serialize)]
+pub struct WireRequest {
+    /// Method.
+    pub method: String,
+    /// URL.
+    pub url: String,
+    /// Headers, in order, hop-by-hop ones removed.
+    pub headers: Vec<(String, String)>,
+    /// The body, byte-exact.
+    #[serde(skip)]
+    pub body: Vec<u8>,
+}
+
+impl WireRequest {
+    /// The wire hash recorded in history before the request is sent.
+    pub fn hash(&self) -> WireRequestHash {
+        WireRequestHash::of(&self.method, &self.url, &self.body)
+    }
+}
+
+/// What pressing publish led to, as far as the create request is concerned.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum DispatchOutcome {
+    /// A complete response came back.
+    Response {
+        /// Status code.
+        status: u16,
+        /// Response headers (unredacted).
+        headers: Vec<(String, String)>,
+        /// Body.
+        #[serde(skip)]
+        body: Vec<u8>,
+    },
+    /// Provably no byte of the create request left.
+    NotSent {
+        /// Why that is known.
+        proof: String,
+    },
+    /// Bytes may have left and no complete response came back.
+    Unknown {
+        /// What happened.
+        reason: String,
+    },
+}
+
+/// Bounds of one dispatch.
+#[derive(Debug, Clone)]
+pub struct TransportOptions {
+    /// Who sends.
+    pub mode: TransportMode,
+    /// Whole request/response bound.
+    pub timeout: Duration,
+    /// TCP (and TLS) setup bound.
+    pub connect_timeout: Duration,
+    /// How long after the click the create request must be paused (else: hard error, nothing sent).
+    pub pause_wait: Duration,
+    /// Bound on the `before_send` hook.
+    pub hook_timeout: Duration,
+}
+
+impl Default for TransportOptions {
+    fn default() -> Self {
+        TransportOptions {
+            mode: TransportMode::Harness,
+            timeout: Duration::from_secs(20),
+            connect_timeout: Duration::from_secs(5),
+            pause_wait: Duration::from_secs(5),
+            hook_timeout: Duration::from_secs(2),
+        }
+    }
+}
+
+/// An HTTP client that sends one request once: HTTP/1.1, no idle pool (every request opens a fresh
+/// connection, so the client's retry-on-reused-connection never applies), redirects not followed, no proxy,
+/// no compression negotiated, TLS verified.
+#[derive(Debug, Clone)]
+pub struct OneShotSender {
+    client: reqwest::Client,
+}
+
+impl OneShotSender {
+    /// A sender with these bounds.
+    pub fn new(timeout: Duration, connect_timeout: Duration) -> Result<Self, BrowserError> {
+        let client = reqwest::Client::builder()
+            .http1_only()
+            .pool_max_idle_per_host(0)
+            .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
+            .timeout(timeout)
+            .connect_timeout(connect_timeout)
+            .build()
+            .map_err(|e| BrowserError::Plan(format!("cannot build the HTTP client: {e}")))?;
+        Ok(OneShotSender { client })
+    }
+
+    /// Send `req` exactly once. A connect error (TCP/TLS setup) is [`DispatchOutcome::NotSent`]; anything
+    /// after the first byte that is not a complete response is [`DispatchOutcome::Unknown`].
+    pub async fn send_once(&self, req: &WireRequest) -> DispatchOutcome {
+        let method = match reqwest::Method::from_bytes(req.method.as_bytes()) {
+            Ok(m) => m,
+            Err(e) => {
+                return DispatchOutcome::NotSent {
+                    proof: format!("bad method {:?}: {e}", req.method),
+                };
+            }
+        };
+        let mut b = self.client.request(method, &req.url).body(req.body.clone());
+        for (k, v) in &req.headers {
+            b = b.header(k, v);
+        }
+        let resp = match b.send().await {
+            Ok(r) => r,
+            Err(e) => return classify(&e),
+        };
+        let status = resp.status().as_u16();
+        let headers = resp
+            .headers()
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.as_str().to_string(),
+                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                )
+            })
+            .collect();
+        match resp.bytes().await {
+            Ok(body) => DispatchOutcome::Response {
+                status,
+                headers,
+                body: body.to_vec(),
+            },
+            Err(e) => DispatchOutcome::Unknown {
+                reason: format!("status {status} arrived but the body did not complete: {e}"),
+            },
+        }
+    }
+}
+
+fn classify(e: &reqwest::Error) -> DispatchOutcome {
+    // reqwest's Display hides the cause chain; keep it, it names the socket error.
+    let mut reason = e.to_string();
+    let mut src = std::error::Error::source(e);
+    while let Some(s) = src {
+        reason.push_str(": ");
+        reason.push_str(&s.to_string());
+        src = s.source();
+    }
+    if e.is_connect() {
+        DispatchOutcome::NotSent {
+            proof: format!("connection setup failed before any request byte: {reason}"),
+        }
+    } else if e.is_builder() {
+        DispatchOutcome::NotSent {
+            proof: format!("request could not be built: {reason}"),
+        }
+    } else {
+        DispatchOutcome::Unknown { reason }
+    }
+}
+
+/// Rebuild the wire request from the paused one: Chromium's headers minus hop-by-hop ones (the Cookie
+/// header is exactly what Chromium would send, HttpOnly included), the body from `post_data_entries`.
+/// An entry without bytes (a multipart file part) makes the body incomplete: refused.
+pub fn build_wire_request(ev: &EventRequestPaused) -> Result<WireRequest, String> {
+    let mut headers = Vec::new();
+    if let Some(obj) = ev.request.headers.inner().as_object() {
+        for (k, v) in obj {
+            if HOP_BY_HOP.contains(&k.to_ascii_lowercase().as_str()) {
+                continue;
+            }
+            let v = v
+                .as_str()
+                .map(String::from)
+                .unwrap_or_else(|| v.to_string());
+            headers.push((k.clone(), v));
+        }
+    }
+    let mut body = Vec::new();
+    if let Some(entries) = &ev.request.post_data_entries {
+        for (i, e) in entries.iter().enumerate() {
+            let Some(b) = &e.bytes else {
+                return Err(format!(
+                    "body entry {i} has no bytes (a file part?): the body is incomplete"
+                ));
+            };
+            let s: &str = b.as_ref();
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(s)
+                .map_err(|e| format!("body entry {i} is not base64: {e}"))?;
+            body.extend_from_slice(&bytes);
+        }
+    } else if ev.request.has_post_data == Some(true) {
+        return Err("the request has a body but Chromium gave none of it".into());
+    }
+    Ok(WireRequest {
+        method: ev.request.method.clone(),
+        url: ev.request.url.clone(),
+        headers,
+        body,
+    })
+}
+
+/// One entry of the write log (stored as evidence after redaction).
+#[derive(Debug, Clone, Serialize)]
+pub struct WriteLogEntry {
+    /// Milliseconds since the press.
+    pub at_ms: u64,
+    /// What happened.
+    pub what: String,
+    /// Structured details (headers unredacted here).
+    pub details: serde_json::Value,
+}
+
+/// The answer to the paused request that the page will see.
+enum PageAnswer {
+    Fulfill(u16, Vec<(String, String)>, Vec<u8>),
+    Fail(ErrorReason),
+}
+
+/// Carry one dispatch through: wait for the paused create request, then send it (harness) or let the
+/// browser send it (browser), answering the page in every case. `paused` comes from the armed guard.
+pub(crate) async fn dispatch<H, Fut>(
+    guard: &super::WriteGuard,
+    browser: &BrowserHandle,
+    live: &Liveness,
+    paused: tokio::sync::oneshot::Receiver<EventRequestPaused>,
+    opts: &TransportOptions,
+    hook: H,
+    log: &mut Vec<WriteLogEntry>,
+) -> DispatchOutcome
+where
+    H: FnOnce(WireRequest) -> Fut,
+    Fut: Future<Output = Result<(), String>>,
+{
+    let t0 = Instant::now();
+    let mut note = |what: &str, details: serde_json::Value| {
+        log.push(WriteLogEntry {
+            at_ms: t0.elapsed().as_millis() as u64,
+            what: what.into(),
+            details,
+        })
+    };
+    let mut paused = paused;
+    let ev = match tokio::time::timeout(opts.pause_wait, &mut paused).await {
+        Ok(Ok(ev)) => ev,
+        _ => {
+            // Nothing handed over within the bound: take the slot back so a late one is failed.
+            if guard.disarm() {
+                let proof = format!(
+                    "the create request was not paused within {} ms of pressing; from now on any is failed \
+                     before it leaves",
+                    opts.pause_wait.as_millis()
+                );
+                note("not_paused", serde_json::json!({ "proof": proof }));
+                return DispatchOutcome::NotSent { proof };
+            }
+            // Lost the race: one was handed over just now and is on its way.
+            match tokio::time::timeout(Duration::from_secs(1), &mut paused).await {
+                Ok(Ok(ev)) => ev,
+                _ => {
+                    let proof =
+                        "the create request was never handed over (guard closed)".to_string();
+                    note("not_paused", serde_json::json!({ "proof": proof }));
+                    return DispatchOutcome::NotSent { proof };
+                }
+            }
+        }
+    };
+    note(
+        "paused",
+        serde_json::json!({
+            "method": ev.request.method, "url": ev.request.url,
+            "resource_type": format!("{:?}", ev.resource_type),
+            "headers": ev.request.headers.inner(),
+        }),
+    );
+    let wire = match build_wire_request(&ev) {
+        Ok(w) => w,
+        Err(why) => {
+            fail_page(browser, live, &ev, ErrorReason::Aborted).await;
+            note("refused_incomplete", serde_json::json!({ "why": why }));
+            return DispatchOutcome::NotSent {
+                proof: format!("not sent: {why}"),
+            };
+        }
+    };
+    let hash = wire.hash();
+    let hook_result = tokio::time::timeout(opts.hook_timeout, hook(wire.clone())).await;
+    if let Err(why) = hook_result
+        .map_err(|_| format!("before_send hook took over {:?}", opts.hook_timeout))
+        .and_then(|r| r)
+    {
+        fail_page(browser, live, &ev, ErrorReason::Aborted).await;
+        note("hook_refused", serde_json::json!({ "why": why }));
+        return DispatchOutcome::NotSent {
+            proof: format!("the before-send record failed, request failed unsent: {why}"),
+        };
+    }
+    note(
+        "sending",
+        serde_json::json!({
+            "mode": opts.mode, "method": wire.method, "url": wire.url, "headers": wire.headers,
+            "body_bytes": wire.body.len(), "wire_request_hash": hash.as_str(),
+        }),
+    );
+    let outcome = match opts.mode {
+        TransportMode::Harness => {
+            let sender = match OneShotSender::new(opts.timeout, opts.connect_timeout) {
+                Ok(s) => s,
+                Err(e) => {
+                    fail_page(browser, live, &ev, ErrorReason::Aborted).await;
+                    return DispatchOutcome::NotSent {
+                        proof: e.to_string(),
+                    };
+                }
+            };
+            let outcome = sender.send_once(&wire).await;
+            let answer = match &outcome {
+                DispatchOutcome::Response {
+                    status,
+                    headers,
+                    body,
+                } => PageAnswer::Fulfill(*status, headers.clone(), body.clone()),
+                DispatchOutcome::NotSent { .. } => PageAnswer::Fail(ErrorReason::ConnectionRefused),
+                DispatchOutcome::Unknown { .. } => PageAnswer::Fail(ErrorReason::ConnectionClosed),
+            };
+            answer_page(browser, live, &ev, answer).await;
+            outcome
+        }
+        TransportMode::Browser => browser_send(guard, browser, live, &ev, opts).await,
+    };
+    let summary = match &outcome {
+        DispatchOutcome::Response {
+            status,
+            headers,
+            body,
+        } => serde_json::json!({
+            "outcome": "response", "status": status, "headers": headers, "body_bytes": body.len(),
+            "body": String::from_utf8_lossy(&body[..body.len().min(4096)]),
+        }),
+        other => serde_json::to_value(other).unwrap_or_default(),
+    };
+    note("outcome", summary);
+    outcome
+}
+
+/// Browser transport: Chromium sends it (with its own re-send behaviour); we only watch the response.
+async fn browser_send(
+    guard: &super::WriteGuard,
+    browser: &BrowserHandle,
+    live: &Liveness,
+    ev: &EventRequestPaused,
+    opts: &TransportOptions,
+) -> DispatchOutcome {
+    let response = guard.expect_response(ev.request_id.clone());
+    let cont = ContinueRequestParams::builder()
+        .request_id(ev.request_id.clone())
+        .intercept_response(true)
+        .build();
+    let cont = match cont {
+        Ok(c) => c,
+        Err(e) => {
+            fail_page(browser, live, ev, ErrorReason::Aborted).await;
+            return DispatchOutcome::NotSent { proof: e };
+        }
+    };
+    if let Err(e) = live
+        .call(
+            "let the browser send the create request",
+            browser.execute(cont),
+        )
+        .await
+    {
+        return DispatchOutcome::Unknown {
+            reason: format!("continuing the create request failed: {e}"),
+        };
+    }
+    let resp = match tokio::time::timeout(opts.timeout, response).await {
+        Ok(Ok(r)) => r,
+        _ => {
+            return DispatchOutcome::Unknown {
+                reason: format!(
+                    "no response within {:?} (browser transport: a connection error after dispatch may \
+                     have been re-sent by Chromium)",
+                    opts.timeout
+                ),
+            };
+        }
+    };
+    if let Some(err) = &resp.response_error_reason {
+        let _ = live
+            .call(
+                "continue a failed response",
+                browser.execute(ContinueRequestParams::new(resp.request_id.clone())),
+            )
+            .await;
+        return DispatchOutcome::Unknown {
+            reason: format!("browser transport error after dispatch: {err:?}"),
+        };
+    }
+    let status = resp.response_status_code.unwrap_or(0) as u16;
+    let headers: Vec<(String, String)> = resp
+        .response_headers
+        .as_ref()
+        .map(|h| {
+            h.iter()
+                .map(|e| (e.name.clone(), e.value.clone()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let body = live
+        .call(
+            "read the create response body",
+            browser.execute(GetResponseBodyParams::new(resp.request_id.clone())),
+        )
+        .await;
+    let _ = live
+        .call(
+            "continue the create response",
+            browser.execute(ContinueRequestParams::new(resp.request_id.clone())),
+        )
+        .await;
+    let body = match body {
+        Ok(b) if b.result.base64_encoded => base64::engine::general_purpose::STANDARD
+            .decode(&b.result.body)
+            .unwrap_or_default(),
+        Ok(b) => b.result.body.clone().into_bytes(),
+        Err(e) => {
+            return DispatchOutcome::Unknown {
+                reason: format!("status {status} but the body could not be read: {e}"),
+            };
+        }
+    };
+    DispatchOutcome::Response {
+        status,
+        headers,
+        body,
+    }
+}
+
+async fn fail_page(
+    browser: &BrowserHandle,
+    live: &Liveness,
+    ev: &EventRequestPaused,
+    reason: ErrorReason,
+) {
+    answer_page(browser, live, ev, PageAnswer::Fail(reason)).await;
+}
+
+async fn answer_page(
+    browser: &BrowserHandle,
+    live: &Liveness,
+    ev: &EventRequestPaused,
+    answer: PageAnswer,
+) {
+    match answer {
+        PageAnswer::Fail(reason) => {
+            let _ = live
+                .call(
+                    "fail the paused create request",
+                    browser.execute(FailRequestParams::new(ev.request_id.clone(), reason)),
+                )
+                .await;
+        }
+        PageAnswer::Fulfill(status, headers, body) => {
+            let entries: Vec<HeaderEntry> = headers
+                .iter()
+                .filter(|(k, _)| !RESPONSE_STRIP.contains(&k.to_ascii_lowercase().as_str()))
+                .map(|(k, v)| HeaderEntry::new(k.clone(), v.clone()))
+                .collect();
+            let mut params = FulfillRequestParams::new(ev.request_id.clone(), status as i64);
+            params.response_headers = Some(entries);
+            params.body = Some(
+                base64::engine::general_purpose::STANDARD
+                    .encode(&body)
+                    .into(),
+            );
+            let _ = live
+                .call("hand the response to the page", browser.execute(params))
+                .await;
+        }
+    }
+}

@@ -1,0 +1,273 @@
+//! `oncepost publish`: one post, at most once, verified by reading it back.
+//!
+//! Exit codes: 0 published, 10 indeterminate, 11 failed, 12 parked, 13 in progress elsewhere, 2 bad input,
+//! 1 internal error. Running the same command again answers with the same intent's outcome and never
+//! presses publish again. Concurrent identical commands on one host meet at a per-intent lock file
+//! (`<data-dir>/locks/<key>.lock`, flock) before any browser starts: one proceeds, the others answer 13
+//! (or wait with `--wait`). Across hosts the store's claim lease decides the same way.
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use crate::contract::Contract;
+use crate::identity::{DeliveryKey, DeliverySpec};
+use crate::publish::lock::{FileLock, file_name_for};
+use crate::publish::{
+    self, PublishError, PublishOptions, PublishOutcome, PublishRequest, StepTime,
+};
+use crate::store::{Status, StoreError};
+
+use super::context::parse_duration_ms;
+use super::{CliError, Context, Exit, LogFormat};
+
+/// Arguments of `oncepost publish`.
+#[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("body").required(true).args(["text", "text_file"])))]
+pub struct PublishArgs {
+    /// The platform contract (selectors/NAME.toml).
+    #[arg(long)]
+    pub contract: PathBuf,
+    /// The publishing account (registered with `oncepost accounts add`).
+    #[arg(long)]
+    pub account: String,
+    /// The target's identity (empty: a post on the account's own feed).
+    #[arg(long, default_value = "")]
+    pub target: String,
+    /// The post text.
+    #[arg(long)]
+    pub text: Option<String>,
+    /// Read the post text from this file (UTF-8).
+    #[arg(long)]
+    pub text_file: Option<PathBuf>,
+    /// Another compose field, by the contract's field name (repeatable).
+    #[arg(long = "field", value_name = "K=V")]
+    pub fields: Vec<String>,
+    /// Base URL of the platform (`{base_url}` in the contract).
+    #[arg(long, env = "ONCEPOST_BASE_URL")]
+    pub base_url: String,
+    /// Open this URL (e.g. a login link) in the account's profile before the compose page.
+    #[arg(long)]
+    pub login_url: Option<String>,
+    /// Print one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// When another worker is on this intent, wait for its outcome instead of answering 13.
+    #[arg(long)]
+    pub wait: bool,
+    /// Bound on --wait.
+    #[arg(long, default_value = "120s", value_parser = parse_duration_ms)]
+    pub wait_timeout: i64,
+    /// Bound on waiting for the success signal after the create response.
+    #[arg(long, default_value = "10s", value_parser = parse_duration_ms)]
+    pub success_timeout: i64,
+    /// Bound on the create request (whole exchange).
+    #[arg(long, default_value = "20s", value_parser = parse_duration_ms)]
+    pub request_timeout: i64,
+    /// Skip looking for the exact text on the platform before writing.
+    #[arg(long)]
+    pub no_look_before_write: bool,
+}
+
+/// Run `oncepost publish`.
+pub async fn run(ctx: &Context, args: PublishArgs, log: LogFormat) -> Result<Exit, CliError> {
+    let text = match (&args.text, &args.text_file) {
+        (Some(t), _) => t.clone(),
+        (None, Some(f)) => std::fs::read_to_string(f)
+            .map_err(|e| CliError::bad_input(format!("cannot read {}: {e}", f.display())))?,
+        (None, None) => return Err(CliError::bad_input("give --text or --text-file")),
+    };
+    let mut fields = BTreeMap::new();
+    for kv in &args.fields {
+        let Some((k, v)) = kv.split_once('=') else {
+            return Err(CliError::bad_input(format!("--field {kv:?}: expected K=V")));
+        };
+        fields.insert(k.trim().to_string(), v.to_string());
+    }
+    let mut options = PublishOptions {
+        look_before_write: !args.no_look_before_write,
+        success_timeout: ms(args.success_timeout),
+        ..PublishOptions::default()
+    };
+    options.transport.timeout = ms(args.request_timeout);
+    let req = PublishRequest {
+        contract_path: args.contract.clone(),
+        account: args.account.clone(),
+        target: args.target.clone(),
+        text,
+        fields,
+        base_url: args.base_url.clone(),
+        data_dir: ctx.data_dir.clone(),
+        owner: publish::owner_id(),
+        login_url: args.login_url.clone(),
+        options,
+    };
+    let outcome = match publish_once(ctx, &req, args.wait, ms(args.wait_timeout), log).await {
+        Ok(o) => o,
+        Err(e) if e.exit == Exit::InProgressElsewhere && args.json => {
+            // Still one JSON object on stdout: the intent as it stands.
+            let key = intent_key(&req).ok();
+            let state = match &key {
+                Some(k) => match ctx.open_store().await {
+                    Ok(store) => store.intent(k).await.ok().map(|i| i.state),
+                    Err(_) => None,
+                },
+                None => None,
+            };
+            println!(
+                "{}",
+                serde_json::json!({
+                    "key": key.map(|k| k.as_str().to_string()), "state": state,
+                    "in_progress_elsewhere": true, "pressed": false, "message": e.message,
+                })
+            );
+            return Err(e);
+        }
+        Err(e) => return Err(e),
+    };
+    print_outcome(&outcome, args.json);
+    Ok(exit_of(outcome.state))
+}
+
+/// The delivery key `req` maps to (no store needed).
+fn intent_key(req: &PublishRequest) -> Result<DeliveryKey, CliError> {
+    let contract =
+        Contract::load(&req.contract_path).map_err(|e| CliError::bad_input(e.to_string()))?;
+    let new = publish::new_intent(req, &contract).map_err(map_err)?;
+    Ok(DeliveryKey::derive(&DeliverySpec {
+        account: new.account.clone(),
+        action: new.action,
+        target: new.target.clone(),
+        request: new.request.clone(),
+    }))
+}
+
+fn ms(v: i64) -> Duration {
+    Duration::from_millis(v.max(0) as u64)
+}
+
+/// Publish `req` under the per-intent lock (see the module docs), waiting if asked.
+pub async fn publish_once(
+    ctx: &Context,
+    req: &PublishRequest,
+    wait: bool,
+    wait_timeout: Duration,
+    log: LogFormat,
+) -> Result<PublishOutcome, CliError> {
+    let key = intent_key(req)?;
+    ctx.ensure_data_dir()?;
+    let store = ctx.open_store().await?;
+    let deadline = Instant::now() + wait_timeout;
+    let progress = move |s: &StepTime| match log {
+        LogFormat::Text => eprintln!(
+            "oncepost: [{:>6} ms] {} ({} ms)",
+            s.at_ms, s.step, s.took_ms
+        ),
+        LogFormat::Json => eprintln!(
+            "{}",
+            serde_json::json!({ "progress": s.step, "at_ms": s.at_ms, "took_ms": s.took_ms })
+        ),
+    };
+    loop {
+        let lock = IntentLock::try_take(&ctx.data_dir, &key)?;
+        let r = match &lock {
+            Some(_) => publish::run(req, &store, &progress).await,
+            None => Err(PublishError::Store(StoreError::LeaseHeld {
+                owner: "another oncepost process on this host".into(),
+                expires_at: 0,
+            })),
+        };
+        drop(lock);
+        match r {
+            Ok(o) => return Ok(o),
+            Err(PublishError::Store(StoreError::LeaseHeld { owner, .. })) => {
+                if !wait || Instant::now() >= deadline {
+                    return Err(CliError {
+                        exit: Exit::InProgressElsewhere,
+                        message: format!(
+                            "intent {} is in progress elsewhere ({owner}); run again later or use --wait",
+                            key.as_str()
+                        ),
+                    });
+                }
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+            Err(e) => return Err(map_err(e)),
+        }
+    }
+}
+
+fn map_err(e: PublishError) -> CliError {
+    match e {
+        PublishError::Contract(e) => CliError::bad_input(e.to_string()),
+        PublishError::Plan(e) => CliError::bad_input(e.to_string()),
+        PublishError::BadInput(m) => CliError::bad_input(m),
+        PublishError::Store(e) => e.into(),
+        PublishError::Browser(e @ crate::browser::BrowserError::ChromiumMissing { .. }) => {
+            CliError::bad_input(e.to_string())
+        }
+        PublishError::Browser(e) => CliError::internal(e.to_string()),
+        PublishError::Evidence(e) => CliError::internal(e.to_string()),
+    }
+}
+
+/// The exit code of a settled (or not) intent.
+pub fn exit_of(state: Status) -> Exit {
+    match state {
+        Status::Published => Exit::Ok,
+        Status::Indeterminate => Exit::Indeterminate,
+        Status::Failed => Exit::Failed,
+        Status::Parked => Exit::Parked,
+        Status::Pending | Status::Authorized => Exit::InProgressElsewhere,
+    }
+}
+
+/// Print the outcome: one JSON object, or a few lines for a person.
+pub fn print_outcome(o: &PublishOutcome, json: bool) {
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(o).unwrap_or_else(|_| "{}".into())
+        );
+        return;
+    }
+    println!("{}: {} ({})", o.key, o.state, o.summary);
+    if let Some(p) = &o.permalink {
+        println!("  permalink {p}");
+    }
+    if let Some(a) = &o.attempt {
+        println!("  attempt {a}");
+    }
+    println!("  timeline:");
+    for e in &o.timeline {
+        println!(
+            "    {} {:<20} {} -> {}  {}",
+            e["at"],
+            e["kind"].as_str().unwrap_or(""),
+            e["from"].as_str().unwrap_or("-"),
+            e["to"].as_str().unwrap_or(""),
+            e["reason"].as_str().unwrap_or("")
+        );
+    }
+    if !o.evidence.is_empty() {
+        println!("  evidence:");
+        for i in &o.evidence {
+            println!("    {:<28} {}", i.kind, i.path);
+        }
+    }
+}
+
+/// An exclusive, non-blocking flock on `<data-dir>/locks/<key>.lock`, released on drop.
+struct IntentLock;
+
+impl IntentLock {
+    fn try_take(
+        data_dir: &std::path::Path,
+        key: &DeliveryKey,
+    ) -> Result<Option<FileLock>, CliError> {
+        let path = data_dir
+            .join("locks")
+            .join(format!("{}.lock", file_name_for(key.as_str())));
+        FileLock::try_take(&path)
+            .map_err(|e| CliError::internal(format!("cannot lock {}: {e}", path.display())))
+    }
+}

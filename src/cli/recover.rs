@@ -1,0 +1,228 @@
+//! `oncepost reconcile` and `oncepost worker`: unknown outcomes are settled by LOOKING at the platform, once,
+//! never by sending again.
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+
+use super::context::{actor, parse_duration_ms};
+use super::intents::parse_key;
+use super::{CliError, Context, Exit};
+use crate::contract::Contract;
+use crate::recover::{self, BrowserLookup, PassReport, ReconcilePolicy, Reconciled, RecoverError};
+use crate::store::{NotFoundPolicy, Status, Timestamp};
+
+/// `oncepost reconcile`.
+#[derive(Debug, Args)]
+pub struct ReconcileArgs {
+    /// The platform contract (its read-back section says how to search for a post).
+    #[arg(long)]
+    pub contract: PathBuf,
+    /// The platform's base URL (fills {base_url} in the contract).
+    #[arg(long)]
+    pub base_url: String,
+    /// Reconcile this intent.
+    #[arg(long, conflicts_with = "due", required_unless_present = "due")]
+    pub key: Option<String>,
+    /// Reconcile every indeterminate intent whose propagation window has passed and that had no lookup yet.
+    #[arg(long)]
+    pub due: bool,
+    /// A person asks for one more lookup (recorded as their action; also on parked intents).
+    #[arg(long, requires = "key")]
+    pub again: bool,
+    /// Leave a not-found intent indeterminate instead of parking it.
+    #[arg(long)]
+    pub stay: bool,
+    /// Who (recorded in history) [default: $USER, or "reconciler" for --due].
+    #[arg(long)]
+    pub by: Option<String>,
+    /// Bound on one lookup.
+    #[arg(long, default_value = "60s", value_parser = parse_duration_ms)]
+    pub lookup_timeout: i64,
+    /// JSON output (one object; with --due, one JSON line per intent).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `oncepost worker`.
+#[derive(Debug, Args)]
+pub struct WorkerArgs {
+    /// The platform contract.
+    #[arg(long)]
+    pub contract: PathBuf,
+    /// The platform's base URL.
+    #[arg(long)]
+    pub base_url: String,
+    /// Time between passes.
+    #[arg(long, default_value = "30s", value_parser = parse_duration_ms)]
+    pub interval: i64,
+    /// Stop after this many passes (default: until SIGINT/SIGTERM).
+    #[arg(long)]
+    pub passes: Option<u64>,
+    /// Bound on one lookup.
+    #[arg(long, default_value = "60s", value_parser = parse_duration_ms)]
+    pub lookup_timeout: i64,
+}
+
+fn lookup_for(
+    ctx: &Context,
+    contract: &PathBuf,
+    base_url: &str,
+    timeout_ms: i64,
+) -> Result<(BrowserLookup, ReconcilePolicy), CliError> {
+    let c = Contract::load(contract).map_err(|e| CliError::bad_input(e.to_string()))?;
+    let plan = c
+        .publish_plan(base_url)
+        .map_err(|e| CliError::bad_input(e.to_string()))?;
+    ctx.ensure_data_dir()?;
+    let lookup = BrowserLookup::new(
+        plan.readback,
+        &ctx.data_dir,
+        Duration::from_millis(timeout_ms.max(1) as u64),
+    );
+    let policy = ReconcilePolicy {
+        propagation_ms: lookup.propagation_ms(),
+        not_found: NotFoundPolicy::Park,
+        lookup_timeout: Duration::from_millis(timeout_ms.max(1) as u64),
+    };
+    Ok((lookup, policy))
+}
+
+/// One progress line on a terminal (rewritten in place), nothing otherwise.
+fn progress(done: usize, total: usize, what: &str) {
+    if std::io::stderr().is_terminal() {
+        let width = 30;
+        let filled = if total == 0 {
+            width
+        } else {
+            done * width / total
+        };
+        eprint!(
+            "\r[{}{}] {done}/{total} {what:<40.40}",
+            "#".repeat(filled),
+            " ".repeat(width - filled)
+        );
+        if done == total {
+            eprintln!();
+        }
+    }
+}
+
+fn line(r: &Reconciled) -> String {
+    let what = match &r.outcome {
+        crate::store::ReconcileOutcome::Found { permalink, .. } => {
+            format!("found {}", permalink.clone().unwrap_or_default())
+        }
+        crate::store::ReconcileOutcome::NotFound { .. } => "not found".to_string(),
+        crate::store::ReconcileOutcome::Unavailable { error } => {
+            format!("lookup unavailable: {error}")
+        }
+    };
+    format!("{}  lookup #{}  {}  -> {}", r.key, r.lookup, what, r.state)
+}
+
+pub(crate) async fn run_reconcile(ctx: &Context, args: ReconcileArgs) -> Result<Exit, CliError> {
+    let key = args.key.as_deref().map(parse_key).transpose()?;
+    let store = ctx.open_store().await?;
+    let (lookup, mut policy) =
+        lookup_for(ctx, &args.contract, &args.base_url, args.lookup_timeout)?;
+    if args.stay {
+        policy.not_found = NotFoundPolicy::Stay;
+    }
+    let result = async {
+        if let Some(key) = key {
+            let who = actor(&args.by);
+            let r = recover::reconcile_one(&store, &lookup, &key, &who, args.again, policy, Timestamp::now()).await;
+            let r = match r {
+                Ok(r) => r,
+                Err(RecoverError::TooEarly(ms)) => {
+                    return Err(CliError {
+                        exit: Exit::Refused,
+                        message: format!("too early: a lookup means something in {ms} ms (the contract's propagation window)"),
+                    });
+                }
+                Err(RecoverError::Store(e)) => return Err(e.into()),
+            };
+            if args.json {
+                println!("{}", serde_json::to_string_pretty(&r).map_err(|e| CliError::internal(e.to_string()))?);
+            } else {
+                println!("{}", line(&r));
+            }
+            return Ok(match r.state {
+                Status::Published => Exit::Ok,
+                Status::Parked => Exit::Parked,
+                _ => Exit::Indeterminate,
+            });
+        }
+        let who = args.by.clone().unwrap_or_else(|| "reconciler".into());
+        let due = recover::due_for_reconcile(&store, policy.propagation_ms, Timestamp::now()).await?;
+        let json_lines = args.json || !std::io::stdout().is_terminal();
+        let total = due.len();
+        progress(0, total, "");
+        for (i, intent) in due.iter().enumerate() {
+            let r = recover::reconcile_one(&store, &lookup, &intent.key, &who, false, policy, Timestamp::now()).await;
+            let out = match &r {
+                Ok(r) if json_lines => serde_json::to_string(r).unwrap_or_default(),
+                Ok(r) => line(r),
+                Err(e) if json_lines => serde_json::json!({ "key": intent.key, "skipped": e.to_string() }).to_string(),
+                Err(e) => format!("{}  skipped: {e}", intent.key),
+            };
+            println!("{out}");
+            progress(i + 1, total, intent.key.as_str());
+        }
+        if total == 0 && !json_lines {
+            println!("nothing due");
+        }
+        Ok(Exit::Ok)
+    }
+    .await;
+    lookup.close().await;
+    result
+}
+
+pub(crate) async fn run_worker(ctx: &Context, args: WorkerArgs) -> Result<Exit, CliError> {
+    let store = ctx.open_store().await?;
+    let (lookup, policy) = lookup_for(ctx, &args.contract, &args.base_url, args.lookup_timeout)?;
+    let who = format!("worker:{}", std::process::id());
+    let max = args.passes;
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let shutdown = {
+        let mut rx = stop_rx.clone();
+        async move {
+            let mut term =
+                match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                    Ok(s) => s,
+                    Err(_) => return,
+                };
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+                _ = rx.wait_for(|v| *v) => {}
+            }
+        }
+    };
+    let mut count = 0u64;
+    let r = recover::run_worker(
+        &store,
+        &lookup,
+        &who,
+        policy,
+        Duration::from_millis(args.interval.max(1) as u64),
+        shutdown,
+        |report: &PassReport| {
+            count += 1;
+            println!("{}", serde_json::to_string(report).unwrap_or_default());
+            if max.is_some_and(|m| count >= m) {
+                let _ = stop_tx.send(true);
+            }
+        },
+    )
+    .await;
+    lookup.close().await;
+    let passes = r?;
+    eprintln!(
+        "worker stopped after {passes} pass(es); every intent it touched is in a declared state"
+    );
+    Ok(Exit::Ok)
+}

@@ -1,0 +1,70 @@
+//! Advisory file locks (flock) that serialise work on one host before any browser starts: one per intent
+//! (identical commands: one proceeds) and one per account profile (Chromium allows one process per profile
+//! directory). The store's claim lease stays the authority across hosts; these only make the local case
+//! cheap and orderly. A lock is released when its value is dropped (or the process dies).
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// A held lock.
+#[derive(Debug)]
+pub struct FileLock {
+    _file: std::fs::File,
+    path: PathBuf,
+}
+
+impl FileLock {
+    /// Take the lock at `path` now, or `Ok(None)` when another process holds it.
+    pub fn try_take(path: &Path) -> std::io::Result<Option<FileLock>> {
+        use std::os::unix::fs::OpenOptionsExt;
+        if let Some(dir) = path.parent() {
+            crate::browser::private_dir(dir)?;
+        }
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .open(path)?;
+        // SAFETY: flock(2) on a file descriptor we own.
+        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if rc == 0 {
+            return Ok(Some(FileLock {
+                _file: file,
+                path: path.to_path_buf(),
+            }));
+        }
+        let err = std::io::Error::last_os_error();
+        if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
+            Ok(None)
+        } else {
+            Err(err)
+        }
+    }
+
+    /// Take the lock, polling for at most `bound`; `Ok(None)` when it stayed held.
+    pub async fn take_within(path: &Path, bound: Duration) -> std::io::Result<Option<FileLock>> {
+        let until = Instant::now() + bound;
+        loop {
+            if let Some(l) = FileLock::try_take(path)? {
+                return Ok(Some(l));
+            }
+            if Instant::now() >= until {
+                return Ok(None);
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Where the lock file is.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// A file name for `s` (anything but ASCII letters and digits becomes `_`).
+pub fn file_name_for(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect()
+}

@@ -1,0 +1,895 @@
+//! The publish flow: an agent asks for a post, and it goes out at most once, verified by reading it back.
+//!
+//! ```text
+//!  create_intent ──(terminal / in flight: answer, touch nothing)
+//!       │
+//!  look before write (search; found: published, nothing pressed)
+//!       │
+//!  begin (claim + attempt) → compose page: steps, fill, strict checks → evidence (screenshot, DOM)
+//!       │
+//!  authorize_dispatch (the final checkpoint; nothing slow after it)
+//!       │
+//!  PublishControl::press(auth) → takeover: paused → record_request_sent (hook) → sent ONCE → page fulfilled
+//!       │
+//!  status → success signal → read-back in a fresh page → settle::land → settle (+ park on mismatch)
+//! ```
+//!
+//! Every outcome goes through [`settle::land`], the table of docs/states.md. Errors before authorization
+//! settle failed (nothing can have left: the write guard fails every write and nothing was pressed); after
+//! authorization they settle indeterminate, never failed.
+pub mod lock;
+pub mod settle;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::{Value, json};
+use tracing::Instrument;
+
+use crate::browser::{
+    self, BrowserError, BrowserSession, ComposePage, DispatchOutcome, LaunchOptions, ReadVerdict,
+    TransportOptions,
+};
+use crate::contract::{Contract, ContractError, PlanError, PublishPlan};
+use crate::evidence::{EvidenceError, EvidenceStore, Item};
+use crate::identity::{ActionKind, CanonicalRequest, DeliveryKey};
+use crate::store::{
+    Begun, Claim, EventKind, NewIntent, Settlement, Status, Store, StoreError, Timestamp,
+};
+use settle::{Landing, Verdict};
+
+/// What to publish, where, and how.
+#[derive(Debug, Clone)]
+pub struct PublishRequest {
+    /// The contract file (re-read right before authorization).
+    pub contract_path: PathBuf,
+    /// The publishing account (registered in the store).
+    pub account: String,
+    /// The target's identity (empty: the account's own feed).
+    pub target: String,
+    /// The post text (goes into the contract's `text` field).
+    pub text: String,
+    /// Other fields, by contract field name.
+    pub fields: BTreeMap<String, String>,
+    /// The platform's base URL.
+    pub base_url: String,
+    /// The data dir (profiles, evidence).
+    pub data_dir: PathBuf,
+    /// The worker id (`<hostname>:<pid>:<uuid>`).
+    pub owner: String,
+    /// A URL opened before the compose page (a login link), if any.
+    pub login_url: Option<String>,
+    /// Bounds and switches.
+    pub options: PublishOptions,
+}
+
+/// Bounds and switches of one publish.
+#[derive(Debug, Clone)]
+pub struct PublishOptions {
+    /// Look for the exact text on the platform before writing.
+    pub look_before_write: bool,
+    /// Bound on waiting for the success signal after the response.
+    pub success_timeout: Duration,
+    /// Bound on each navigation.
+    pub navigation_timeout: Duration,
+    /// Bound on each step's wait for its target.
+    pub step_timeout: Duration,
+    /// Bound on each CDP call.
+    pub call_timeout: Duration,
+    /// Create-request transport bounds (the mode comes from the contract).
+    pub transport: TransportOptions,
+    /// How long to wait for the account's browser profile when another publish on this host uses it.
+    pub profile_wait: Duration,
+}
+
+impl Default for PublishOptions {
+    fn default() -> Self {
+        PublishOptions {
+            look_before_write: true,
+            success_timeout: Duration::from_secs(10),
+            navigation_timeout: Duration::from_secs(20),
+            step_timeout: Duration::from_secs(10),
+            call_timeout: Duration::from_secs(10),
+            transport: TransportOptions::default(),
+            profile_wait: Duration::from_secs(60),
+        }
+    }
+}
+
+/// One step of this run, for the progress output and the JSON.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepTime {
+    /// What.
+    pub step: String,
+    /// Milliseconds since the run started when it finished.
+    pub at_ms: u64,
+    /// How long it took.
+    pub took_ms: u64,
+}
+
+/// The answer of a publish (also for a rerun, which touches nothing).
+#[derive(Debug, Clone, Serialize)]
+pub struct PublishOutcome {
+    /// The delivery key.
+    pub key: String,
+    /// The intent's state now.
+    pub state: Status,
+    /// The attempt token of this run's attempt, or the intent's current one.
+    pub attempt: Option<String>,
+    /// Platform id.
+    pub platform_id: Option<String>,
+    /// Permalink.
+    pub permalink: Option<String>,
+    /// Whether this run pressed publish.
+    pub pressed: bool,
+    /// Whether this run created the intent.
+    pub created: bool,
+    /// Evidence files of the intent (paths relative to the data dir).
+    pub evidence: Vec<Item>,
+    /// The intent's history (from the store).
+    pub timeline: Vec<Value>,
+    /// This run's steps with their durations.
+    pub steps: Vec<StepTime>,
+    /// One line for a person.
+    pub summary: String,
+}
+
+/// Why a publish could not run to an outcome.
+#[derive(Debug, thiserror::Error)]
+pub enum PublishError {
+    /// The contract could not be loaded.
+    #[error(transparent)]
+    Contract(#[from] ContractError),
+    /// The plan could not be built.
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    /// Bad input (unknown field, empty text).
+    #[error("{0}")]
+    BadInput(String),
+    /// The store refused or failed (LeaseHeld: another worker is on it).
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The browser failed before anything was authorized (the intent stays as it was or settles failed).
+    #[error(transparent)]
+    Browser(#[from] BrowserError),
+    /// Evidence could not be written.
+    #[error(transparent)]
+    Evidence(#[from] EvidenceError),
+}
+
+/// Progress reporting: one call per finished step.
+pub type Progress<'a> = &'a (dyn Fn(&StepTime) + Send + Sync);
+
+struct Clock<'a> {
+    t0: Instant,
+    last: Instant,
+    steps: Vec<StepTime>,
+    progress: Progress<'a>,
+}
+
+impl Clock<'_> {
+    fn step(&mut self, what: impl Into<String>) {
+        let now = Instant::now();
+        let s = StepTime {
+            step: what.into(),
+            at_ms: (now - self.t0).as_millis() as u64,
+            took_ms: (now - self.last).as_millis() as u64,
+        };
+        (self.progress)(&s);
+        tracing::info!(step = %s.step, took_ms = s.took_ms, "publish step");
+        self.steps.push(s);
+        self.last = now;
+    }
+}
+
+/// The owner id for `begin`: `<hostname>:<pid>:<uuid>`.
+pub fn owner_id() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most buf.len() bytes into our buffer.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    let host = if rc == 0 {
+        let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
+        String::from_utf8_lossy(&buf[..end]).into_owned()
+    } else {
+        "localhost".into()
+    };
+    format!(
+        "{host}:{}:{}",
+        std::process::id(),
+        uuid::Uuid::new_v4().simple()
+    )
+}
+
+/// The intent a request maps to (validated against the contract's fields), without touching the store.
+pub fn new_intent(req: &PublishRequest, contract: &Contract) -> Result<NewIntent, PublishError> {
+    if req.text.trim().is_empty() {
+        return Err(PublishError::BadInput("the post text is empty".into()));
+    }
+    if !contract.compose.fields.iter().any(|f| f.name == "text") {
+        return Err(PublishError::BadInput(
+            "the contract has no field named \"text\" for the post text".into(),
+        ));
+    }
+    for k in req.fields.keys() {
+        if k == "text" {
+            return Err(PublishError::BadInput(
+                "give the text with --text/--text-file, not --field text=...".into(),
+            ));
+        }
+        if !contract.compose.fields.iter().any(|f| &f.name == k) {
+            return Err(PublishError::BadInput(format!(
+                "--field {k}: the contract has no field {k:?} (fields: {})",
+                contract
+                    .compose
+                    .fields
+                    .iter()
+                    .map(|f| f.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+    }
+    Ok(NewIntent {
+        account: req.account.clone(),
+        action: ActionKind::Post,
+        target: req.target.clone(),
+        request: CanonicalRequest::new(Some(&req.text), &req.fields),
+        source_ref: None,
+    })
+}
+
+/// Publish: see the module docs. `LeaseHeld` comes back as `Err(PublishError::Store(..))` (exit 13).
+pub async fn run(
+    req: &PublishRequest,
+    store: &Store,
+    progress: Progress<'_>,
+) -> Result<PublishOutcome, PublishError> {
+    let mut clock = Clock {
+        t0: Instant::now(),
+        last: Instant::now(),
+        steps: Vec::new(),
+        progress,
+    };
+    let contract = Contract::load(&req.contract_path)?;
+    let plan = contract.publish_plan(&req.base_url)?;
+    let new = new_intent(req, &contract)?;
+    let created = store.create_intent(&new, Timestamp::now()).await?;
+    let key = created.intent.key.clone();
+    clock.step(if created.created {
+        "intent created"
+    } else {
+        "intent found"
+    });
+    let span = tracing::info_span!("intent", key = %key.as_str());
+    let outcome = async {
+        let it = &created.intent;
+        if it.state != Status::Pending {
+            return answer(
+                store,
+                &key,
+                None,
+                false,
+                created.created,
+                clock.steps,
+                "already settled: nothing done",
+            )
+            .await;
+        }
+        if let (Some(owner), Some(until)) = (&it.lease_owner, it.lease_expires_at)
+            && until > Timestamp::now().0
+        {
+            return Err(PublishError::Store(StoreError::LeaseHeld {
+                owner: owner.clone(),
+                expires_at: until,
+            }));
+        }
+        let profiles = req.data_dir.join("profiles");
+        browser::private_dir(&profiles).map_err(|e| BrowserError::Io {
+            what: format!("create {}", profiles.display()),
+            source: e,
+        })?;
+        // One Chromium per profile: queue behind another publish of this account on this host.
+        let lock_path = profiles.join(format!("{}.lock", lock::file_name_for(&req.account)));
+        let Some(_profile_lock) = lock::FileLock::take_within(&lock_path, req.options.profile_wait)
+            .await
+            .map_err(|e| BrowserError::Io {
+                what: format!("lock {}", lock_path.display()),
+                source: e,
+            })?
+        else {
+            return Err(PublishError::Store(StoreError::LeaseHeld {
+                owner: format!(
+                    "another publish using the browser profile of {}",
+                    req.account
+                ),
+                expires_at: 0,
+            }));
+        };
+        // The intent may have moved while we queued.
+        let it = store.intent(&key).await?;
+        if it.state != Status::Pending {
+            return answer(
+                store,
+                &key,
+                None,
+                false,
+                created.created,
+                clock.steps,
+                "already settled: nothing done",
+            )
+            .await;
+        }
+        let mut launch = LaunchOptions::new(profiles.join(&req.account));
+        launch.call_timeout = req.options.call_timeout;
+        let session = BrowserSession::launch(&launch).await?;
+        clock.step("browser launched");
+        let r = with_session(
+            req,
+            store,
+            &contract,
+            &plan,
+            &key,
+            &session,
+            &mut clock,
+            created.created,
+        )
+        .await;
+        session.close().await;
+        clock.step("browser closed");
+        let (attempt, pressed, summary) = r?;
+        answer(
+            store,
+            &key,
+            attempt,
+            pressed,
+            created.created,
+            clock.steps,
+            &summary,
+        )
+        .await
+    }
+    .instrument(span)
+    .await?;
+    Ok(outcome)
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn with_session(
+    req: &PublishRequest,
+    store: &Store,
+    contract: &Contract,
+    plan: &PublishPlan,
+    key: &DeliveryKey,
+    session: &BrowserSession,
+    clock: &mut Clock<'_>,
+    _created: bool,
+) -> Result<(Option<String>, bool, String), PublishError> {
+    let ev = EvidenceStore::new(&req.data_dir);
+    let text = crate::identity::normalize_text(&req.text);
+    let nav = req.options.navigation_timeout;
+    let mark = session.write_guard().mark();
+    // The search page and the compose page load in parallel (both only read; the write guard fails any
+    // write either makes). The compose page is used only if the search finds nothing.
+    let lookup = async {
+        if req.options.look_before_write {
+            Some(browser::readback::by_search(session, &plan.readback, &text, false, nav).await)
+        } else {
+            None
+        }
+    };
+    let open = ComposePage::open(session, &plan.probe, req.login_url.as_deref(), nav);
+    let (lookup, opened) = tokio::join!(lookup, open);
+    clock.step(if lookup.is_some() {
+        "looked before writing; compose page open"
+    } else {
+        "compose page open"
+    });
+    if let Some(rb) = lookup {
+        let rb = match rb {
+            Ok(rb) => rb,
+            Err(e) => {
+                if let Ok(p) = opened {
+                    p.close().await;
+                }
+                return Err(e.into());
+            }
+        };
+        if let ReadVerdict::Match { id, permalink } = &rb.verdict {
+            if let Ok(p) = opened {
+                p.close().await;
+            }
+            let mut items =
+                vec![ev.put_json("readback", &serde_json::to_value(&rb).unwrap_or_default())?];
+            if let Some(png) = &rb.png {
+                items.push(ev.put("screenshot_readback", png, "png", "image/png")?);
+            }
+            store
+                .record_found_before_write(
+                    key,
+                    &req.owner,
+                    id.as_deref(),
+                    permalink.as_deref(),
+                    json!({ "lookup": rb.url, "items": items }),
+                    Timestamp::now(),
+                )
+                .await?;
+            return Ok((
+                None,
+                false,
+                "found on the platform before writing: nothing pressed".into(),
+            ));
+        }
+    }
+    let contract_hash = contract.hash();
+    let claim = match store
+        .begin(key, &req.owner, &contract_hash, Timestamp::now())
+        .await?
+    {
+        Begun::Claimed(c) => c,
+        Begun::Parked { attempts } => {
+            return Ok((
+                None,
+                false,
+                format!("attempt cap reached after {attempts} attempts: parked"),
+            ));
+        }
+    };
+    let token = claim.fence.attempt.as_str().to_string();
+    clock.step("begun (claim + attempt)");
+    let span = tracing::info_span!("attempt", attempt = %token);
+    let r = attempt(
+        req, store, plan, key, session, clock, &ev, &text, claim, opened, mark,
+    )
+    .instrument(span)
+    .await;
+    r.map(|(pressed, summary)| (Some(token), pressed, summary))
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn attempt(
+    req: &PublishRequest,
+    store: &Store,
+    plan: &PublishPlan,
+    key: &DeliveryKey,
+    session: &BrowserSession,
+    clock: &mut Clock<'_>,
+    ev: &EvidenceStore,
+    text: &str,
+    claim: Claim,
+    opened: Result<ComposePage<'_>, BrowserError>,
+    mark: usize,
+) -> Result<(bool, String), PublishError> {
+    let token = claim.fence.attempt.as_str().to_string();
+    let link = |point: &'static str, items: Vec<Item>| {
+        let token = token.clone();
+        async move {
+            let _ = store
+                .note(
+                    key,
+                    EventKind::Evidence,
+                    &req.owner,
+                    point,
+                    json!({ "attempt": token, "items": items }),
+                    Timestamp::now(),
+                )
+                .await;
+        }
+    };
+    // Before authorization: any failure settles failed (nothing can have left).
+    let prepared = prepare(req, plan, opened, clock, text).await;
+    let (page, at) = match prepared {
+        Ok(Ok((page, at))) => (page, at),
+        Ok(Err((page, report))) => {
+            if let Some(page) = page {
+                if let Ok(png) = page.screenshot().await {
+                    let item = ev.put("screenshot_before_dispatch", &png, "png", "image/png")?;
+                    link("before_dispatch", vec![item]).await;
+                }
+                page.close().await;
+            }
+            let landing = settle::land(Verdict::NotActionable { report });
+            return finish(store, &claim.fence, key, &req.owner, landing, false).await;
+        }
+        Err(e) => {
+            let landing = settle::land(Verdict::NotActionable {
+                report: json!({ "error": e.to_string() }),
+            });
+            return finish(store, &claim.fence, key, &req.owner, landing, false).await;
+        }
+    };
+    let mut before = Vec::new();
+    let (png, html) = tokio::join!(page.screenshot(), page.dom_excerpt());
+    if let Ok(png) = png {
+        before.push(ev.put("screenshot_before_dispatch", &png, "png", "image/png")?);
+    }
+    if let Ok(html) = html {
+        before.push(ev.put("dom_excerpt", html.as_bytes(), "html", "text/html")?);
+    }
+    link("before_dispatch", before).await;
+    clock.step("evidence before dispatch");
+    // The contract is read again right before authorization: a changed file is refused by the store.
+    let current_hash = match Contract::load(&req.contract_path) {
+        Ok(c) => c.hash(),
+        Err(e) => {
+            page.close().await;
+            let landing = settle::land(Verdict::NotActionable {
+                report: json!({ "error": format!("contract unreadable before authorization: {e}") }),
+            });
+            return finish(store, &claim.fence, key, &req.owner, landing, false).await;
+        }
+    };
+    let auth = match store
+        .authorize_dispatch(&claim, &current_hash, Timestamp::now())
+        .await
+    {
+        Ok(a) => a,
+        Err(StoreError::Refused(r)) => {
+            page.close().await;
+            let landing = settle::land(Verdict::AuthorizationRefused {
+                refusal: r.to_string(),
+            });
+            return finish(store, &claim.fence, key, &req.owner, landing, false).await;
+        }
+        Err(e) => {
+            page.close().await;
+            return Err(e.into());
+        }
+    };
+    // Nothing slow from here to the press.
+    let mut topts = req.options.transport.clone();
+    topts.mode = plan.transport;
+    let store2 = store.clone();
+    let hook = move |fence: crate::store::Fence, wire: browser::WireRequest| async move {
+        let hash = wire.hash();
+        store2
+            .record_request_sent(
+                &fence,
+                hash.as_str(),
+                json!({ "method": wire.method, "url": wire.url, "body_bytes": wire.body.len() }),
+                Timestamp::now(),
+            )
+            .await
+            .map_err(|e| e.to_string())
+    };
+    let publish = plan.probe.publish.clone();
+    let pressed = publish
+        .press(&page, &at, auth, &plan.create, &topts, hook)
+        .await;
+    clock.step("pressed; create request carried");
+    let fence = pressed.fence.clone();
+    let extras = session.write_guard().extra_creates();
+    let log = json!({
+        "attempt": token, "transport": plan.transport, "entries": pressed.log,
+        "further_create_requests_failed": extras,
+    });
+    let log_item = ev.put_json("write_log", &crate::evidence::redact(&log))?;
+    link("write_log", vec![log_item]).await;
+    for x in &extras {
+        let _ = store
+            .note(
+                key,
+                EventKind::SideEffectAlarm,
+                &req.owner,
+                "a further create request for one authorization was failed before it left",
+                json!({ "attempt": token, "request": x }),
+                Timestamp::now(),
+            )
+            .await;
+    }
+    // Other writes the page attempted while we composed and pressed: the guard failed them before they
+    // left (blocked) unless its answer could not be delivered. Each is a side-effect alarm.
+    let mut unblocked = false;
+    for w in session
+        .write_guard()
+        .writes_since(mark)
+        .iter()
+        .filter(|w| !extras.contains(w))
+    {
+        unblocked |= !w.blocked;
+        let _ = store
+            .note(
+                key,
+                EventKind::SideEffectAlarm,
+                &req.owner,
+                if w.blocked {
+                    "the page attempted a write that is not the create request; failed before it left"
+                } else {
+                    "the page attempted a write that is not the create request and it could not be stopped"
+                },
+                json!({ "attempt": token, "request": w }),
+                Timestamp::now(),
+            )
+            .await;
+    }
+    let verdict = after_dispatch(
+        req,
+        plan,
+        session,
+        &page,
+        clock,
+        ev,
+        text,
+        &pressed.outcome,
+        &link,
+    )
+    .await;
+    page.close().await;
+    let landing = settle::land(verdict);
+    let (pressed, summary) = finish(store, &fence, key, &req.owner, landing, true).await?;
+    // A write that may have left where none was authorized: a person must look (unless it is published,
+    // which is terminal; the alarm stays in its history).
+    if unblocked
+        && let Ok(it) = store.intent(key).await
+        && matches!(it.state, Status::Failed | Status::Indeterminate)
+    {
+        store
+            .park(
+                key,
+                &req.owner,
+                "side_effect_alarm: an unauthorized write could not be stopped",
+                Timestamp::now(),
+            )
+            .await?;
+        return Ok((
+            pressed,
+            format!("{summary}; parked: an unauthorized write could not be stopped"),
+        ));
+    }
+    Ok((pressed, summary))
+}
+
+type Prepared<'s> =
+    Result<(ComposePage<'s>, browser::Actionable), (Option<ComposePage<'s>>, Value)>;
+
+async fn prepare<'s>(
+    req: &PublishRequest,
+    plan: &PublishPlan,
+    opened: Result<ComposePage<'s>, BrowserError>,
+    clock: &mut Clock<'_>,
+    text: &str,
+) -> Result<Prepared<'s>, BrowserError> {
+    let page = match opened {
+        Ok(p) => p,
+        Err(BrowserError::Plan(why)) => return Ok(Err((None, json!({ "error": why })))),
+        Err(e) => return Err(e),
+    };
+    let mut values = vec![("field:text".to_string(), text.to_string())];
+    for (k, v) in &req.fields {
+        values.push((format!("field:{k}"), v.clone()));
+    }
+    let steps = page.prepare(&values, req.options.step_timeout).await?;
+    clock.step("steps run and fields filled");
+    if let Some(bad) = steps.iter().find(|s| !s.ok) {
+        let report = json!({ "step": serde_json::to_value(bad).unwrap_or_default() });
+        return Ok(Err((Some(page), report)));
+    }
+    let checked = page.check_publish(&plan.probe.publish).await?;
+    clock.step("publish control checked");
+    match checked {
+        Ok(at) => Ok(Ok((page, at))),
+        Err(check) => Ok(Err((
+            Some(page),
+            json!({ "publish_control": serde_json::to_value(check).unwrap_or_default() }),
+        ))),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn after_dispatch<F, Fut>(
+    req: &PublishRequest,
+    plan: &PublishPlan,
+    session: &BrowserSession,
+    page: &ComposePage<'_>,
+    clock: &mut Clock<'_>,
+    ev: &EvidenceStore,
+    text: &str,
+    outcome: &DispatchOutcome,
+    link: &F,
+) -> Verdict
+where
+    F: Fn(&'static str, Vec<Item>) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let (status, body) = match outcome {
+        DispatchOutcome::NotSent { proof } => {
+            return Verdict::NotSent {
+                proof: proof.clone(),
+            };
+        }
+        DispatchOutcome::Unknown { reason } => {
+            return Verdict::TransportUnknown {
+                reason: reason.clone(),
+            };
+        }
+        DispatchOutcome::Response { status, body, .. } => (*status, body.as_slice()),
+    };
+    let early = settle::by_status(status, body, &plan.rejection_statuses);
+    let seen = if early.is_none() {
+        page.wait_success(
+            &plan.success,
+            Some((status, body)),
+            req.options.success_timeout,
+        )
+        .await
+    } else {
+        Ok(None)
+    };
+    // Give the page a moment to render the outcome it was handed, then capture it.
+    if let Ok(png) = page.screenshot().await
+        && let Ok(item) = ev.put("screenshot_after_response", &png, "png", "image/png")
+    {
+        link("after_response", vec![item]).await;
+    }
+    clock.step("response handled");
+    if let Some(v) = early {
+        return v;
+    }
+    let seen = match seen {
+        Ok(Some(s)) => s,
+        Ok(None) => return Verdict::NoSuccessSignal { status },
+        Err(e) => {
+            return Verdict::BrowserFailed {
+                error: e.to_string(),
+            };
+        }
+    };
+    let nav = req.options.navigation_timeout;
+    let rb = match &seen.id {
+        Some(id) => browser::readback::by_id(session, &plan.readback, id, text, nav).await,
+        None => browser::readback::by_search(session, &plan.readback, text, true, nav).await,
+    };
+    clock.step("read back");
+    let rb = match rb {
+        Ok(rb) => rb,
+        Err(e) => {
+            return Verdict::BrowserFailed {
+                error: format!("read-back failed: {e}"),
+            };
+        }
+    };
+    let mut items = Vec::new();
+    let rb_json = json!({ "success": seen, "readback": rb });
+    if let Ok(i) = ev.put_json("readback", &rb_json) {
+        items.push(i);
+    }
+    if let Some(png) = &rb.png
+        && let Ok(i) = ev.put("screenshot_readback", png, "png", "image/png")
+    {
+        items.push(i);
+    }
+    link("readback", items).await;
+    match &rb.verdict {
+        ReadVerdict::Match { id, permalink } => Verdict::Published {
+            platform_id: id.clone().or(seen.id.clone()),
+            permalink: permalink.clone(),
+            readback: rb_json,
+        },
+        ReadVerdict::Mismatch { .. } => Verdict::ReadbackMismatch {
+            readback: json!({ "sent_chars": text.chars().count(), "readback": rb_json }),
+        },
+        ReadVerdict::NotFound => Verdict::ReadbackNotFound { readback: rb_json },
+    }
+}
+
+async fn finish(
+    store: &Store,
+    fence: &crate::store::Fence,
+    key: &DeliveryKey,
+    actor: &str,
+    landing: Landing,
+    pressed: bool,
+) -> Result<(bool, String), PublishError> {
+    let now = Timestamp::now();
+    let summary = match &landing {
+        Landing::Failed(p) => format!(
+            "failed: {}",
+            p.get("why").and_then(|w| w.as_str()).unwrap_or("")
+        ),
+        Landing::Published { permalink, .. } => {
+            format!("published: {}", permalink.as_deref().unwrap_or(""))
+        }
+        Landing::Indeterminate { reason, .. } => format!("indeterminate: {reason}"),
+        Landing::Parked { reason, .. } => format!("parked: {reason}"),
+    };
+    match landing {
+        Landing::Failed(proof) => {
+            store
+                .settle(fence, &Settlement::Failed { proof }, now)
+                .await?;
+        }
+        Landing::Published {
+            platform_id,
+            permalink,
+            verdict,
+        } => {
+            store
+                .settle(
+                    fence,
+                    &Settlement::Published {
+                        platform_id,
+                        permalink,
+                        verdict,
+                    },
+                    now,
+                )
+                .await?;
+        }
+        Landing::Indeterminate { reason, details } => {
+            store
+                .settle(fence, &Settlement::Indeterminate { reason, details }, now)
+                .await?;
+        }
+        Landing::Parked { reason, details } => {
+            store
+                .settle(
+                    fence,
+                    &Settlement::Indeterminate {
+                        reason: reason.clone(),
+                        details,
+                    },
+                    now,
+                )
+                .await?;
+            store.park(key, actor, &reason, Timestamp::now()).await?;
+        }
+    }
+    Ok((pressed, summary))
+}
+
+/// Build the answer from the store (the same for a first run and a rerun).
+async fn answer(
+    store: &Store,
+    key: &DeliveryKey,
+    attempt: Option<String>,
+    pressed: bool,
+    created: bool,
+    steps: Vec<StepTime>,
+    summary: &str,
+) -> Result<PublishOutcome, PublishError> {
+    let tl = store.timeline(key).await?;
+    let mut evidence = Vec::new();
+    for e in &tl.events {
+        if e.kind == EventKind::Evidence
+            && let Some(items) = e.details.get("items").and_then(|i| i.as_array())
+        {
+            for i in items {
+                if let Ok(item) = serde_json::from_value::<Item>(i.clone())
+                    && !evidence.contains(&item)
+                {
+                    evidence.push(item);
+                }
+            }
+        }
+    }
+    let timeline = tl
+        .events
+        .iter()
+        .map(|e| {
+            json!({
+                "at": e.at, "kind": e.kind, "from": e.from, "to": e.to, "actor": e.actor,
+                "reason": e.reason, "attempt": e.attempt,
+            })
+        })
+        .collect();
+    let it = &tl.intent;
+    let summary = if summary.is_empty() {
+        format!("{}", it.state)
+    } else {
+        summary.to_string()
+    };
+    Ok(PublishOutcome {
+        key: key.as_str().to_string(),
+        state: it.state,
+        attempt: attempt.or(it.current_attempt.clone()),
+        platform_id: it.platform_id.clone(),
+        permalink: it.permalink.clone(),
+        pressed,
+        created,
+        evidence,
+        timeline,
+        steps,
+        summary,
+    })
+}

@@ -1,0 +1,222 @@
+//! The settle table of docs/states.md ("The publish flow"), as one `match` the compiler checks: every way a
+//! publish attempt can end is a [`Verdict`] variant, and [`land`] says where each one lands.
+use serde_json::{Value, json};
+
+/// How one attempt ended, before it is written to the store.
+#[derive(Debug, Clone)]
+pub enum Verdict {
+    /// `authorize_dispatch` refused (zero bytes out by construction).
+    AuthorizationRefused {
+        /// The refusal.
+        refusal: String,
+    },
+    /// The compose page could not be prepared or the publish control failed its strict checks; nothing was
+    /// pressed and nothing was authorized.
+    NotActionable {
+        /// The check report or step outcome.
+        report: Value,
+    },
+    /// The create request provably never left (connect refused, never paused, incomplete body, the
+    /// before-send record failed).
+    NotSent {
+        /// Why that is known.
+        proof: String,
+    },
+    /// Response received, success signal seen, read-back text matches.
+    Published {
+        /// Platform id.
+        platform_id: Option<String>,
+        /// Permalink.
+        permalink: Option<String>,
+        /// The read-back.
+        readback: Value,
+    },
+    /// The post exists with a different text.
+    ReadbackMismatch {
+        /// Both texts and the read-back.
+        readback: Value,
+    },
+    /// A 4xx the contract declares a definitive rejection.
+    Rejected {
+        /// Status.
+        status: u16,
+        /// Body (cut).
+        body: String,
+    },
+    /// Any other 4xx.
+    UndeclaredClientError {
+        /// Status.
+        status: u16,
+        /// Body (cut).
+        body: String,
+    },
+    /// 5xx.
+    ServerError {
+        /// Status.
+        status: u16,
+        /// Body (cut).
+        body: String,
+    },
+    /// Timeout, reset or close after bytes, incomplete response.
+    TransportUnknown {
+        /// What happened.
+        reason: String,
+    },
+    /// The page or the browser failed after dispatch.
+    BrowserFailed {
+        /// The error.
+        error: String,
+    },
+    /// A response came back but no success signal appeared.
+    NoSuccessSignal {
+        /// The response status.
+        status: u16,
+    },
+    /// Success signalled but the read-back did not find the post (after the propagation window).
+    ReadbackNotFound {
+        /// The read-back.
+        readback: Value,
+    },
+}
+
+/// Where a verdict lands.
+#[derive(Debug, Clone)]
+pub enum Landing {
+    /// failed, with the proof that nothing left.
+    Failed(Value),
+    /// published.
+    Published {
+        /// Platform id.
+        platform_id: Option<String>,
+        /// Permalink.
+        permalink: Option<String>,
+        /// Verdict details.
+        verdict: Value,
+    },
+    /// indeterminate.
+    Indeterminate {
+        /// Reason.
+        reason: String,
+        /// Details.
+        details: Value,
+    },
+    /// parked (settled indeterminate first, then parked: the store parks from indeterminate).
+    Parked {
+        /// Reason.
+        reason: String,
+        /// Details.
+        details: Value,
+    },
+}
+
+/// The settle table.
+pub fn land(v: Verdict) -> Landing {
+    match v {
+        Verdict::AuthorizationRefused { refusal } => Landing::Failed(json!({
+            "why": "authorization refused", "refusal": refusal, "bytes_out": 0,
+        })),
+        Verdict::NotActionable { report } => Landing::Failed(json!({
+            "why": "publish control not actionable; nothing pressed", "report": report, "bytes_out": 0,
+        })),
+        Verdict::NotSent { proof } => Landing::Failed(json!({
+            "why": "the create request never left", "proof": proof, "bytes_out": 0,
+        })),
+        Verdict::Published {
+            platform_id,
+            permalink,
+            readback,
+        } => Landing::Published {
+            platform_id,
+            permalink,
+            verdict: json!({ "readback": readback }),
+        },
+        Verdict::ReadbackMismatch { readback } => Landing::Parked {
+            reason: "readback_mismatch".into(),
+            details: json!({ "readback": readback }),
+        },
+        Verdict::Rejected { status, body } => Landing::Failed(json!({
+            "why": "the contract declares this status a definitive rejection",
+            "status": status, "body": body,
+        })),
+        Verdict::UndeclaredClientError { status, body } => Landing::Indeterminate {
+            reason: format!("HTTP {status} not declared a rejection by the contract"),
+            details: json!({ "status": status, "body": body }),
+        },
+        Verdict::ServerError { status, body } => Landing::Indeterminate {
+            reason: format!("HTTP {status} from the create request"),
+            details: json!({ "status": status, "body": body }),
+        },
+        Verdict::TransportUnknown { reason } => Landing::Indeterminate {
+            details: json!({ "transport": reason }),
+            reason: "no complete response to the create request".into(),
+        },
+        Verdict::BrowserFailed { error } => Landing::Indeterminate {
+            reason: "the page or the browser failed after dispatch".into(),
+            details: json!({ "error": error }),
+        },
+        Verdict::NoSuccessSignal { status } => Landing::Indeterminate {
+            reason: "no success signal after the response".into(),
+            details: json!({ "status": status }),
+        },
+        Verdict::ReadbackNotFound { readback } => Landing::Indeterminate {
+            reason: "success signalled but the read-back did not find the post".into(),
+            details: json!({ "readback": readback }),
+        },
+    }
+}
+
+/// The verdict of a complete response, before the success signal and read-back (None: go on).
+pub fn by_status(status: u16, body: &[u8], rejection_statuses: &[u16]) -> Option<Verdict> {
+    let body = String::from_utf8_lossy(&body[..body.len().min(2048)]).into_owned();
+    if rejection_statuses.contains(&status) {
+        Some(Verdict::Rejected { status, body })
+    } else if (400..500).contains(&status) {
+        Some(Verdict::UndeclaredClientError { status, body })
+    } else if !(200..500).contains(&status) {
+        Some(Verdict::ServerError { status, body })
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_land_per_the_table() {
+        assert!(matches!(
+            by_status(422, b"", &[422]),
+            Some(Verdict::Rejected { .. })
+        ));
+        assert!(matches!(
+            by_status(409, b"", &[422]),
+            Some(Verdict::UndeclaredClientError { .. })
+        ));
+        assert!(matches!(
+            by_status(500, b"", &[422]),
+            Some(Verdict::ServerError { .. })
+        ));
+        assert!(by_status(201, b"", &[422]).is_none());
+        assert!(matches!(
+            land(Verdict::Rejected {
+                status: 422,
+                body: String::new()
+            }),
+            Landing::Failed(_)
+        ));
+        assert!(matches!(
+            land(Verdict::UndeclaredClientError {
+                status: 409,
+                body: String::new()
+            }),
+            Landing::Indeterminate { .. }
+        ));
+        assert!(matches!(
+            land(Verdict::ReadbackMismatch {
+                readback: Value::Null
+            }),
+            Landing::Parked { .. }
+        ));
+    }
+}

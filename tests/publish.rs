@@ -1,0 +1,701 @@
+//! Publish end to end through the real binary and real Chromium against the in-process Fixturebook
+//! platform, with the number of create requests the SERVER received asserted in every case (the platform
+//! counts a request the moment its head arrives, before any fault handling).
+//!
+//! Also, without a browser: the harness's sender never retries (a server that drops the connection after
+//! reading the request receives exactly one), and a refused connection is "not sent".
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use oncepost::browser::{DispatchOutcome, OneShotSender, WireRequest};
+use oncepost::fixture_platform::{
+    Fault, FaultMode, FixtureConfig, FixturePlatform, RunningPlatform,
+};
+use serde_json::Value;
+use tokio::io::AsyncReadExt;
+
+const BIN: &str = env!("CARGO_BIN_EXE_oncepost");
+
+fn repo(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
+}
+
+struct Env {
+    dir: tempfile::TempDir,
+    platform: RunningPlatform,
+    contract: PathBuf,
+}
+
+impl Env {
+    async fn start(fault: Fault) -> Env {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut cfg = FixtureConfig::new(dir.path().join("platform"));
+        cfg.fault = fault;
+        let platform = FixturePlatform::start(cfg).await.expect("platform starts");
+        let contract = repo("selectors/fixture.toml");
+        let env = Env {
+            dir,
+            platform,
+            contract,
+        };
+        let (code, out, err) = env
+            .run(&["accounts", "add", "alice", "--platform", "fixture"])
+            .await;
+        assert_eq!(code, 0, "accounts add: {out} {err}");
+        env
+    }
+
+    fn home(&self) -> &Path {
+        self.dir.path()
+    }
+
+    async fn run(&self, args: &[&str]) -> (i32, String, String) {
+        let out = tokio::process::Command::new(BIN)
+            .args(args)
+            .env("ONCEPOST_HOME", self.home())
+            .env_remove("ONCEPOST_STORE")
+            .kill_on_drop(true)
+            .output()
+            .await
+            .expect("run oncepost");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    /// `oncepost publish --json` of `text` as alice (logged in), with extra arguments.
+    async fn publish_with(
+        &self,
+        contract: &Path,
+        text: &str,
+        extra: &[&str],
+    ) -> (i32, Value, String) {
+        let base = self.platform.base_url();
+        let login = format!("{base}/login?account=alice");
+        let c = contract.to_string_lossy().into_owned();
+        let mut args = vec![
+            "publish",
+            "--json",
+            "--contract",
+            &c,
+            "--account",
+            "alice",
+            "--base-url",
+            &base,
+            "--login-url",
+            &login,
+            "--text",
+            text,
+        ];
+        args.extend_from_slice(extra);
+        let (code, out, err) = self.run(&args).await;
+        let v: Value = serde_json::from_str(&out).unwrap_or(Value::Null);
+        (code, v, err)
+    }
+
+    async fn publish(&self, text: &str, extra: &[&str]) -> (i32, Value, String) {
+        let c = self.contract.clone();
+        self.publish_with(&c, text, extra).await
+    }
+
+    fn arrivals(&self) -> u64 {
+        self.platform.stats().create_arrivals
+    }
+
+    fn copies(&self, text: &str) -> usize {
+        self.platform
+            .posts()
+            .iter()
+            .filter(|p| p.text == text)
+            .count()
+    }
+}
+
+fn unique(label: &str) -> String {
+    format!("{label} {}", uuid::Uuid::new_v4().simple())
+}
+
+fn kinds(v: &Value) -> Vec<String> {
+    v["timeline"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|e| e["kind"].as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// normal: published with platform id and permalink, evidence of every capture point stored 0600 with
+/// secrets redacted; a rerun answers the same outcome with zero new arrivals and nothing pressed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn normal_publish_reads_back_stores_evidence_and_a_rerun_touches_nothing() {
+    let env = Env::start(Fault::default()).await;
+    let text = unique("hello");
+    let (code, v, err) = env.publish(&text, &[]).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["state"], "published");
+    assert_eq!(v["pressed"], true);
+    assert_eq!(env.arrivals(), 1);
+    assert_eq!(env.copies(&text), 1);
+    let id = v["platform_id"].as_str().expect("platform id");
+    assert!(
+        v["permalink"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("/p/{id}"))
+    );
+    assert!(v["attempt"].as_str().is_some());
+    let k = kinds(&v);
+    for want in [
+        "created",
+        "begun",
+        "authorized",
+        "request_sent",
+        "published",
+    ] {
+        assert!(k.contains(&want.to_string()), "{want} missing from {k:?}");
+    }
+    // Progress went to stderr.
+    assert!(err.contains("pressed; create request carried"), "{err}");
+    let ev = v["evidence"].as_array().unwrap();
+    let mut seen: Vec<&str> = ev.iter().map(|i| i["kind"].as_str().unwrap()).collect();
+    seen.sort();
+    assert_eq!(
+        seen,
+        [
+            "dom_excerpt",
+            "readback",
+            "screenshot_after_response",
+            "screenshot_before_dispatch",
+            "screenshot_readback",
+            "write_log"
+        ]
+    );
+    use std::os::unix::fs::PermissionsExt;
+    for i in ev {
+        let p = env.home().join(i["path"].as_str().unwrap());
+        let bytes = std::fs::read(&p).unwrap();
+        assert_eq!(bytes.len() as u64, i["bytes"].as_u64().unwrap());
+        let meta = std::fs::metadata(&p).unwrap();
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600, "{}", p.display());
+        if i["kind"] == "write_log" {
+            let log = String::from_utf8(bytes).unwrap();
+            assert!(log.contains("[redacted]"), "{log}");
+            assert!(!log.contains("fb_session="), "session cookie leaked: {log}");
+            assert!(log.contains("\"wire_request_hash\""), "{log}");
+        }
+    }
+    // Rerun: same intent, same outcome, nothing pressed, nothing arrives.
+    let (code2, v2, _) = env.publish(&text, &[]).await;
+    assert_eq!(code2, 0);
+    assert_eq!(v2["key"], v["key"]);
+    assert_eq!(v2["pressed"], false);
+    assert_eq!(v2["permalink"], v["permalink"]);
+    assert_eq!(env.arrivals(), 1);
+    assert_eq!(env.copies(&text), 1);
+}
+
+/// One test per fault mode: (mode, extra args, exit code, state, expected create arrivals).
+async fn fault_case(
+    mode: FaultMode,
+    delay_ms: u64,
+    extra: &[&str],
+    exit: i32,
+    state: &str,
+) -> Value {
+    let env = Env::start(Fault::new(mode).with_delay_ms(delay_ms)).await;
+    let text = unique(&format!("{mode:?}"));
+    let (code, v, err) = env.publish(&text, extra).await;
+    assert_eq!(code, exit, "{mode:?}: {v} {err}");
+    assert_eq!(v["state"], state, "{mode:?}");
+    assert_eq!(v["pressed"], true);
+    assert_eq!(
+        env.arrivals(),
+        1,
+        "{mode:?}: exactly one create request must arrive"
+    );
+    // A rerun never presses again, whatever the state.
+    let (code2, v2, _) = env.publish(&text, extra).await;
+    assert_eq!(code2, exit);
+    assert_eq!(v2["pressed"], false);
+    assert_eq!(env.arrivals(), 1, "{mode:?}: the rerun sent nothing");
+    v
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commit_then_500_is_indeterminate_with_one_arrival() {
+    fault_case(FaultMode::CommitThen500, 0, &[], 10, "indeterminate").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commit_then_drop_is_indeterminate_with_exactly_one_arrival_through_the_harness() {
+    fault_case(FaultMode::CommitThenDrop, 0, &[], 10, "indeterminate").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commit_then_delay_past_the_timeout_is_indeterminate_with_one_arrival() {
+    fault_case(
+        FaultMode::CommitThenDelay,
+        4000,
+        &["--request-timeout", "1s"],
+        10,
+        "indeterminate",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reset_before_read_is_indeterminate_with_one_arrival() {
+    // The request head left (the server counted it) before the reset: nobody can know more.
+    fault_case(FaultMode::ResetBeforeRead, 0, &[], 10, "indeterminate").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_declared_4xx_rejection_is_failed_with_one_arrival() {
+    let v = fault_case(FaultMode::Reject4xx, 0, &[], 11, "failed").await;
+    assert!(kinds(&v).contains(&"failed".to_string()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_success_signal_is_indeterminate_with_one_arrival() {
+    fault_case(
+        FaultMode::NoSuccessSignal,
+        0,
+        &["--success-timeout", "1s"],
+        10,
+        "indeterminate",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_back_with_different_text_parks_with_one_arrival() {
+    fault_case(FaultMode::ReadbackMismatch, 0, &[], 12, "parked").await;
+}
+
+/// The control: the same compose page, the same commit-then-drop server, the same click, but the contract
+/// lets the browser send the create request. Chromium re-sends it by itself (2 or 3 arrivals); the
+/// outcome is indeterminate. Through the harness (test above) exactly one arrives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn control_without_the_takeover_chromium_resends_the_create_request() {
+    let env = Env::start(Fault::new(FaultMode::CommitThenDrop)).await;
+    let browser_contract = env.home().join("fixture-browser.toml");
+    let c = std::fs::read_to_string(&env.contract).unwrap();
+    assert!(c.contains("transport = \"harness\""));
+    std::fs::write(
+        &browser_contract,
+        c.replace("transport = \"harness\"", "transport = \"browser\""),
+    )
+    .unwrap();
+    let text = unique("control");
+    let (code, v, err) = env
+        .publish_with(&browser_contract, &text, &["--request-timeout", "5s"])
+        .await;
+    assert_eq!(code, 10, "{v} {err}");
+    assert_eq!(v["state"], "indeterminate");
+    eprintln!(
+        "control (browser transport): {} create requests arrived for one click",
+        env.arrivals()
+    );
+    assert!(
+        env.arrivals() >= 2,
+        "Chromium alone sent {} create request(s)",
+        env.arrivals()
+    );
+}
+
+/// Look before write: the exact text is already on the platform, so the intent settles published without
+/// pressing anything.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn look_before_write_finds_the_post_and_presses_nothing() {
+    let env = Env::start(Fault::default()).await;
+    let text = unique("already there");
+    let base = env.platform.base_url();
+    // Post it directly, the way an earlier lost run would have.
+    let page = reqwest::get(format!("{base}/compose"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let token = page
+        .split("name=\"csrf-token\" content=\"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap()
+        .to_string();
+    let r = reqwest::Client::new()
+        .post(format!("{base}/api/posts"))
+        .header("x-csrf-token", token)
+        .header("content-type", "application/json")
+        .body(serde_json::json!({ "text": text, "title": "" }).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 201);
+    assert_eq!(env.arrivals(), 1);
+    let (code, v, err) = env.publish(&text, &[]).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["pressed"], false);
+    assert!(kinds(&v).contains(&"found_before_write".to_string()));
+    assert!(!kinds(&v).contains(&"authorized".to_string()));
+    assert_eq!(env.arrivals(), 1);
+    assert_eq!(env.copies(&text), 1);
+}
+
+/// 10,000 characters of non-ASCII text (accents, CJK, emoji, line breaks) round-trip byte-exact.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_thousand_characters_of_non_ascii_text_round_trip() {
+    let env = Env::start(Fault::default()).await;
+    let unit = "é✓ 一度だけ 🚀 ünïcödé\nzweite Zeile ";
+    let mut text = unique("long");
+    while text.chars().count() < 10_000 {
+        text.push_str(unit);
+    }
+    let text: String = text
+        .chars()
+        .take(10_000)
+        .collect::<String>()
+        .trim()
+        .to_string();
+    let (code, v, err) = env.publish(&text, &["--no-look-before-write"]).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(env.arrivals(), 1);
+    assert_eq!(env.copies(&text), 1, "the platform holds the exact text");
+}
+
+/// 16 identical publish processes at once: exactly one create arrives and exactly one process pressed.
+/// Eight run without `--wait` (each answers 13, in progress elsewhere, or 0 if it came after the first
+/// had settled); eight run with `--wait` and all answer 0 with the same permalink.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sixteen_identical_processes_make_one_create() {
+    let env = Env::start(Fault::default()).await;
+    let text = unique("sixteen");
+    let runs = (0..16).map(|i| {
+        let extra: &'static [&'static str] = if i % 2 == 0 { &["--wait"] } else { &[] };
+        env.publish(&text, extra)
+    });
+    let results = futures::future::join_all(runs).await;
+    let mut pressed = 0;
+    let mut permalinks = std::collections::BTreeSet::new();
+    for (i, (code, v, err)) in results.iter().enumerate() {
+        if i % 2 == 0 {
+            assert_eq!(*code, 0, "--wait: {v} {err}");
+            permalinks.insert(v["permalink"].as_str().unwrap_or("").to_string());
+        } else {
+            assert!(*code == 0 || *code == 13, "exit {code}: {v} {err}");
+            assert!(
+                v["key"].is_string(),
+                "--json prints one object even for 13: {v}"
+            );
+        }
+        if v["pressed"] == true {
+            pressed += 1;
+        }
+    }
+    assert_eq!(pressed, 1, "exactly one process pressed publish");
+    assert_eq!(permalinks.len(), 1, "{permalinks:?}");
+    assert!(
+        results.iter().any(|(c, _, _)| *c == 13),
+        "some process was turned away"
+    );
+    assert_eq!(env.arrivals(), 1);
+    assert_eq!(env.copies(&text), 1);
+    let (code, v, _) = env.publish(&text, &[]).await;
+    assert_eq!((code, v["pressed"].clone()), (0, Value::Bool(false)));
+}
+
+/// Bad input is exit 2 before anything happens: unknown account, unknown field, empty text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_exits_2_and_sends_nothing() {
+    let env = Env::start(Fault::default()).await;
+    let c = env.contract.to_string_lossy().into_owned();
+    let base = env.platform.base_url();
+    for args in [
+        vec![
+            "publish",
+            "--contract",
+            &c,
+            "--account",
+            "nobody",
+            "--base-url",
+            &base,
+            "--text",
+            "x",
+        ],
+        vec![
+            "publish",
+            "--contract",
+            &c,
+            "--account",
+            "alice",
+            "--base-url",
+            &base,
+            "--text",
+            "x",
+            "--field",
+            "nope=1",
+        ],
+        vec![
+            "publish",
+            "--contract",
+            &c,
+            "--account",
+            "alice",
+            "--base-url",
+            &base,
+            "--text",
+            "  ",
+        ],
+        vec![
+            "publish",
+            "--contract",
+            "/nonexistent.toml",
+            "--account",
+            "alice",
+            "--base-url",
+            &base,
+            "--text",
+            "x",
+        ],
+    ] {
+        let (code, out, err) = env.run(&args).await;
+        assert_eq!(code, 2, "{args:?}: {out} {err}");
+        assert!(!err.trim().is_empty());
+    }
+    assert_eq!(env.arrivals(), 0);
+}
+
+// ---------- the sender, without a browser ----------
+
+/// A server that reads one request fully (head + body) and closes without answering, counting every
+/// connection and every request it read.
+async fn drop_after_read_server() -> (String, std::sync::Arc<std::sync::atomic::AtomicU64>) {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/api/posts", l.local_addr().unwrap());
+    let seen = std::sync::Arc::new(AtomicU64::new(0));
+    let s = seen.clone();
+    tokio::spawn(async move {
+        while let Ok((mut sock, _)) = l.accept().await {
+            let s = s.clone();
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 4096];
+                while let Ok(n) = sock.read(&mut chunk).await {
+                    if n == 0 {
+                        break;
+                    }
+                    buf.extend_from_slice(&chunk[..n]);
+                    if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                        let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+                        let len: usize = head
+                            .lines()
+                            .find_map(|l| {
+                                l.strip_prefix("content-length:")
+                                    .map(|v| v.trim().parse().unwrap_or(0))
+                            })
+                            .unwrap_or(0);
+                        if buf.len() >= end + 4 + len {
+                            s.fetch_add(1, Ordering::SeqCst);
+                            break; // commit, then drop without a byte
+                        }
+                    }
+                }
+            });
+        }
+    });
+    (url, seen)
+}
+
+fn wire(url: &str) -> WireRequest {
+    WireRequest {
+        method: "POST".into(),
+        url: url.into(),
+        headers: vec![("content-type".into(), "application/json".into())],
+        body: br#"{"text":"once"}"#.to_vec(),
+    }
+}
+
+#[tokio::test]
+async fn the_sender_never_retries_a_request_whose_connection_dropped() {
+    let (url, seen) = drop_after_read_server().await;
+    let sender = OneShotSender::new(Duration::from_secs(5), Duration::from_secs(2)).unwrap();
+    for round in 1..=3u64 {
+        let out = sender.send_once(&wire(&url)).await;
+        assert!(matches!(out, DispatchOutcome::Unknown { .. }), "{out:?}");
+        // Give a (wrong) retry every chance to arrive before counting.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(
+            seen.load(std::sync::atomic::Ordering::SeqCst),
+            round,
+            "one arrival per send"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_refused_connection_is_not_sent() {
+    // Bind then drop: the port is (very likely) closed now.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let sender = OneShotSender::new(Duration::from_secs(5), Duration::from_secs(2)).unwrap();
+    let out = sender
+        .send_once(&wire(&format!("http://127.0.0.1:{port}/api/posts")))
+        .await;
+    assert!(matches!(out, DispatchOutcome::NotSent { .. }), "{out:?}");
+}
+
+// ---------- the press, through the library ----------
+
+/// A page that sends a SECOND create request on the same click (a double submit): the press carries the
+/// first one through the harness, the write guard fails the second before it leaves and records it.
+/// The server sees exactly one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_create_request_for_one_authorization_is_failed_before_it_leaves() {
+    use oncepost::browser::{BrowserSession, ComposePage, LaunchOptions, TransportOptions};
+    use oncepost::contract::Contract;
+    use oncepost::identity::{ActionKind, CanonicalRequest};
+    use oncepost::store::{Begun, NewAccount, NewIntent, Policy, Store, StoreLocation, Timestamp};
+
+    let env = Env::start(Fault::default()).await;
+    let base = env.platform.base_url();
+    let plan = Contract::load(&env.contract)
+        .unwrap()
+        .publish_plan(&base)
+        .unwrap();
+    let store = Store::open(
+        &StoreLocation::default_in(&env.home().join("lib")),
+        Policy::default(),
+    )
+    .await
+    .unwrap();
+    let now = Timestamp::now();
+    store
+        .add_account(
+            &NewAccount {
+                name: "bob".into(),
+                platform: "fixture".into(),
+                min_interval_ms: 0,
+                dup_window_ms: 0,
+            },
+            "test",
+            now,
+        )
+        .await
+        .unwrap();
+    let text = unique("double submit");
+    let intent = store
+        .create_intent(
+            &NewIntent {
+                account: "bob".into(),
+                action: ActionKind::Post,
+                target: String::new(),
+                request: CanonicalRequest::new(Some(&text), &Default::default()),
+                source_ref: None,
+            },
+            now,
+        )
+        .await
+        .unwrap()
+        .intent;
+    let Begun::Claimed(claim) = store
+        .begin(&intent.key, "test:1:x", "h", now)
+        .await
+        .unwrap()
+    else {
+        panic!("not claimed")
+    };
+    let session = BrowserSession::launch(&LaunchOptions::new(env.home().join("profile")))
+        .await
+        .unwrap();
+    let page = ComposePage::open(&session, &plan.probe, None, Duration::from_secs(20))
+        .await
+        .unwrap();
+    page.prepare(
+        &[("field:text".into(), text.clone())],
+        Duration::from_secs(10),
+    )
+    .await
+    .unwrap();
+    let at = page
+        .check_publish(&plan.probe.publish)
+        .await
+        .unwrap()
+        .expect("actionable");
+    // The page's own click handler sends one create request; add a second one on the same click.
+    let pages = session.browser().pages().await.unwrap();
+    let mut injected = false;
+    for p in pages {
+        if p.url()
+            .await
+            .unwrap_or_default()
+            .is_some_and(|u| u.ends_with("/compose"))
+        {
+            p.evaluate(
+                "document.getElementById('publish').addEventListener('click', () => fetch('/api/posts', \
+                 {method: 'POST', headers: {'content-type': 'application/json', 'x-csrf-token': \
+                 document.querySelector('meta[name=csrf-token]').content}, body: JSON.stringify({text: 'second', title: ''})}).catch(() => {}))",
+            )
+            .await
+            .unwrap();
+            injected = true;
+        }
+    }
+    assert!(injected);
+    let auth = store
+        .authorize_dispatch(&claim, "h", Timestamp::now())
+        .await
+        .unwrap();
+    let hook = |_fence, _wire| async { Ok::<(), String>(()) };
+    let pressed = plan
+        .probe
+        .publish
+        .press(
+            &page,
+            &at,
+            auth,
+            &plan.create,
+            &TransportOptions::default(),
+            hook,
+        )
+        .await;
+    assert!(
+        matches!(
+            pressed.outcome,
+            DispatchOutcome::Response { status: 201, .. }
+        ),
+        "{:?}",
+        pressed.outcome
+    );
+    // The second request is answered by the guard in its own task: wait (bounded) for its record.
+    let mut extras = Vec::new();
+    for _ in 0..50 {
+        extras = session.write_guard().extra_creates();
+        if !extras.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        extras.len(),
+        1,
+        "the second create request was recorded: {extras:?}"
+    );
+    assert!(extras[0].blocked);
+    assert_eq!(
+        env.arrivals(),
+        1,
+        "only the harness's one create request arrived"
+    );
+    page.close().await;
+    session.close().await;
+}
