@@ -67,7 +67,7 @@ pub struct WorkerArgs {
 
 fn lookup_for(
     ctx: &Context,
-    contract: &PathBuf,
+    contract: &std::path::Path,
     base_url: &str,
     timeout_ms: i64,
 ) -> Result<(BrowserLookup, ReconcilePolicy), CliError> {
@@ -93,11 +93,7 @@ fn lookup_for(
 fn progress(done: usize, total: usize, what: &str) {
     if std::io::stderr().is_terminal() {
         let width = 30;
-        let filled = if total == 0 {
-            width
-        } else {
-            done * width / total
-        };
+        let filled = (done * width).checked_div(total).unwrap_or(width);
         eprint!(
             "\r[{}{}] {done}/{total} {what:<40.40}",
             "#".repeat(filled),
