@@ -14,6 +14,7 @@
 //! - [`fixture_platform`]: the bundled fixture platform (pages, hostile variants, fault modes) on loopback.
 //! - [`evidence`]: content-addressed evidence files and the redaction of secrets.
 //! - [`publish`]: the publish flow (intent, look-before-write, authorization, one write, read-back, settle).
+//! - [`utc`]: UTC calendar arithmetic for display (one implementation).
 //! - [`cli`]: the `oncepost` command line; the binary in `src/main.rs` only calls [`cli::main`].
 //!
 //! Data flows one way: cli -> publish/recover -> store + browser. The browser never writes to the store
@@ -28,3 +29,4 @@ pub mod publish;
 pub mod recover;
 pub mod review;
 pub mod store;
+pub mod utc;

@@ -4,7 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use oncepost::fixture_platform::{Fault, FaultMode, FixtureConfig, FixturePlatform, RunningPlatform};
+use oncepost::fixture_platform::{
+    Fault, FaultMode, FixtureConfig, FixturePlatform, RunningPlatform,
+};
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_oncepost");
@@ -22,8 +24,14 @@ impl Env {
         cfg.fault = Fault::new(fault);
         let platform = FixturePlatform::start(cfg).await.unwrap();
         let contract = Path::new(env!("CARGO_MANIFEST_DIR")).join("selectors/fixture.toml");
-        let env = Env { dir, platform, contract: contract.display().to_string() };
-        let (code, _, err) = env.run(&["accounts", "add", "alice", "--platform", "fixture"]).await;
+        let env = Env {
+            dir,
+            platform,
+            contract: contract.display().to_string(),
+        };
+        let (code, _, err) = env
+            .run(&["accounts", "add", "alice", "--platform", "fixture"])
+            .await;
         assert_eq!(code, 0, "{err}");
         env
     }
@@ -47,14 +55,35 @@ impl Env {
     async fn publish(&self, text: &str) -> (i32, Value) {
         let base = self.platform.base_url();
         let (code, out, err) = self
-            .run(&["publish", "--json", "--contract", &self.contract, "--account", "alice", "--base-url", &base, "--text", text])
+            .run(&[
+                "publish",
+                "--json",
+                "--contract",
+                &self.contract,
+                "--account",
+                "alice",
+                "--base-url",
+                &base,
+                "--text",
+                text,
+            ])
             .await;
-        (code, serde_json::from_str(&out).unwrap_or_else(|_| panic!("publish printed no JSON: {out} {err}")))
+        (
+            code,
+            serde_json::from_str(&out)
+                .unwrap_or_else(|_| panic!("publish printed no JSON: {out} {err}")),
+        )
     }
 
     async fn reconcile(&self, extra: &[&str]) -> (i32, String, String) {
         let base = self.platform.base_url();
-        let mut args = vec!["reconcile", "--contract", &self.contract, "--base-url", &base];
+        let mut args = vec![
+            "reconcile",
+            "--contract",
+            &self.contract,
+            "--base-url",
+            &base,
+        ];
         args.extend_from_slice(extra);
         self.run(&args).await
     }
@@ -82,12 +111,21 @@ async fn a_committed_but_unanswered_post_is_found_and_published_without_a_resend
     let r: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(r["state"], "published");
     assert_eq!(r["outcome"]["result"], "found");
-    let post = env.platform.posts().into_iter().find(|p| p.text == text).expect("the post is there");
+    let post = env
+        .platform
+        .posts()
+        .into_iter()
+        .find(|p| p.text == text)
+        .expect("the post is there");
     assert_eq!(r["outcome"]["platform_id"], post.id.as_str());
     // the automatic lookup is spent; and nothing was ever sent again
     let (code, _, _) = env.reconcile(&["--key", &key]).await;
     assert_eq!(code, 4);
-    assert_eq!(env.platform.stats().create_arrivals, 1, "a create request followed an indeterminate state");
+    assert_eq!(
+        env.platform.stats().create_arrivals,
+        1,
+        "a create request followed an indeterminate state"
+    );
     assert!(profile_dir(env.dir.path()).join("alice").is_dir());
 }
 
@@ -102,22 +140,42 @@ async fn a_post_that_never_arrived_is_parked_for_a_person_not_resent() {
     // the batch form: JSON lines, one per due intent
     let (code, out, err) = env.reconcile(&["--due"]).await;
     assert_eq!(code, 0, "{out} {err}");
-    let lines: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let lines: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(lines.len(), 1, "{out}");
     assert_eq!(lines[0]["key"], key.as_str());
     assert_eq!(lines[0]["state"], "parked");
     let (_, shown, _) = env.run(&["intents", "show", &key, "--json"]).await;
     let t: Value = serde_json::from_str(&shown).unwrap();
-    let kinds: Vec<&str> = t["events"].as_array().unwrap().iter().map(|e| e["kind"].as_str().unwrap()).collect();
-    let started = kinds.iter().position(|k| *k == "reconcile_started").unwrap();
-    let nf = kinds.iter().position(|k| *k == "reconcile_not_found").unwrap();
+    let kinds: Vec<&str> = t["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    let started = kinds
+        .iter()
+        .position(|k| *k == "reconcile_started")
+        .unwrap();
+    let nf = kinds
+        .iter()
+        .position(|k| *k == "reconcile_not_found")
+        .unwrap();
     assert!(started < nf, "{kinds:?}");
     assert_eq!(kinds.last(), Some(&"parked"));
     assert!(kinds.contains(&"evidence"), "{kinds:?}");
-    assert_eq!(env.platform.stats().create_arrivals, 1, "a create request followed an indeterminate state");
+    assert_eq!(
+        env.platform.stats().create_arrivals,
+        1,
+        "a create request followed an indeterminate state"
+    );
     assert_eq!(env.platform.posts().len(), 0);
     // a person asks for another lookup; it is recorded as theirs and changes nothing on the platform
-    let (code, _, err) = env.reconcile(&["--key", &key, "--again", "--by", "dana"]).await;
+    let (code, _, err) = env
+        .reconcile(&["--key", &key, "--again", "--by", "dana"])
+        .await;
     assert_eq!(code, 12, "{err}");
     assert_eq!(env.platform.stats().create_arrivals, 1);
 }

@@ -155,25 +155,9 @@ pub fn now_rfc3339() -> String {
     format_rfc3339(d.as_secs(), d.subsec_millis())
 }
 
-/// Format seconds since the epoch (UTC). Civil-from-days after Howard Hinnant's algorithm.
+/// Format seconds since the epoch (UTC) as RFC 3339 with milliseconds.
 fn format_rfc3339(secs: u64, millis: u32) -> String {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
-        rem / 3_600,
-        (rem % 3_600) / 60,
-        rem % 60
-    )
+    crate::utc::rfc3339((secs as i64).saturating_mul(1000) + i64::from(millis))
 }
 
 #[cfg(test)]
