@@ -179,3 +179,69 @@ async fn a_post_that_never_arrived_is_parked_for_a_person_not_resent() {
     assert_eq!(code, 12, "{err}");
     assert_eq!(env.platform.stats().create_arrivals, 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_worker_runs_passes_and_stops_cleanly_on_sigterm() {
+    let env = Env::start(FaultMode::Normal).await;
+    let base = env.platform.base_url();
+    let (code, out, err) = env
+        .run(&[
+            "worker",
+            "--contract",
+            &env.contract,
+            "--base-url",
+            &base,
+            "--interval",
+            "100ms",
+            "--passes",
+            "2",
+        ])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    let passes: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(passes.len(), 2, "{out}");
+    assert!(
+        passes[0]["sweep"]["made_indeterminate"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    // unattended: runs until SIGTERM, then finishes its pass and exits 0
+    let child = tokio::process::Command::new(BIN)
+        .args([
+            "worker",
+            "--contract",
+            &env.contract,
+            "--base-url",
+            &base,
+            "--interval",
+            "200ms",
+        ])
+        .env("ONCEPOST_HOME", env.dir.path())
+        .env_remove("ONCEPOST_STORE")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    let pid = child.id().unwrap() as i32;
+    // SAFETY: sending a signal to our own child process.
+    unsafe {
+        libc::kill(pid, libc::SIGTERM);
+    }
+    let out = tokio::time::timeout(Duration::from_secs(20), child.wait_with_output())
+        .await
+        .expect("worker stopped in time")
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("worker stopped after"));
+}
