@@ -1383,6 +1383,38 @@ async fn racing_workers_get_exactly_one_authorization(b: Backend) {
     }
 }
 
+/// Operators racing park on one key: exactly one succeeds and one event is written.
+async fn racing_operators_move_an_intent_once(b: Backend) {
+    let db = db(b).await;
+    let s = Arc::new(db.store.clone());
+    for round in 0..4 {
+        let key = create(&s, "alice", &format!("park race {round}")).await;
+        let c = claim(&s, &key, "w", at(0)).await;
+        s.settle(&c.fence, &failed(), at(1)).await.unwrap();
+        let barrier = Arc::new(tokio::sync::Barrier::new(16));
+        let mut tasks = Vec::new();
+        for w in 0..16 {
+            let (s, key, barrier) = (s.clone(), key.clone(), barrier.clone());
+            tasks.push(tokio::spawn(async move {
+                barrier.wait().await;
+                s.park(&key, &format!("op{w}"), "race", at(2)).await.is_ok() as u32
+            }));
+        }
+        let mut wins = 0;
+        for t in tasks {
+            wins += t.await.unwrap();
+        }
+        assert_eq!(wins, 1, "round {round}: {wins} operators moved it");
+        let tl = s.timeline(&key).await.unwrap();
+        let moves = tl
+            .events
+            .iter()
+            .filter(|e| matches!(e.kind, EventKind::Parked | EventKind::Retried))
+            .count();
+        assert_eq!(moves, 1, "round {round}");
+    }
+}
+
 /// Stale and fresh workers racing authorize on one key after take-overs: still at most one authorization.
 async fn racing_authorizations_with_stale_claims_allow_at_most_one(b: Backend) {
     let db = db(b).await;
@@ -1446,5 +1478,6 @@ on_both_backends!(
     a_newer_schema_is_refused_with_a_clear_error,
     reopening_keeps_everything,
     racing_workers_get_exactly_one_authorization,
+    racing_operators_move_an_intent_once,
     racing_authorizations_with_stale_claims_allow_at_most_one,
 );
