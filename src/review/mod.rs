@@ -431,16 +431,25 @@ fn after(s: &Shared, key: &DeliveryKey, done: &str) -> Response {
     Redirect::to(&format!("{}/intent/{}?done={done}", s.base, key.as_str())).into_response()
 }
 
+/// The checks every action POST passes before anything else: session token (already routed), CSRF token and
+/// Origin/Referer, then a well-formed key.
+fn accept_action(
+    s: &Ctx,
+    headers: &HeaderMap,
+    form: &ActionForm,
+    key: &str,
+) -> Result<DeliveryKey, ReviewError> {
+    check_post(s, headers, form)?;
+    parse_key(key)
+}
+
 async fn found(
     State(s): State<Ctx>,
     Path((_token, key)): Path<(String, String)>,
     headers: HeaderMap,
     Form(form): Form<ActionForm>,
 ) -> Response {
-    if let Err(e) = check_post(&s, &headers, &form) {
-        return e.into_response();
-    }
-    let key = match parse_key(&key) {
+    let key = match accept_action(&s, &headers, &form, &key) {
         Ok(k) => k,
         Err(e) => return e.into_response(),
     };
@@ -486,10 +495,7 @@ async fn redeliver(
     headers: HeaderMap,
     Form(form): Form<ActionForm>,
 ) -> Response {
-    if let Err(e) = check_post(&s, &headers, &form) {
-        return e.into_response();
-    }
-    let key = match parse_key(&key) {
+    let key = match accept_action(&s, &headers, &form, &key) {
         Ok(k) => k,
         Err(e) => return e.into_response(),
     };
@@ -523,10 +529,7 @@ async fn keep(
     headers: HeaderMap,
     Form(form): Form<ActionForm>,
 ) -> Response {
-    if let Err(e) = check_post(&s, &headers, &form) {
-        return e.into_response();
-    }
-    let key = match parse_key(&key) {
+    let key = match accept_action(&s, &headers, &form, &key) {
         Ok(k) => k,
         Err(e) => return e.into_response(),
     };
