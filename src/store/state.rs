@@ -274,6 +274,27 @@ mod tests {
     }
 
     #[test]
+    fn display_is_the_label() {
+        for s in Status::ALL {
+            assert_eq!(s.to_string(), s.label());
+        }
+        for k in EventKind::ALL {
+            assert_eq!(k.to_string(), k.label());
+        }
+    }
+
+    #[test]
+    fn only_published_and_parked_are_terminal() {
+        for s in Status::ALL {
+            assert_eq!(
+                s.is_terminal(),
+                matches!(s, Status::Published | Status::Parked),
+                "{s}"
+            );
+        }
+    }
+
+    #[test]
     fn indeterminate_is_never_retried_and_never_pending() {
         for e in EventKind::ALL {
             if let Ok(to) = Status::Indeterminate.next(e) {
