@@ -172,7 +172,9 @@ async fn normal_publish_reads_back_stores_evidence_and_a_rerun_touches_nothing()
             "screenshot_before_dispatch",
             "screenshot_readback",
             "write_log"
-        ]
+        ],
+        "timeline: {}",
+        v["timeline"]
     );
     use std::os::unix::fs::PermissionsExt;
     for i in ev {

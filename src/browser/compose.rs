@@ -251,6 +251,54 @@ impl<'a> ComposePage<'a> {
         masked_screenshot(&self.page, self.session, &self.plan.masks).await
     }
 
+    /// A screenshot of wherever the page has landed, within `limit`.
+    ///
+    /// After a response the page often navigates (Fixturebook goes to the permalink); a capture that
+    /// starts mid-navigation either fails ("context destroyed") or hangs until the call bound. So each try
+    /// first waits for `document.readyState == "complete"`, every try is bounded by a short slice of
+    /// `limit`, and a failed try is repeated until `limit` runs out. The last error comes back if none
+    /// succeeded.
+    pub async fn screenshot_settled(&self, limit: Duration) -> Result<Vec<u8>, BrowserError> {
+        let start = Instant::now();
+        let slice = Duration::from_millis(2_000);
+        let mut last = BrowserError::Timeout {
+            during: "screenshot after the page settled".into(),
+            after: limit,
+        };
+        while start.elapsed() < limit {
+            let left = limit.saturating_sub(start.elapsed()).min(slice);
+            let attempt = async {
+                let ready = evaluate_json(
+                    &self.page,
+                    self.session.liveness(),
+                    "read the document state",
+                    "() => document.readyState",
+                    &serde_json::json!(null),
+                )
+                .await?;
+                if ready.as_str() != Some("complete") {
+                    return Err(BrowserError::Script(format!(
+                        "document not loaded yet ({ready})"
+                    )));
+                }
+                self.screenshot().await
+            };
+            match tokio::time::timeout(left, attempt).await {
+                Ok(Ok(png)) => return Ok(png),
+                Ok(Err(e @ BrowserError::Died { .. })) => return Err(e),
+                Ok(Err(e)) => last = e,
+                Err(_) => {
+                    last = BrowserError::Timeout {
+                        during: "screenshot after the page settled".into(),
+                        after: left,
+                    }
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(150)).await;
+        }
+        Err(last)
+    }
+
     /// The compose region's HTML (the publish control's form, else `main`, else `body`), with hidden input
     /// values and CSRF-like attributes blanked, at most 64 KiB.
     pub async fn dom_excerpt(&self) -> Result<String, BrowserError> {

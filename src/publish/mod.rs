@@ -240,6 +240,9 @@ pub fn new_intent(req: &PublishRequest, contract: &Contract) -> Result<NewIntent
     })
 }
 
+/// How long the after-response capture may wait for the page to land (it may be navigating).
+const AFTER_RESPONSE_SHOT: Duration = Duration::from_secs(6);
+
 /// Publish: see the module docs. `LeaseHeld` comes back as `Err(PublishError::Store(..))` (exit 13).
 pub async fn run(
     req: &PublishRequest,
@@ -462,15 +465,16 @@ async fn attempt(
     mark: usize,
 ) -> Result<(bool, String), PublishError> {
     let token = claim.fence.attempt.as_str().to_string();
-    let link = |point: &'static str, items: Vec<Item>| {
+    let link = |point: &str, items: Vec<Item>| {
         let token = token.clone();
+        let point = point.to_string();
         async move {
             let _ = store
                 .note(
                     key,
                     EventKind::Evidence,
                     &req.owner,
-                    point,
+                    &point,
                     json!({ "attempt": token, "items": items }),
                     Timestamp::now(),
                 )
@@ -689,7 +693,7 @@ async fn after_dispatch<F, Fut>(
     link: &F,
 ) -> Verdict
 where
-    F: Fn(&'static str, Vec<Item>) -> Fut,
+    F: Fn(&str, Vec<Item>) -> Fut,
     Fut: std::future::Future<Output = ()>,
 {
     let (status, body) = match outcome {
@@ -716,11 +720,17 @@ where
     } else {
         Ok(None)
     };
-    // Give the page a moment to render the outcome it was handed, then capture it.
-    if let Ok(png) = page.screenshot().await
-        && let Ok(item) = ev.put("screenshot_after_response", &png, "png", "image/png")
-    {
-        link("after_response", vec![item]).await;
+    // Capture where the page landed with the outcome it was handed (it may be navigating). A capture
+    // that cannot be had is recorded as such, never dropped in silence.
+    match page.screenshot_settled(AFTER_RESPONSE_SHOT).await {
+        Ok(png) => match ev.put("screenshot_after_response", &png, "png", "image/png") {
+            Ok(item) => link("after_response", vec![item]).await,
+            Err(e) => tracing::warn!(error = %e, "after-response screenshot not stored"),
+        },
+        Err(e) => {
+            tracing::warn!(error = %e, "no after-response screenshot");
+            link(&format!("after_response: no screenshot ({e})"), vec![]).await;
+        }
     }
     clock.step("response handled");
     if let Some(v) = early {
