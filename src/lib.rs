@@ -13,6 +13,7 @@
 //! - [`review`]: the local review page for people who own parked sends, and its static export.
 //! - [`fixture_platform`]: the bundled fixture platform (pages, hostile variants, fault modes) on loopback.
 //! - [`evidence`]: content-addressed evidence files and the redaction of secrets.
+//! - [`failpoint`]: named SIGKILL crash points for the crash matrix (armed by `ONCEPOST_FAILPOINT`).
 //! - [`publish`]: the publish flow (intent, look-before-write, authorization, one write, read-back, settle).
 //! - [`utc`]: UTC calendar arithmetic for display (one implementation).
 //! - [`cli`]: the `oncepost` command line; the binary in `src/main.rs` only calls [`cli::main`].
@@ -23,6 +24,7 @@ pub mod browser;
 pub mod cli;
 pub mod contract;
 pub mod evidence;
+pub mod failpoint;
 pub mod fixture_platform;
 pub mod identity;
 pub mod publish;

@@ -19,6 +19,7 @@ fn policy() -> Policy {
     Policy {
         claim_lease_ms: 10_000,
         dispatch_lease_ms: 20_000,
+        lookup_lease_ms: 30_000,
         max_attempts: 3,
         lock_wait_ms: 15_000,
     }
@@ -1017,6 +1018,80 @@ async fn reconcile_runs_exactly_once_and_found_publishes(b: Backend) {
     );
 }
 
+/// A reconcile whose process died mid-lookup holds a lookup lease; once it runs out, the sweeper parks the
+/// intent (the automatic lookup is spent, a person decides). Before that, the sweeper leaves it alone; a
+/// lookup that did record in time clears the lease; a late record still lands from parked.
+async fn an_interrupted_lookup_is_parked_by_the_sweeper_once_its_lease_runs_out(b: Backend) {
+    let db = db(b).await;
+    let s = &db.store;
+    let lease = s.policy().lookup_lease_ms;
+    let indeterminate = |name: &'static str| async move {
+        let (key, a) = authorized(s, name, at(0)).await;
+        s.settle(
+            &a.consume(),
+            &Settlement::Indeterminate {
+                reason: "reset after the bytes".into(),
+                details: json!({}),
+            },
+            at(1),
+        )
+        .await
+        .unwrap();
+        key
+    };
+    let key = indeterminate("crashed lookup").await;
+    let t = s
+        .start_reconcile(&key, "reconciler", false, at(2))
+        .await
+        .unwrap();
+    let it = s.intent(&key).await.unwrap();
+    assert_eq!(it.lookup_expires_at, Some(at(2).0 + lease));
+    // Still running: nothing moves.
+    let r = s.sweep("sweeper", at(2 + lease - 1)).await.unwrap();
+    assert!(r.lookups_interrupted.is_empty(), "{r:?}");
+    assert_eq!(s.intent(&key).await.unwrap().state, Status::Indeterminate);
+    // Ran out: parked, once, by one sweeper.
+    let r = s.sweep("sweeper", at(2 + lease)).await.unwrap();
+    assert_eq!(r.lookups_interrupted, vec![key.clone()]);
+    let it = s.intent(&key).await.unwrap();
+    assert_eq!(it.state, Status::Parked);
+    assert_eq!(it.lookup_expires_at, None);
+    let r = s.sweep("sweeper", at(3 + lease)).await.unwrap();
+    assert!(r.lookups_interrupted.is_empty());
+    let tl = s.timeline(&key).await.unwrap();
+    let last = tl.events.last().unwrap();
+    assert_eq!(last.kind, EventKind::Parked);
+    assert_eq!(last.actor, "sweeper");
+    // The slow lookup records after all: what it saw still lands (found: published).
+    let found = ReconcileOutcome::Found {
+        platform_id: Some("p1".into()),
+        permalink: Some("http://x/p/p1".into()),
+        evidence: json!({}),
+    };
+    assert_eq!(
+        s.record_reconcile(&t, &found, NotFoundPolicy::Park, at(4 + lease))
+            .await
+            .unwrap(),
+        Status::Published
+    );
+    // A lookup that records in time clears its lease: the sweeper never touches it.
+    let k2 = indeterminate("recorded lookup").await;
+    let t2 = s
+        .start_reconcile(&k2, "reconciler", false, at(2))
+        .await
+        .unwrap();
+    let nf = ReconcileOutcome::NotFound {
+        evidence: json!({}),
+    };
+    s.record_reconcile(&t2, &nf, NotFoundPolicy::Stay, at(3))
+        .await
+        .unwrap();
+    assert_eq!(s.intent(&k2).await.unwrap().lookup_expires_at, None);
+    let r = s.sweep("sweeper", at(10 * lease)).await.unwrap();
+    assert!(r.lookups_interrupted.is_empty(), "{r:?}");
+    assert_eq!(s.intent(&k2).await.unwrap().state, Status::Indeterminate);
+}
+
 async fn reconcile_not_found_parks_or_stays_and_never_resends(b: Backend) {
     let db = db(b).await;
     let s = &db.store;
@@ -1469,6 +1544,7 @@ on_both_backends!(
     park_and_resolve_are_recorded_with_the_person,
     reconcile_runs_exactly_once_and_found_publishes,
     reconcile_not_found_parks_or_stays_and_never_resends,
+    an_interrupted_lookup_is_parked_by_the_sweeper_once_its_lease_runs_out,
     duplicate_text_window_at_its_edge,
     duplicate_text_is_enforced_by_the_database_itself,
     failed_send_releases_its_text_and_redelivery_is_exempt,

@@ -26,6 +26,7 @@ use serde::Serialize;
 
 use super::session::BrowserHandle;
 use super::{BrowserError, Liveness};
+use crate::failpoint::{self, FailPoint};
 use crate::identity::WireRequestHash;
 
 /// Request headers never forwarded: hop-by-hop, or owned by the HTTP client.
@@ -208,14 +209,33 @@ impl OneShotSender {
                 };
             }
         };
-        let mut b = self.client.request(method, &req.url).body(req.body.clone());
+        let crash_after_send = failpoint::is_armed(FailPoint::RequestSent);
+        let body = if crash_after_send {
+            crash_once_body_is_taken(req.body.clone())
+        } else {
+            reqwest::Body::from(req.body.clone())
+        };
+        let mut b = self.client.request(method, &req.url).body(body);
         for (k, v) in &req.headers {
             b = b.header(k, v);
         }
+        if crash_after_send {
+            // A stream body would otherwise go out chunked: keep the wire bytes what they always are.
+            b = b.header("content-length", req.body.len().to_string());
+        }
         let resp = match b.send().await {
             Ok(r) => r,
-            Err(e) => return classify(&e),
+            Err(e) => {
+                if crash_after_send {
+                    failpoint::hit(FailPoint::RequestSent);
+                }
+                return classify(&e);
+            }
         };
+        if crash_after_send {
+            // The response head arrived before the timer fired: still crash before reading it.
+            failpoint::hit(FailPoint::RequestSent);
+        }
         let status = resp.status().as_u16();
         let headers = resp
             .headers()
@@ -238,6 +258,20 @@ impl OneShotSender {
             },
         }
     }
+}
+
+/// The request body as a one-chunk stream that, once the connection has taken the chunk, lets the bytes
+/// reach the socket (50 ms) and then fires [`FailPoint::RequestSent`]: a crash with the request out and
+/// its response unread.
+fn crash_once_body_is_taken(body: Vec<u8>) -> reqwest::Body {
+    let chunk = futures::stream::once(async move {
+        tokio::spawn(async {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            failpoint::hit(FailPoint::RequestSent);
+        });
+        Ok::<_, std::io::Error>(body)
+    });
+    reqwest::Body::wrap_stream(chunk)
 }
 
 fn classify(e: &reqwest::Error) -> DispatchOutcome {

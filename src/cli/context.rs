@@ -28,6 +28,8 @@ impl Context {
         };
         let policy = Policy {
             lock_wait_ms: cli.lock_wait.max(0) as u64,
+            claim_lease_ms: cli.claim_lease,
+            dispatch_lease_ms: cli.dispatch_lease,
             ..Policy::default()
         };
         Ok(Context {
@@ -103,6 +105,18 @@ pub fn parse_duration_ms(s: &str) -> Result<i64, String> {
     };
     n.checked_mul(mult)
         .ok_or_else(|| format!("{s:?} is too long"))
+}
+
+/// A lease length: a duration of at least 100 ms and at most 7 days.
+pub fn parse_lease_ms(s: &str) -> Result<i64, String> {
+    let ms = parse_duration_ms(s)?;
+    if ms < 100 {
+        return Err(format!("{s:?} is too short for a lease (at least 100ms)"));
+    }
+    if ms > 7 * 86_400_000 {
+        return Err(format!("{s:?} is too long for a lease (at most 7d)"));
+    }
+    Ok(ms)
 }
 
 #[cfg(test)]

@@ -268,15 +268,19 @@ pub(crate) async fn run_sweep(ctx: &Context, args: SweepArgs) -> Result<Exit, Cl
         print_json(&r)?;
     } else {
         println!(
-            "{} made indeterminate, {} claims released",
+            "{} made indeterminate, {} claims released, {} interrupted lookups parked",
             r.made_indeterminate.len(),
-            r.claims_released.len()
+            r.claims_released.len(),
+            r.lookups_interrupted.len()
         );
         for k in &r.made_indeterminate {
             println!("  indeterminate  {k}");
         }
         for k in &r.claims_released {
             println!("  released       {k}");
+        }
+        for k in &r.lookups_interrupted {
+            println!("  parked         {k}  (lookup interrupted)");
         }
     }
     Ok(Exit::Ok)

@@ -37,6 +37,14 @@ pub struct Cli {
     /// How long to wait for another process's lock on a SQLite store (e.g. 15s, 500ms).
     #[arg(long, global = true, default_value = "15s", value_parser = context::parse_duration_ms)]
     pub lock_wait: i64,
+    /// How long a publish's pre-authorization claim lasts; after it, `sweep` releases the claim of a worker
+    /// that stopped (nothing was sent). Must cover opening and filling the compose page.
+    #[arg(long, global = true, env = "ONCEPOST_CLAIM_LEASE", default_value = "120s", value_parser = context::parse_lease_ms)]
+    pub claim_lease: i64,
+    /// How long an authorized dispatch may go without an outcome; after it, `sweep` makes the intent
+    /// indeterminate (the worker may have sent). Must cover the send, the success signal and the read-back.
+    #[arg(long, global = true, env = "ONCEPOST_DISPATCH_LEASE", default_value = "120s", value_parser = context::parse_lease_ms)]
+    pub dispatch_lease: i64,
     /// Log format on stderr.
     #[arg(long, global = true, value_enum, default_value = "text")]
     pub log_format: LogFormat,
@@ -101,6 +109,7 @@ pub enum Command {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing(cli.log_format);
+    crate::failpoint::init();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -11,7 +11,7 @@ use super::intents::parse_key;
 use super::{CliError, Context, Exit};
 use crate::contract::Contract;
 use crate::recover::{self, BrowserLookup, PassReport, ReconcilePolicy, Reconciled, RecoverError};
-use crate::store::{NotFoundPolicy, Status, Timestamp};
+use crate::store::{NotFoundPolicy, Status, Store, Timestamp};
 
 /// `oncepost reconcile`.
 #[derive(Debug, Args)]
@@ -118,9 +118,20 @@ fn line(r: &Reconciled) -> String {
     format!("{}  lookup #{}  {}  -> {}", r.key, r.lookup, what, r.state)
 }
 
+/// What a lookup's lease covers beyond its own bound: recording what it saw (one transaction).
+const LOOKUP_RECORD_GRACE_MS: i64 = 2_000;
+
+/// Open the store with a lookup lease that covers one bounded lookup and its recording: a reconcile whose
+/// process dies mid-lookup is parked by the next sweep once this runs out.
+async fn open_for_lookups(ctx: &Context, lookup_timeout_ms: i64) -> Result<Store, CliError> {
+    let mut ctx = ctx.clone();
+    ctx.policy.lookup_lease_ms = lookup_timeout_ms.saturating_add(LOOKUP_RECORD_GRACE_MS);
+    ctx.open_store().await
+}
+
 pub(crate) async fn run_reconcile(ctx: &Context, args: ReconcileArgs) -> Result<Exit, CliError> {
     let key = args.key.as_deref().map(parse_key).transpose()?;
-    let store = ctx.open_store().await?;
+    let store = open_for_lookups(ctx, args.lookup_timeout).await?;
     let (lookup, mut policy) =
         lookup_for(ctx, &args.contract, &args.base_url, args.lookup_timeout)?;
     if args.stay {
@@ -178,7 +189,7 @@ pub(crate) async fn run_reconcile(ctx: &Context, args: ReconcileArgs) -> Result<
 }
 
 pub(crate) async fn run_worker(ctx: &Context, args: WorkerArgs) -> Result<Exit, CliError> {
-    let store = ctx.open_store().await?;
+    let store = open_for_lookups(ctx, args.lookup_timeout).await?;
     let (lookup, policy) = lookup_for(ctx, &args.contract, &args.base_url, args.lookup_timeout)?;
     let who = format!("worker:{}", std::process::id());
     let max = args.passes;

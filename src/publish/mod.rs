@@ -34,6 +34,7 @@ use crate::browser::{
 };
 use crate::contract::{Contract, ContractError, PlanError, PublishPlan};
 use crate::evidence::{EvidenceError, EvidenceStore, Item};
+use crate::failpoint::{self, FailPoint};
 use crate::identity::{ActionKind, CanonicalRequest, DeliveryKey};
 use crate::store::{
     Begun, Claim, EventKind, NewIntent, Settlement, Status, Store, StoreError, Timestamp,
@@ -430,7 +431,10 @@ async fn with_session(
         .begin(key, &req.owner, &contract_hash, Timestamp::now())
         .await?
     {
-        Begun::Claimed(c) => c,
+        Begun::Claimed(c) => {
+            failpoint::hit(FailPoint::AfterBegin);
+            c
+        }
         Begun::Parked { attempts } => {
             return Ok((
                 None,
@@ -484,7 +488,10 @@ async fn attempt(
     // Before authorization: any failure settles failed (nothing can have left).
     let prepared = prepare(req, plan, opened, clock, text).await;
     let (page, at) = match prepared {
-        Ok(Ok((page, at))) => (page, at),
+        Ok(Ok((page, at))) => {
+            failpoint::hit(FailPoint::AfterCompose);
+            (page, at)
+        }
         Ok(Err((page, report))) => {
             if let Some(page) = page {
                 if let Ok(png) = page.screenshot().await {
@@ -528,7 +535,10 @@ async fn attempt(
         .authorize_dispatch(&claim, &current_hash, Timestamp::now())
         .await
     {
-        Ok(a) => a,
+        Ok(a) => {
+            failpoint::hit(FailPoint::AfterAuthorize);
+            a
+        }
         Err(StoreError::Refused(r)) => {
             page.close().await;
             let landing = settle::land(Verdict::AuthorizationRefused {
@@ -561,6 +571,7 @@ async fn attempt(
     let pressed = publish
         .press(&page, &at, auth, &plan.create, &topts, hook)
         .await;
+    failpoint::hit(FailPoint::AfterResponse);
     clock.step("pressed; create request carried");
     let fence = pressed.fence.clone();
     let extras = session.write_guard().extra_creates();
@@ -750,6 +761,8 @@ where
         Some(id) => browser::readback::by_id(session, &plan.readback, id, text, nav).await,
         None => browser::readback::by_search(session, &plan.readback, text, true, nav).await,
     };
+    // The read-back page has been read; its verdict is not taken or recorded yet.
+    failpoint::hit(FailPoint::DuringReadback);
     clock.step("read back");
     let rb = match rb {
         Ok(rb) => rb,

@@ -11,6 +11,7 @@ use tokio::sync::Mutex;
 use super::{LookupResult, PlatformLookup};
 use crate::browser::{self, BrowserSession, LaunchOptions, ReadVerdict, ReadbackPlan};
 use crate::evidence::EvidenceStore;
+use crate::failpoint::{self, FailPoint};
 use crate::store::Intent;
 
 /// Looks posts up through the platform's search page, as the contract describes it.
@@ -79,6 +80,8 @@ impl PlatformLookup for BrowserLookup {
         )
         .await
         .map_err(|e| e.to_string())?;
+        // The lookup (recorded as started) has read the platform; what it saw is not recorded yet.
+        failpoint::hit(FailPoint::DuringReconcile);
         let mut items = Vec::new();
         if let Some(png) = &rb.png {
             if let Ok(item) = self

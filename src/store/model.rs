@@ -32,6 +32,9 @@ pub struct Policy {
     pub claim_lease_ms: i64,
     /// How long an authorized dispatch may take before the sweeper calls it indeterminate (ms).
     pub dispatch_lease_ms: i64,
+    /// How long a reconcile lookup may run before the sweeper calls it interrupted and parks the intent
+    /// (ms). Must cover the lookup's own bound and the recording of what it saw.
+    pub lookup_lease_ms: i64,
     /// Attempts per intent before `begin` parks it instead.
     pub max_attempts: i64,
     /// How long a SQLite writer waits for another process's write lock before reporting "locked" (ms).
@@ -43,6 +46,7 @@ impl Default for Policy {
         Policy {
             claim_lease_ms: 120_000,
             dispatch_lease_ms: 120_000,
+            lookup_lease_ms: 120_000,
             max_attempts: 3,
             lock_wait_ms: 15_000,
         }
@@ -105,6 +109,8 @@ pub struct Intent {
     pub max_attempts: i64,
     /// Automatic and requested reconcile lookups recorded so far.
     pub reconcile_count: i64,
+    /// While a reconcile lookup runs on an indeterminate intent: when its lease runs out (ms since epoch).
+    pub lookup_expires_at: Option<i64>,
     /// The platform's id for the post, once known.
     pub platform_id: Option<String>,
     /// The post's permalink, once known.
@@ -233,6 +239,9 @@ pub struct SweepReport {
     pub made_indeterminate: Vec<DeliveryKey>,
     /// Expired pre-authorization claims released (intent stays pending).
     pub claims_released: Vec<DeliveryKey>,
+    /// Indeterminate intents whose reconcile lookup was interrupted (its lease ran out with nothing
+    /// recorded), now parked: the automatic lookup is spent, a person decides.
+    pub lookups_interrupted: Vec<DeliveryKey>,
 }
 
 /// A recorded reconcile lookup: the lookup may run only after this exists.

@@ -12,7 +12,7 @@ use crate::identity::{AttemptToken, ContentHash, DeliveryKey};
 /// Columns of `intents`, in the order [`intent_from_row`] reads them.
 pub(crate) const INTENT_COLUMNS: &str = "id, delivery_key, state, account, platform, action_kind, target, \
     request_json, content_hash, source_ref, redelivery_of, redelivery_json, generation, epoch, lease_owner, \
-    lease_expires_at, current_attempt, attempt_count, max_attempts, reconcile_count, platform_id, permalink, \
+    lease_expires_at, current_attempt, attempt_count, max_attempts, reconcile_count, lookup_expires_at, platform_id, permalink, \
     created_at, updated_at, contract_hash, credential_version";
 
 /// An intent row plus the columns callers do not see.
@@ -61,6 +61,7 @@ where
         attempt_count: col(row, "attempt_count")?,
         max_attempts: col(row, "max_attempts")?,
         reconcile_count: col(row, "reconcile_count")?,
+        lookup_expires_at: col(row, "lookup_expires_at")?,
         platform_id: col(row, "platform_id")?,
         permalink: col(row, "permalink")?,
         created_at: col(row, "created_at")?,
@@ -786,6 +787,8 @@ impl Store {
                 Some(fence.attempt.as_str()),
                 Some(fence.generation)
             );
+            // Crash test: the UPDATE and its event are written but not committed.
+            crate::failpoint::hit(crate::failpoint::FailPoint::DuringSettle);
             Ok(to)
         })
     }
@@ -796,9 +799,10 @@ impl Store {
     pub async fn sweep(&self, actor: &str, now: Timestamp) -> Result<SweepReport, StoreError> {
         let due: Vec<SweepCandidate> = read_pool!(self, |ex| {
             let rows = sqlx::query(
-                "SELECT delivery_key, generation, state, current_attempt, lease_owner FROM intents \
-                 WHERE state IN ('authorized', 'pending') AND lease_expires_at IS NOT NULL \
-                 AND lease_expires_at <= $1 ORDER BY id",
+                "SELECT delivery_key, generation, state, current_attempt, lease_owner, reconcile_count \
+                 FROM intents WHERE (state IN ('authorized', 'pending') AND lease_expires_at IS NOT NULL \
+                 AND lease_expires_at <= $1) OR (state = 'indeterminate' \
+                 AND lookup_expires_at IS NOT NULL AND lookup_expires_at <= $1) ORDER BY id",
             )
             .bind(now.0)
             .fetch_all(ex)
@@ -806,52 +810,83 @@ impl Store {
             .map_err(map_db)?;
             rows.iter()
                 .map(|r| {
-                    Ok((
-                        col(r, "delivery_key")?,
-                        col(r, "generation")?,
-                        col(r, "state")?,
-                        col(r, "current_attempt")?,
-                        col(r, "lease_owner")?,
-                    ))
+                    let state: String = col(r, "state")?;
+                    let kind = match state.as_str() {
+                        "authorized" => SweepKind::DispatchExpired,
+                        "pending" => SweepKind::ClaimExpired,
+                        _ => SweepKind::LookupInterrupted,
+                    };
+                    Ok(SweepCandidate {
+                        key: col(r, "delivery_key")?,
+                        // The fence: the generation for leases, the lookup number for a lookup.
+                        fence: if kind == SweepKind::LookupInterrupted {
+                            col(r, "reconcile_count")?
+                        } else {
+                            col(r, "generation")?
+                        },
+                        kind,
+                        attempt: col(r, "current_attempt")?,
+                        holder: col(r, "lease_owner")?,
+                    })
                 })
                 .collect::<Result<Vec<_>, StoreError>>()
         })?;
         let mut report = SweepReport::default();
-        for (key, generation, state, attempt, holder) in due {
-            let authorized = state == "authorized";
+        for c in due {
             let moved = write_tx!(self, |tx, dialect| {
-                let sql = if authorized {
-                    "UPDATE intents SET state = 'indeterminate', lease_owner = NULL, lease_expires_at = NULL, \
-                     updated_at = $3 WHERE delivery_key = $1 AND state = 'authorized' AND generation = $2 \
-                     AND lease_expires_at <= $3 RETURNING id"
-                } else {
-                    "UPDATE intents SET lease_owner = NULL, lease_expires_at = NULL, updated_at = $3 \
-                     WHERE delivery_key = $1 AND state = 'pending' AND generation = $2 \
-                     AND lease_expires_at <= $3 RETURNING id"
+                let sql = match c.kind {
+                    SweepKind::DispatchExpired => {
+                        "UPDATE intents SET state = 'indeterminate', lease_owner = NULL, lease_expires_at = NULL, \
+                         updated_at = $3 WHERE delivery_key = $1 AND state = 'authorized' AND generation = $2 \
+                         AND lease_expires_at <= $3 RETURNING id"
+                    }
+                    SweepKind::ClaimExpired => {
+                        "UPDATE intents SET lease_owner = NULL, lease_expires_at = NULL, updated_at = $3 \
+                         WHERE delivery_key = $1 AND state = 'pending' AND generation = $2 \
+                         AND lease_expires_at <= $3 RETURNING id"
+                    }
+                    SweepKind::LookupInterrupted => {
+                        "UPDATE intents SET state = 'parked', lookup_expires_at = NULL, updated_at = $3 \
+                         WHERE delivery_key = $1 AND state = 'indeterminate' AND reconcile_count = $2 \
+                         AND lookup_expires_at <= $3 RETURNING id"
+                    }
                 };
                 let id: Option<i64> = sqlx::query_scalar(sql)
-                    .bind(&key)
-                    .bind(generation)
+                    .bind(&c.key)
+                    .bind(c.fence)
                     .bind(now.0)
                     .fetch_optional(&mut *tx)
                     .await
                     .map_err(map_db)?;
                 let Some(id) = id else { return Ok(false) };
-                let (event, from, to, why) = if authorized {
-                    (
+                let (event, from, to, why, details, generation) = match c.kind {
+                    SweepKind::DispatchExpired => (
                         EventKind::LeaseExpired,
                         Status::Authorized,
                         Status::Indeterminate,
                         "dispatch lease expired with no outcome: the worker may have sent",
-                    )
-                } else {
-                    (
+                        json!({ "stale_owner": c.holder }),
+                        Some(c.fence),
+                    ),
+                    SweepKind::ClaimExpired => (
                         EventKind::ClaimReleased,
                         Status::Pending,
                         Status::Pending,
                         "pre-authorization claim expired: nothing was sent",
-                    )
+                        json!({ "stale_owner": c.holder }),
+                        Some(c.fence),
+                    ),
+                    SweepKind::LookupInterrupted => (
+                        EventKind::Parked,
+                        Status::Indeterminate,
+                        Status::Parked,
+                        "the reconcile lookup was interrupted before it recorded what it saw: the \
+                         automatic lookup is spent, a person decides",
+                        json!({ "lookup": c.fence }),
+                        None,
+                    ),
                 };
+                transition(from, event, "sweep")?;
                 insert_event!(
                     &mut *tx,
                     id,
@@ -861,18 +896,19 @@ impl Store {
                     to,
                     actor,
                     Some(why),
-                    &json!({ "stale_owner": holder }),
-                    attempt.as_deref(),
-                    Some(generation)
+                    &details,
+                    c.attempt.as_deref(),
+                    generation
                 );
                 Ok(true)
             })?;
             if moved {
-                let k = DeliveryKey::parse(&key).ok_or_else(|| StoreError::Decode(key.clone()))?;
-                if authorized {
-                    report.made_indeterminate.push(k);
-                } else {
-                    report.claims_released.push(k);
+                let k =
+                    DeliveryKey::parse(&c.key).ok_or_else(|| StoreError::Decode(c.key.clone()))?;
+                match c.kind {
+                    SweepKind::DispatchExpired => report.made_indeterminate.push(k),
+                    SweepKind::ClaimExpired => report.claims_released.push(k),
+                    SweepKind::LookupInterrupted => report.lookups_interrupted.push(k),
                 }
             }
         }
@@ -1054,13 +1090,15 @@ impl Store {
             let row = fetch_intent!(&mut *tx, key.as_str());
             transition(row.intent.state, EventKind::ReconcileStarted, "reconcile")?;
             let r: Option<i64> = sqlx::query_scalar(
-                "UPDATE intents SET reconcile_count = reconcile_count + 1, updated_at = $3 \
+                "UPDATE intents SET reconcile_count = reconcile_count + 1, updated_at = $3, \
+                 lookup_expires_at = CASE WHEN state = 'indeterminate' THEN $4 ELSE NULL END \
                  WHERE id = $1 AND ((state = 'indeterminate' AND reconcile_count = 0) \
                  OR ($2 = 1 AND state IN ('indeterminate', 'parked'))) RETURNING reconcile_count",
             )
             .bind(row.id)
             .bind(if again { 1_i64 } else { 0 })
             .bind(now.0)
+            .bind(now.0.saturating_add(self.policy().lookup_lease_ms))
             .fetch_optional(&mut *tx)
             .await
             .map_err(map_db)?;
@@ -1156,7 +1194,7 @@ impl Store {
             };
             let r = sqlx::query(
                 "UPDATE intents SET state = $3, platform_id = COALESCE($4, platform_id), \
-                 permalink = COALESCE($5, permalink), updated_at = $6 \
+                 permalink = COALESCE($5, permalink), updated_at = $6, lookup_expires_at = NULL \
                  WHERE id = $1 AND state = $2 AND reconcile_count = $7",
             )
             .bind(row.id)
@@ -1338,7 +1376,24 @@ impl Store {
 }
 
 /// An intent the sweeper looks at: key, generation, state, current attempt, lease holder.
-type SweepCandidate = (String, i64, String, Option<String>, Option<String>);
+/// What the sweeper may move, and the value that fences its guarded UPDATE.
+struct SweepCandidate {
+    key: String,
+    kind: SweepKind,
+    fence: i64,
+    attempt: Option<String>,
+    holder: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SweepKind {
+    /// authorized, dispatch lease expired -> indeterminate.
+    DispatchExpired,
+    /// pending, claim expired -> claim released.
+    ClaimExpired,
+    /// indeterminate, lookup lease expired with nothing recorded -> parked.
+    LookupInterrupted,
+}
 
 /// Where a reconcile that did not find the post leaves the intent, and which events record it.
 #[allow(clippy::type_complexity)]

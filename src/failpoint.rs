@@ -1,0 +1,127 @@
+//! Crash failpoints: the process kills itself with SIGKILL at a named point, for the crash matrix.
+//!
+//! `ONCEPOST_FAILPOINT=after_authorize` (or a comma-separated list) arms points; an unset or empty variable
+//! arms none, and then [`hit`] costs one relaxed atomic load. SIGKILL is the point: no destructor, no
+//! `finally`, no flush runs, exactly as when the kernel's OOM killer or a power cut ends a worker. What the
+//! store and the platform hold afterwards is what recovery has to work with.
+//!
+//! The points are compiled into every build (a production process never has the variable set) so that the
+//! binary under test is the binary that ships.
+use std::sync::OnceLock;
+
+/// A named crash point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum FailPoint {
+    /// `begin` claimed the intent and minted the attempt.
+    AfterBegin,
+    /// The compose page is filled and the publish control checked; not yet authorized.
+    AfterCompose,
+    /// The store authorized the dispatch; the control is not pressed yet.
+    AfterAuthorize,
+    /// The create request's last byte went to the connection; its response has not been read.
+    RequestSent,
+    /// The transport has the response (or its failure); nothing settled yet.
+    AfterResponse,
+    /// The read-back page is open and loaded; its verdict is not taken yet.
+    DuringReadback,
+    /// Inside the settle transaction, after its UPDATE and events, before the commit.
+    DuringSettle,
+    /// The reconcile lookup is recorded and its page is loaded; what it saw is not recorded yet.
+    DuringReconcile,
+}
+
+impl FailPoint {
+    /// Every point, in flow order.
+    pub const ALL: [FailPoint; 8] = [
+        FailPoint::AfterBegin,
+        FailPoint::AfterCompose,
+        FailPoint::AfterAuthorize,
+        FailPoint::RequestSent,
+        FailPoint::AfterResponse,
+        FailPoint::DuringReadback,
+        FailPoint::DuringSettle,
+        FailPoint::DuringReconcile,
+    ];
+
+    /// The name used in `ONCEPOST_FAILPOINT`.
+    pub fn name(self) -> &'static str {
+        match self {
+            FailPoint::AfterBegin => "after_begin",
+            FailPoint::AfterCompose => "after_compose",
+            FailPoint::AfterAuthorize => "after_authorize",
+            FailPoint::RequestSent => "request_sent",
+            FailPoint::AfterResponse => "after_response",
+            FailPoint::DuringReadback => "during_readback",
+            FailPoint::DuringSettle => "during_settle",
+            FailPoint::DuringReconcile => "during_reconcile",
+        }
+    }
+
+    /// The point with this name.
+    pub fn parse(s: &str) -> Option<FailPoint> {
+        FailPoint::ALL.into_iter().find(|p| p.name() == s.trim())
+    }
+}
+
+/// The environment variable that arms points.
+pub const ENV: &str = "ONCEPOST_FAILPOINT";
+
+fn armed() -> &'static [FailPoint] {
+    static ARMED: OnceLock<Vec<FailPoint>> = OnceLock::new();
+    ARMED.get_or_init(|| {
+        let Ok(v) = std::env::var(ENV) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for name in v.split(',').filter(|s| !s.trim().is_empty()) {
+            match FailPoint::parse(name) {
+                Some(p) => out.push(p),
+                // A typo must not silently turn a crash test into a pass: refuse loudly.
+                None => {
+                    eprintln!(
+                        "{ENV}: unknown failpoint {name:?} (known: {})",
+                        FailPoint::ALL.map(|p| p.name()).join(", ")
+                    );
+                    std::process::exit(2);
+                }
+            }
+        }
+        out
+    })
+}
+
+/// Check the variable now (so that a typo is reported at start-up, not at the point).
+pub fn init() {
+    let _ = armed();
+}
+
+/// Whether `p` is armed in this process.
+pub fn is_armed(p: FailPoint) -> bool {
+    armed().contains(&p)
+}
+
+/// Kill this process with SIGKILL if `p` is armed.
+pub fn hit(p: FailPoint) {
+    if is_armed(p) {
+        eprintln!("failpoint {}: SIGKILL", p.name());
+        // SAFETY: kill(2) on our own pid; SIGKILL cannot be caught, so this does not return.
+        unsafe {
+            libc::kill(libc::getpid(), libc::SIGKILL);
+        }
+        // SIGKILL to self is delivered before kill(2) returns; never continue past an armed point.
+        std::process::abort();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_point_parses_back_from_its_name() {
+        for p in FailPoint::ALL {
+            assert_eq!(FailPoint::parse(p.name()), Some(p));
+        }
+        assert_eq!(FailPoint::parse("after_nothing"), None);
+    }
+}
