@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use chromiumoxide::error::CdpError;
+use chromiumoxide::handler::HandlerConfig;
 use chromiumoxide::{Browser, BrowserConfig};
 use futures::StreamExt;
 use tokio::sync::watch;
@@ -88,6 +89,10 @@ pub struct LaunchOptions {
     pub call_timeout: Duration,
     /// Window (and layout viewport) size in CSS pixels.
     pub window: (u32, u32),
+    /// The Chromium guard binary (see [`super::guard`]): Chromium is killed before it can notice that this
+    /// process died, so a paused create request dies with it. `None` launches Chromium directly, without
+    /// that guarantee (the publish flow refuses to run so).
+    pub guard: Option<PathBuf>,
 }
 
 impl LaunchOptions {
@@ -98,6 +103,7 @@ impl LaunchOptions {
             profile_dir,
             call_timeout: Duration::from_secs(10),
             window: (1280, 900),
+            guard: super::guard::guard_binary(),
         }
     }
 }
@@ -174,6 +180,8 @@ pub struct BrowserSession {
     pid: Option<u32>,
     executable: PathBuf,
     guard: WriteGuard,
+    /// The Chromium guard process (None: launched directly, without the crash guarantee).
+    guard_process: Option<tokio::process::Child>,
 }
 
 impl std::fmt::Debug for BrowserSession {
@@ -195,40 +203,43 @@ impl BrowserSession {
             dir: opts.profile_dir.clone(),
             message: e.to_string(),
         })?;
-        let (w, h) = opts.window;
-        let config = BrowserConfig::builder()
-            .chrome_executable(&executable)
-            .user_data_dir(&opts.profile_dir)
-            // Keep Chromium's own window size as the layout viewport (chromiumoxide would force 800x600).
-            .viewport(None)
-            .window_size(w, h)
-            .request_timeout(opts.call_timeout)
-            .launch_timeout(Duration::from_secs(20))
-            .args([
-                "no-sandbox",
-                "disable-gpu",
-                "disable-quic",
-                "no-first-run",
-                "disable-background-networking",
-                "disable-component-update",
-                "disable-sync",
-                "disable-features=ServiceWorkerAutoPreload",
-                "hide-scrollbars",
-                "mute-audio",
-            ])
-            .build()
-            .map_err(|message| BrowserError::Launch { message })?;
-        let (mut browser, mut handler) = Browser::launch(config).await.map_err(|e| {
-            let message = e.to_string();
-            BrowserError::Launch {
-                message: if message.contains("ProcessSingleton") || message.contains("SingletonLock") {
-                    format!("profile {} is in use by another Chromium (one probe per account at a time): {message}", opts.profile_dir.display())
-                } else {
-                    message
-                },
+        let (browser, handler, pid, guard_child) = match &opts.guard {
+            Some(bin) => {
+                let argv = chromium_argv(&executable, opts);
+                let g = super::guard::spawn(bin, &argv, Duration::from_secs(25)).await?;
+                let config = HandlerConfig {
+                    viewport: None,
+                    request_timeout: opts.call_timeout,
+                    ..HandlerConfig::default()
+                };
+                let connected = tokio::time::timeout(
+                    Duration::from_secs(20),
+                    Browser::connect_with_config(g.ws_url.clone(), config),
+                )
+                .await;
+                let (browser, handler) = match connected {
+                    Ok(Ok(bh)) => bh,
+                    other => {
+                        let mut child = g.child;
+                        let _ = child.kill().await;
+                        return Err(BrowserError::Launch {
+                            message: match other {
+                                Ok(Err(e)) => format!("cannot connect to Chromium: {e}"),
+                                _ => "cannot connect to Chromium within 20 s".into(),
+                            },
+                        });
+                    }
+                };
+                (browser, handler, Some(g.chromium_pid), Some(g.child))
             }
-        })?;
-        let pid = browser.get_mut_child().and_then(|c| c.inner.id());
+            None => {
+                let (browser, handler) = launch_unguarded(&executable, opts).await?;
+                let mut browser = browser;
+                let pid = browser.get_mut_child().and_then(|c| c.inner.id());
+                (browser, handler, pid, None)
+            }
+        };
+        let mut handler = handler;
         let (tx, rx) = watch::channel(false);
         let handler = tokio::spawn(async move {
             while let Some(ev) = handler.next().await {
@@ -264,6 +275,7 @@ impl BrowserSession {
             pid,
             executable,
             guard,
+            guard_process: guard_child,
         })
     }
 
@@ -319,7 +331,116 @@ impl BrowserSession {
             }
         }
         self.handler.abort();
-        // Dropping the last handle reaps the child (chromiumoxide sets kill_on_drop).
+        if let Some(mut g) = self.guard_process {
+            // Chromium is gone; the guard follows within moments (it ends with its connections).
+            if tokio::time::timeout(Duration::from_secs(2), g.wait())
+                .await
+                .is_err()
+            {
+                let _ = g.kill().await;
+            }
+        }
+        // Dropping the last handle reaps a directly launched child (chromiumoxide sets kill_on_drop).
+    }
+}
+
+/// Chromium's command line: chromiumoxide's defaults plus ours (the machine notes list why each is there).
+fn chromium_argv(executable: &Path, opts: &LaunchOptions) -> Vec<std::ffi::OsString> {
+    let (w, h) = opts.window;
+    let mut argv: Vec<std::ffi::OsString> = vec![executable.as_os_str().to_owned()];
+    let flags = [
+        "--headless",
+        "--hide-scrollbars",
+        "--mute-audio",
+        "--no-sandbox",
+        "--disable-setuid-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-extensions",
+        // The network stack in the browser process: when the guard kills that process, no request of
+        // it can live on in a separate network service.
+        "--enable-features=NetworkService,NetworkServiceInProcess",
+        "--disable-features=TranslateUI,ServiceWorkerAutoPreload",
+        "--disable-background-timer-throttling",
+        "--disable-backgrounding-occluded-windows",
+        "--disable-breakpad",
+        "--disable-client-side-phishing-detection",
+        "--disable-component-extensions-with-background-pages",
+        "--disable-default-apps",
+        "--disable-dev-shm-usage",
+        "--disable-hang-monitor",
+        "--disable-ipc-flooding-protection",
+        "--disable-popup-blocking",
+        "--disable-prompt-on-repost",
+        "--disable-renderer-backgrounding",
+        "--force-color-profile=srgb",
+        "--metrics-recording-only",
+        "--enable-automation",
+        "--password-store=basic",
+        "--use-mock-keychain",
+        "--lang=en_US",
+        "--remote-debugging-port=0",
+    ];
+    argv.extend(flags.iter().map(std::ffi::OsString::from));
+    argv.push(format!("--window-size={w},{h}").into());
+    let mut dir = std::ffi::OsString::from("--user-data-dir=");
+    dir.push(opts.profile_dir.as_os_str());
+    argv.push(dir);
+    argv
+}
+
+/// The old way, without the guard: chromiumoxide starts Chromium as our direct child. Used only when no
+/// guard binary is available (a library caller that is not the oncepost binary and passed none).
+async fn launch_unguarded(
+    executable: &Path,
+    opts: &LaunchOptions,
+) -> Result<(Browser, chromiumoxide::Handler), BrowserError> {
+    let (w, h) = opts.window;
+    let config = BrowserConfig::builder()
+        .chrome_executable(executable)
+        .user_data_dir(&opts.profile_dir)
+        // Keep Chromium's own window size as the layout viewport (chromiumoxide would force 800x600).
+        .viewport(None)
+        .window_size(w, h)
+        .request_timeout(opts.call_timeout)
+        .launch_timeout(Duration::from_secs(20))
+        .args([
+            "no-sandbox",
+            "disable-gpu",
+            "disable-quic",
+            "no-first-run",
+            "disable-background-networking",
+            "disable-component-update",
+            "disable-sync",
+            "disable-features=ServiceWorkerAutoPreload",
+            "hide-scrollbars",
+            "mute-audio",
+        ])
+        .build()
+        .map_err(|message| BrowserError::Launch { message })?;
+    Browser::launch(config)
+        .await
+        .map_err(|e| BrowserError::Launch {
+            message: in_use_hint(&opts.profile_dir, e.to_string()),
+        })
+}
+
+/// Name the likely cause when Chromium refuses a profile another Chromium holds.
+fn in_use_hint(profile: &Path, message: String) -> String {
+    if message.contains("ProcessSingleton")
+        || message.contains("SingletonLock")
+        || message.contains("profile appears to be in use")
+    {
+        format!(
+            "profile {} is in use by another Chromium (one browser per account at a time): {message}",
+            profile.display()
+        )
+    } else {
+        message
     }
 }
 

@@ -107,6 +107,21 @@ pub enum Command {
 
 /// Parse arguments, run, and map the outcome to an exit code.
 pub fn main() -> ExitCode {
+    // The Chromium guard (see browser::guard) is this binary too; it takes no oncepost options.
+    let mut raw = std::env::args_os();
+    if raw.nth(1).as_deref() == Some(std::ffi::OsStr::new(crate::browser::guard::SUBCOMMAND)) {
+        let argv: Vec<std::ffi::OsString> = raw.skip_while(|a| a != "--").skip(1).collect();
+        return match tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        {
+            Ok(rt) => ExitCode::from(rt.block_on(crate::browser::guard::run(argv)) as u8),
+            Err(e) => {
+                println!("error: cannot start the async runtime: {e}");
+                ExitCode::from(1)
+            }
+        };
+    }
     let cli = Cli::parse();
     init_tracing(cli.log_format);
     crate::failpoint::init();

@@ -327,6 +327,13 @@ pub async fn run(
         }
         let mut launch = LaunchOptions::new(profiles.join(&req.account));
         launch.call_timeout = req.options.call_timeout;
+        if launch.guard.is_none() {
+            // Without the guard, Chromium outlives a crashed worker and resumes the paused create request.
+            return Err(PublishError::BadInput(format!(
+                "cannot find the Chromium guard (the oncepost binary itself): set {}=/path/to/oncepost",
+                "ONCEPOST_GUARD_BIN"
+            )));
+        }
         let session = BrowserSession::launch(&launch).await?;
         clock.step("browser launched");
         let r = with_session(
