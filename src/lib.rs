@@ -14,6 +14,7 @@
 //! - [`fixture_platform`]: the bundled fixture platform (pages, hostile variants, fault modes) on loopback.
 //! - [`evidence`]: content-addressed evidence files and the redaction of secrets.
 //! - [`failpoint`]: named SIGKILL crash points for the crash matrix (armed by `ONCEPOST_FAILPOINT`).
+//! - [`lock`]: advisory file locks (one per intent, one per account profile) on one host.
 //! - [`publish`]: the publish flow (intent, look-before-write, authorization, one write, read-back, settle).
 //! - [`utc`]: UTC calendar arithmetic for display (one implementation).
 //! - [`cli`]: the `oncepost` command line; the binary in `src/main.rs` only calls [`cli::main`].
@@ -27,6 +28,7 @@ pub mod evidence;
 pub mod failpoint;
 pub mod fixture_platform;
 pub mod identity;
+pub mod lock;
 pub mod publish;
 pub mod recover;
 pub mod review;

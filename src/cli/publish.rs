@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use crate::contract::Contract;
 use crate::identity::{DeliveryKey, DeliverySpec};
-use crate::publish::lock::{FileLock, file_name_for};
+use crate::lock::{FileLock, file_name_for};
 use crate::publish::{
     self, PublishError, PublishOptions, PublishOutcome, PublishRequest, StepTime,
 };

@@ -137,7 +137,7 @@ pub(crate) async fn run_reconcile(ctx: &Context, args: ReconcileArgs) -> Result<
     if args.stay {
         policy.not_found = NotFoundPolicy::Stay;
     }
-    let result = async {
+    async {
         if let Some(key) = key {
             let who = actor(&args.by);
             let r = recover::reconcile_one(&store, &lookup, &key, &who, args.again, policy, Timestamp::now()).await;
@@ -183,9 +183,7 @@ pub(crate) async fn run_reconcile(ctx: &Context, args: ReconcileArgs) -> Result<
         }
         Ok(Exit::Ok)
     }
-    .await;
-    lookup.close().await;
-    result
+    .await
 }
 
 pub(crate) async fn run_worker(ctx: &Context, args: WorkerArgs) -> Result<Exit, CliError> {
@@ -226,7 +224,6 @@ pub(crate) async fn run_worker(ctx: &Context, args: WorkerArgs) -> Result<Exit, 
         },
     )
     .await;
-    lookup.close().await;
     let passes = r?;
     eprintln!(
         "worker stopped after {passes} pass(es); every intent it touched is in a declared state"

@@ -17,7 +17,6 @@
 //! Every outcome goes through [`settle::land`], the table of docs/states.md. Errors before authorization
 //! settle failed (nothing can have left: the write guard fails every write and nothing was pressed); after
 //! authorization they settle indeterminate, never failed.
-pub mod lock;
 pub mod settle;
 
 use std::collections::BTreeMap;
@@ -295,8 +294,8 @@ pub async fn run(
             source: e,
         })?;
         // One Chromium per profile: queue behind another publish of this account on this host.
-        let lock_path = profiles.join(format!("{}.lock", lock::file_name_for(&req.account)));
-        let Some(_profile_lock) = lock::FileLock::take_within(&lock_path, req.options.profile_wait)
+        let lock_path = crate::lock::profile_lock_path(&profiles, &req.account);
+        let Some(_profile_lock) = crate::lock::FileLock::take_within(&lock_path, req.options.profile_wait)
             .await
             .map_err(|e| BrowserError::Io {
                 what: format!("lock {}", lock_path.display()),

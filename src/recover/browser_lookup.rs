@@ -1,12 +1,13 @@
 //! The production lookup: the contract's read-back search in headless Chromium, one browser profile per
 //! account (logged-in sessions survive), evidence stored content-addressed. It only reads: the write guard
 //! of every session stays armed, so a page that tries to write during a lookup is blocked.
-use std::collections::HashMap;
+//!
+//! Each lookup takes the account's profile lock (as a publish does), launches Chromium, reads, and closes
+//! it: a long-running worker never holds a profile that a publish on this host needs.
 use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::json;
-use tokio::sync::Mutex;
 
 use super::{LookupResult, PlatformLookup};
 use crate::browser::{self, BrowserSession, LaunchOptions, ReadVerdict, ReadbackPlan};
@@ -20,7 +21,6 @@ pub struct BrowserLookup {
     profiles: PathBuf,
     evidence: EvidenceStore,
     navigation_timeout: Duration,
-    sessions: Mutex<HashMap<String, BrowserSession>>,
 }
 
 impl BrowserLookup {
@@ -35,20 +35,12 @@ impl BrowserLookup {
             profiles: data_dir.join("profiles"),
             evidence: EvidenceStore::new(data_dir),
             navigation_timeout,
-            sessions: Mutex::new(HashMap::new()),
         }
     }
 
     /// The contract's propagation window (ms): before it, "not found" means nothing.
     pub fn propagation_ms(&self) -> i64 {
         self.plan.propagation_ms as i64
-    }
-
-    /// Close every browser this lookup started.
-    pub async fn close(self) {
-        for (_, s) in self.sessions.into_inner() {
-            s.close().await;
-        }
     }
 }
 
@@ -60,26 +52,34 @@ impl PlatformLookup for BrowserLookup {
                 intent.action
             ));
         };
-        let mut sessions = self.sessions.lock().await;
-        if !sessions.contains_key(&intent.account) {
-            let opts = LaunchOptions::new(self.profiles.join(&intent.account));
-            let s = BrowserSession::launch(&opts)
+        // One Chromium per profile: wait for a publish of this account on this host to finish, bounded.
+        let lock_path = crate::lock::profile_lock_path(&self.profiles, &intent.account);
+        let wait = self.navigation_timeout / 2;
+        let Some(_profile) = crate::lock::FileLock::take_within(&lock_path, wait)
+            .await
+            .map_err(|e| format!("cannot lock {}: {e}", lock_path.display()))?
+        else {
+            return Err(format!(
+                "the browser profile of {} stayed busy for {:?} (a publish on this host)",
+                intent.account, wait
+            ));
+        };
+        let opts = LaunchOptions::new(self.profiles.join(&intent.account));
+        let session = BrowserSession::launch(&opts)
+            .await
+            .map_err(|e| e.to_string())?;
+        let r = self.look(&session, &text).await;
+        session.close().await;
+        r
+    }
+}
+
+impl BrowserLookup {
+    async fn look(&self, session: &BrowserSession, text: &str) -> Result<LookupResult, String> {
+        let rb =
+            browser::readback::by_search(session, &self.plan, text, false, self.navigation_timeout)
                 .await
                 .map_err(|e| e.to_string())?;
-            sessions.insert(intent.account.clone(), s);
-        }
-        let session = sessions
-            .get(&intent.account)
-            .ok_or("browser session vanished")?;
-        let rb = browser::readback::by_search(
-            session,
-            &self.plan,
-            &text,
-            false,
-            self.navigation_timeout,
-        )
-        .await
-        .map_err(|e| e.to_string())?;
         // The lookup (recorded as started) has read the platform; what it saw is not recorded yet.
         failpoint::hit(FailPoint::DuringReconcile);
         let mut items = Vec::new();

@@ -68,3 +68,9 @@ pub fn file_name_for(s: &str) -> String {
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
         .collect()
 }
+
+/// The lock file that serialises Chromium on one account's profile (`<profiles>/<account>.lock`): publish
+/// and reconcile lookups take it before launching on that profile.
+pub fn profile_lock_path(profiles: &Path, account: &str) -> PathBuf {
+    profiles.join(format!("{}.lock", file_name_for(account)))
+}
