@@ -70,7 +70,9 @@ pub async fn spawn(
         .stderr(Stdio::inherit())
         // Its own process group: a terminal's Ctrl-C reaches oncepost, whose exit the guard then sees.
         .process_group(0)
-        .kill_on_drop(true);
+        // Never SIGKILL the guard on drop: it would die before killing Chromium, and Chromium would see
+        // the detach. Dropping the handle closes the guard's stdin instead, and the guard kills Chromium.
+        .kill_on_drop(false);
     let mut child = cmd.spawn().map_err(|e| BrowserError::Launch {
         message: format!(
             "cannot start the Chromium guard {}: {e}",
@@ -84,13 +86,13 @@ pub async fn spawn(
     let line = match tokio::time::timeout(limit, lines.next_line()).await {
         Ok(Ok(Some(l))) => l,
         Ok(Ok(None)) | Ok(Err(_)) => {
-            let _ = child.kill().await;
+            stop(&mut child).await;
             return Err(BrowserError::Launch {
                 message: "the Chromium guard exited before Chromium was up".into(),
             });
         }
         Err(_) => {
-            let _ = child.kill().await;
+            stop(&mut child).await;
             return Err(BrowserError::Launch {
                 message: format!("Chromium did not start within {limit:?}"),
             });
@@ -105,7 +107,7 @@ pub async fn spawn(
     let mut parts = line.split_whitespace();
     let (Some(ws_url), Some(pid)) = (parts.next(), parts.next().and_then(|p| p.parse().ok()))
     else {
-        let _ = child.kill().await;
+        stop(&mut child).await;
         return Err(BrowserError::Launch {
             message: format!("the Chromium guard said {line:?}"),
         });
@@ -115,6 +117,18 @@ pub async fn spawn(
         ws_url: ws_url.to_string(),
         chromium_pid: pid,
     })
+}
+
+/// Stop a guard: close its stdin (it kills Chromium, then exits) and reap it; SIGKILL it only if it has
+/// not gone within 5 s (Chromium is dead by then, or the guard is wedged).
+pub async fn stop(child: &mut Child) {
+    drop(child.stdin.take());
+    if tokio::time::timeout(Duration::from_secs(5), child.wait())
+        .await
+        .is_err()
+    {
+        let _ = child.kill().await;
+    }
 }
 
 /// The guard's main: start Chromium with `argv`, relay one DevTools connection, and kill Chromium first

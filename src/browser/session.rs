@@ -221,7 +221,7 @@ impl BrowserSession {
                     Ok(Ok(bh)) => bh,
                     other => {
                         let mut child = g.child;
-                        let _ = child.kill().await;
+                        super::guard::stop(&mut child).await;
                         return Err(BrowserError::Launch {
                             message: match other {
                                 Ok(Err(e)) => format!("cannot connect to Chromium: {e}"),
@@ -332,13 +332,8 @@ impl BrowserSession {
         }
         self.handler.abort();
         if let Some(mut g) = self.guard_process {
-            // Chromium is gone; the guard follows within moments (it ends with its connections).
-            if tokio::time::timeout(Duration::from_secs(2), g.wait())
-                .await
-                .is_err()
-            {
-                let _ = g.kill().await;
-            }
+            // Chromium is gone; the guard follows (it ends with its connections, or on its stdin closing).
+            super::guard::stop(&mut g).await;
         }
         // Dropping the last handle reaps a directly launched child (chromiumoxide sets kill_on_drop).
     }
