@@ -339,27 +339,34 @@ impl BrowserSession {
     }
 }
 
+/// The switches oncepost adds to every Chromium (the machine notes say why: no sandbox as root in a
+/// container, no GPU, no QUIC so every request is visible HTTP/1-2, nothing in the background, service
+/// workers never preloaded so CDP Fetch sees every request).
+const OUR_FLAGS: &[&str] = &[
+    "no-sandbox",
+    "disable-gpu",
+    "disable-quic",
+    "no-first-run",
+    "disable-background-networking",
+    "disable-component-update",
+    "disable-sync",
+    "disable-features=TranslateUI,ServiceWorkerAutoPreload",
+    "hide-scrollbars",
+    "mute-audio",
+];
+
 /// Chromium's command line: chromiumoxide's defaults plus ours (the machine notes list why each is there).
 fn chromium_argv(executable: &Path, opts: &LaunchOptions) -> Vec<std::ffi::OsString> {
     let (w, h) = opts.window;
     let mut argv: Vec<std::ffi::OsString> = vec![executable.as_os_str().to_owned()];
-    let flags = [
+    // chromiumoxide's own defaults (what `Browser::launch` would add), then ours.
+    let defaults = [
         "--headless",
-        "--hide-scrollbars",
-        "--mute-audio",
-        "--no-sandbox",
         "--disable-setuid-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
         "--disable-extensions",
-        // The network stack in the browser process: when the guard kills that process, no request of
-        // it can live on in a separate network service.
+        // Asks for the network stack in the browser process. Chromium 156 ignores it and still runs a
+        // network service process; it is in Chromium's process group, which the guard kills whole.
         "--enable-features=NetworkService,NetworkServiceInProcess",
-        "--disable-features=TranslateUI,ServiceWorkerAutoPreload",
         "--disable-background-timer-throttling",
         "--disable-backgrounding-occluded-windows",
         "--disable-breakpad",
@@ -380,7 +387,11 @@ fn chromium_argv(executable: &Path, opts: &LaunchOptions) -> Vec<std::ffi::OsStr
         "--lang=en_US",
         "--remote-debugging-port=0",
     ];
-    argv.extend(flags.iter().map(std::ffi::OsString::from));
+    let flags = defaults
+        .iter()
+        .map(|f| f.to_string())
+        .chain(OUR_FLAGS.iter().map(|f| format!("--{f}")));
+    argv.extend(flags.map(std::ffi::OsString::from));
     argv.push(format!("--window-size={w},{h}").into());
     let mut dir = std::ffi::OsString::from("--user-data-dir=");
     dir.push(opts.profile_dir.as_os_str());
@@ -403,18 +414,7 @@ async fn launch_unguarded(
         .window_size(w, h)
         .request_timeout(opts.call_timeout)
         .launch_timeout(Duration::from_secs(20))
-        .args([
-            "no-sandbox",
-            "disable-gpu",
-            "disable-quic",
-            "no-first-run",
-            "disable-background-networking",
-            "disable-component-update",
-            "disable-sync",
-            "disable-features=ServiceWorkerAutoPreload",
-            "hide-scrollbars",
-            "mute-audio",
-        ])
+        .args(OUR_FLAGS.iter().copied())
         .build()
         .map_err(|message| BrowserError::Launch { message })?;
     Browser::launch(config)
