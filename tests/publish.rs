@@ -128,6 +128,58 @@ fn kinds(v: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// A page with its own retry timer re-sends the create request after an error answer, with no click: the
+/// harness fails it before it leaves (one arrival), binds a side-effect alarm to the intent, and parks it
+/// (commit-then-500 would otherwise leave it indeterminate): a person looks before anything is pressed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_retrying_the_create_request_by_itself_is_stopped_and_the_intent_parked() {
+    let env = Env::start(Fault::new(FaultMode::CommitThen500)).await;
+    let src = std::fs::read_to_string(&env.contract).unwrap();
+    let retrying = src.replace(
+        r#"url = "{base_url}/compose""#,
+        r#"url = "{base_url}/compose?retry=1""#,
+    );
+    assert_ne!(retrying, src, "the fixture contract's compose url moved");
+    let contract = env.home().join("retrying.toml");
+    std::fs::write(&contract, retrying).unwrap();
+    let text = unique("retry timer");
+    let (code, v, err) = env.publish_with(&contract, &text, &[]).await;
+    assert_eq!(code, 12, "{v} {err}");
+    assert_eq!(v["state"], "parked");
+    assert_eq!(env.arrivals(), 1, "the page's retry left");
+    let alarms: Vec<&Value> = v["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "side_effect_alarm")
+        .collect();
+    assert!(
+        alarms.iter().any(|e| e["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("further create request"))),
+        "{}",
+        v["timeline"]
+    );
+    let parked = v["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|e| e["kind"] == "parked")
+        .expect("a parked event");
+    assert!(
+        parked["reason"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("side_effect_alarm")),
+        "{parked}"
+    );
+    // A rerun answers parked and presses nothing.
+    let (code2, v2, _) = env.publish_with(&contract, &text, &[]).await;
+    assert_eq!(code2, 12);
+    assert_eq!(v2["pressed"], false);
+    assert_eq!(env.arrivals(), 1);
+}
+
 /// normal: published with platform id and permalink, evidence of every capture point stored 0600 with
 /// secrets redacted; a rerun answers the same outcome with zero new arrivals and nothing pressed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -580,13 +580,25 @@ async fn attempt(
     failpoint::hit(FailPoint::AfterResponse);
     clock.step("pressed; create request carried");
     let fence = pressed.fence.clone();
-    let extras = session.write_guard().extra_creates();
-    let log = json!({
-        "attempt": token, "transport": plan.transport, "entries": pressed.log,
-        "further_create_requests_failed": extras,
-    });
+    let log = json!({ "attempt": token, "transport": plan.transport, "entries": pressed.log });
     let log_item = ev.put_json("write_log", &crate::evidence::redact(&log))?;
     link("write_log", vec![log_item]).await;
+    let verdict = after_dispatch(
+        req,
+        plan,
+        session,
+        &page,
+        clock,
+        ev,
+        text,
+        &pressed.outcome,
+        &link,
+    )
+    .await;
+    // What the page did beyond the one create request, from the compose page's load until now (after the
+    // response was handed to it and captured, so a page's own retry timer is seen): each further create
+    // request and each other write attempt is a side-effect alarm bound to this intent.
+    let extras = session.write_guard().extra_creates();
     for x in &extras {
         let _ = store
             .note(
@@ -599,7 +611,7 @@ async fn attempt(
             )
             .await;
     }
-    // Other writes the page attempted while we composed and pressed: the guard failed them before they
+    // Other writes the page attempted while we composed, pressed and watched: the guard failed them before they
     // left (blocked) unless its answer could not be delivered. Each is a side-effect alarm.
     let mut unblocked = false;
     for w in session
@@ -624,24 +636,21 @@ async fn attempt(
             )
             .await;
     }
-    let verdict = after_dispatch(
-        req,
-        plan,
-        session,
-        &page,
-        clock,
-        ev,
-        text,
-        &pressed.outcome,
-        &link,
-    )
-    .await;
     page.close().await;
     let landing = settle::land(verdict);
     let (pressed, summary) = finish(store, &fence, key, &req.owner, landing, true).await?;
-    // A write that may have left where none was authorized: a person must look (unless it is published,
-    // which is terminal; the alarm stays in its history).
-    if unblocked
+    // A side effect where none was authorized: a write that may have left, or a further create request
+    // (failed before it left, but the page is not behaving as the contract says). A person must look
+    // before anything is pressed again (unless it is published, which is terminal; the alarm stays in
+    // its history).
+    let alarm = if unblocked {
+        Some("an unauthorized write could not be stopped")
+    } else if !extras.is_empty() {
+        Some("a further create request for one authorization was seen (failed before it left)")
+    } else {
+        None
+    };
+    if let Some(why) = alarm
         && let Ok(it) = store.intent(key).await
         && matches!(it.state, Status::Failed | Status::Indeterminate)
     {
@@ -649,14 +658,11 @@ async fn attempt(
             .park(
                 key,
                 &req.owner,
-                "side_effect_alarm: an unauthorized write could not be stopped",
+                &format!("side_effect_alarm: {why}"),
                 Timestamp::now(),
             )
             .await?;
-        return Ok((
-            pressed,
-            format!("{summary}; parked: an unauthorized write could not be stopped"),
-        ));
+        return Ok((pressed, format!("{summary}; parked: {why}")));
     }
     Ok((pressed, summary))
 }
