@@ -30,6 +30,8 @@ use oncepost::fixture_platform::{
 };
 use serde_json::Value;
 
+mod common;
+
 const BIN: &str = env!("CARGO_BIN_EXE_oncepost");
 
 /// The fault modes of the matrix: normal, and every fault after which nobody knows whether the post went out.
@@ -239,9 +241,20 @@ impl fmt::Display for Obs {
 }
 
 /// One cell's world: its data dir, its platform, its text, and everything it recorded.
+/// Which store a cell's commands use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StoreKind {
+    /// The embedded default: `<data dir>/oncepost.db`.
+    Sqlite,
+    /// A fresh database on the test cluster (`ONCEPOST_TEST_PG`, or one started for this binary).
+    Postgres,
+}
+
 struct Cell {
     point: FailPoint,
     fault: FaultMode,
+    /// `ONCEPOST_STORE` for every command (None: the SQLite default in the data dir).
+    store_url: Option<String>,
     dir: tempfile::TempDir,
     platform: RunningPlatform,
     text: String,
@@ -257,7 +270,7 @@ struct Cell {
 }
 
 impl Cell {
-    async fn start(point: FailPoint, fault: FaultMode) -> Cell {
+    async fn start(point: FailPoint, fault: FaultMode, kind: StoreKind) -> Cell {
         let dir = tempfile::tempdir().expect("temp dir");
         let mut cfg = FixtureConfig::new(dir.path().join("platform"));
         cfg.fault = Fault::new(fault).with_delay_ms(DELAY_MS);
@@ -268,9 +281,14 @@ impl Cell {
             fault.label(),
             uuid::Uuid::new_v4().simple()
         );
+        let store_url = match kind {
+            StoreKind::Sqlite => None,
+            StoreKind::Postgres => Some(common::fresh_pg_url()),
+        };
         let mut cell = Cell {
             point,
             fault,
+            store_url,
             dir,
             platform,
             text,
@@ -306,6 +324,9 @@ impl Cell {
             .env_remove("ONCEPOST_STORE")
             .env_remove("ONCEPOST_BASE_URL")
             .kill_on_drop(true);
+        if let Some(url) = &self.store_url {
+            cmd.env("ONCEPOST_STORE", url);
+        }
         match failpoint {
             Some(p) => cmd.env("ONCEPOST_FAILPOINT", p.name()),
             None => cmd.env_remove("ONCEPOST_FAILPOINT"),
@@ -719,9 +740,9 @@ impl Outcome {
     }
 }
 
-async fn run_cell(point: FailPoint, fault: FaultMode) -> Outcome {
+async fn run_cell(point: FailPoint, fault: FaultMode, kind: StoreKind) -> Outcome {
     let t0 = Instant::now();
-    let mut cell = Cell::start(point, fault).await;
+    let mut cell = Cell::start(point, fault, kind).await;
     cell.run_both_rounds().await;
     let mut failures = check(&mut cell).await;
     // Every command has ended: a Chromium still running on this cell's profile outlived the process that
@@ -996,7 +1017,7 @@ impl Drop for Slot {
 }
 
 /// Run `cells` on up to [`jobs`] threads, each cell in its own runtime, in the given order.
-fn run_cells(cells: Vec<(FailPoint, FaultMode)>) -> Vec<Outcome> {
+fn run_cells(cells: Vec<(FailPoint, FaultMode)>, kind: StoreKind) -> Vec<Outcome> {
     let total = cells.len();
     // Workers pop from the back: reversed, the cells start in the given order.
     let mut queue: Vec<_> = cells.into_iter().enumerate().collect();
@@ -1017,7 +1038,7 @@ fn run_cells(cells: Vec<(FailPoint, FaultMode)>) -> Vec<Outcome> {
                         .enable_all()
                         .build()
                         .expect("runtime");
-                    let out = rt.block_on(run_cell(point, fault));
+                    let out = rt.block_on(run_cell(point, fault, kind));
                     eprintln!(
                         "cell {:>2}/{total} {:<16} x {:<17} {:<20} {:.1} s{}",
                         i + 1,
@@ -1144,8 +1165,31 @@ fn matrix_every_failpoint_against_every_fault() {
             }
         }
     }
-    let outcomes = run_cells(cells);
+    let outcomes = run_cells(cells, StoreKind::Sqlite);
     report("crash matrix", &outcomes, t0.elapsed(), true);
+}
+
+/// The same cells on PostgreSQL for the points where the store's behaviour decides the outcome: a crash
+/// after authorization (the dispatch lease), with the request out, inside the settle transaction (the
+/// server rolls back the dead connection's transaction), and mid-lookup (the lookup lease).
+#[test]
+fn postgres_cells_where_the_store_decides() {
+    let t0 = Instant::now();
+    let mut cells = Vec::new();
+    for p in [
+        FailPoint::AfterAuthorize,
+        FailPoint::RequestSent,
+        FailPoint::DuringSettle,
+        FailPoint::DuringReconcile,
+    ] {
+        for f in [FaultMode::Normal, FaultMode::CommitThenDrop] {
+            if selected(p, f) {
+                cells.push((p, f));
+            }
+        }
+    }
+    let outcomes = run_cells(cells, StoreKind::Postgres);
+    report("crash cells on PostgreSQL", &outcomes, t0.elapsed(), true);
 }
 
 /// splitmix64: a tiny seeded generator, so a printed seed replays the same trials.
@@ -1191,7 +1235,7 @@ fn random_trials() {
         eprintln!("  trial {:>3}: {} x {}", i + 1, p.name(), f.label());
     }
     let t0 = Instant::now();
-    let outcomes = run_cells(cells);
+    let outcomes = run_cells(cells, StoreKind::Sqlite);
     // Per (point, fault): trials and failures, for a large run's figures.
     let mut tally: std::collections::BTreeMap<(usize, usize), (usize, usize)> = Default::default();
     for o in &outcomes {

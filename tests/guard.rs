@@ -16,6 +16,8 @@ fn guarded(dir: &tempfile::TempDir) -> LaunchOptions {
     opts
 }
 
+/// Whether Chromium `pid` is gone within `bound`. If not, its process group is killed (so a red test
+/// leaks nothing) and the answer is false.
 async fn gone_within(pid: u32, bound: Duration) -> bool {
     let until = Instant::now() + bound;
     while Instant::now() < until {
@@ -24,7 +26,12 @@ async fn gone_within(pid: u32, bound: Duration) -> bool {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    !process_alive(pid)
+    if process_alive(pid) {
+        // SAFETY: kill(2) on the process group of the Chromium this test launched (its pid is the group).
+        unsafe { libc::kill(-(pid as libc::pid_t), libc::SIGKILL) };
+        return false;
+    }
+    true
 }
 
 /// A session dropped without `close()` (a panic, a cancelled future, a lookup that timed out): the guard's
