@@ -22,7 +22,13 @@ struct ApiLookup {
 }
 
 impl PlatformLookup for ApiLookup {
-    async fn find(&self, intent: &Intent) -> Result<LookupResult, String> {
+    type Hold = ();
+
+    async fn hold(&self, _intent: &Intent) -> Result<Option<()>, String> {
+        Ok(Some(()))
+    }
+
+    async fn find(&self, intent: &Intent, _hold: &()) -> Result<LookupResult, String> {
         self.calls.fetch_add(1, Ordering::SeqCst);
         let url = format!("{}/api/posts", self.base);
         let body = reqwest::get(&url)
@@ -196,6 +202,73 @@ async fn found_post_publishes_with_the_platform_id_bound(b: Backend) {
         before,
         "reconcile wrote to the platform"
     );
+}
+
+/// A lookup that is busy the first time it is asked (its browser profile held by a publish).
+struct BusyFirst {
+    inner: ApiLookup,
+    asked: AtomicUsize,
+}
+
+impl PlatformLookup for BusyFirst {
+    type Hold = ();
+
+    async fn hold(&self, intent: &Intent) -> Result<Option<()>, String> {
+        if self.asked.fetch_add(1, Ordering::SeqCst) == 0 {
+            return Ok(None);
+        }
+        self.inner.hold(intent).await
+    }
+
+    async fn find(&self, intent: &Intent, hold: &()) -> Result<LookupResult, String> {
+        self.inner.find(intent, hold).await
+    }
+}
+
+/// A lookup that cannot start (busy profile) records nothing and spends nothing: the intent stays
+/// indeterminate with its automatic lookup, and the next pass runs it.
+async fn a_lookup_that_cannot_start_spends_nothing(b: Backend) {
+    let (db, p, _d, inner, calls) = setup(b).await;
+    let key = indeterminate(&db.store, "the profile was busy").await;
+    post_directly(&p.base_url(), "the profile was busy").await;
+    let lookup = BusyFirst {
+        inner,
+        asked: AtomicUsize::new(0),
+    };
+    let busy = recover::reconcile_one(
+        &db.store,
+        &lookup,
+        &key,
+        "reconciler",
+        false,
+        policy(0),
+        Timestamp::now(),
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(busy, RecoverError::Busy(_)), "{busy}");
+    let it = db.store.intent(&key).await.unwrap();
+    assert_eq!(it.state, Status::Indeterminate);
+    assert_eq!(it.reconcile_count, 0, "the automatic lookup was spent");
+    assert_eq!(it.lookup_expires_at, None);
+    assert_eq!(calls.load(Ordering::SeqCst), 0);
+    let due = recover::due_for_reconcile(&db.store, 0, Timestamp::now())
+        .await
+        .unwrap();
+    assert!(due.iter().any(|i| i.key == key), "no longer due");
+    let r = recover::reconcile_one(
+        &db.store,
+        &lookup,
+        &key,
+        "reconciler",
+        false,
+        policy(0),
+        Timestamp::now(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.state, Status::Published);
+    assert_eq!(r.lookup, 1);
 }
 
 async fn not_found_parks_and_nothing_is_resent(b: Backend) {
@@ -400,6 +473,7 @@ async fn worker_sweeps_reconciles_and_stops_cleanly(b: Backend) {
 }
 
 on_both_backends!(
+    a_lookup_that_cannot_start_spends_nothing,
     found_post_publishes_with_the_platform_id_bound,
     not_found_parks_and_nothing_is_resent,
     too_early_records_nothing,

@@ -149,6 +149,12 @@ pub(crate) async fn run_reconcile(ctx: &Context, args: ReconcileArgs) -> Result<
                         message: format!("too early: a lookup means something in {ms} ms (the contract's propagation window)"),
                     });
                 }
+                Err(RecoverError::Busy(why)) => {
+                    return Err(CliError {
+                        exit: Exit::InProgressElsewhere,
+                        message: format!("lookup not started, nothing recorded: {why}"),
+                    });
+                }
                 Err(RecoverError::Store(e)) => return Err(e.into()),
             };
             if args.json {

@@ -45,23 +45,22 @@ impl BrowserLookup {
 }
 
 impl PlatformLookup for BrowserLookup {
-    async fn find(&self, intent: &Intent) -> Result<LookupResult, String> {
+    type Hold = crate::lock::FileLock;
+
+    /// One Chromium per profile: wait (at most half the lookup bound) for a publish of this account on
+    /// this host to finish with the profile.
+    async fn hold(&self, intent: &Intent) -> Result<Option<Self::Hold>, String> {
+        let lock_path = crate::lock::profile_lock_path(&self.profiles, &intent.account);
+        crate::lock::FileLock::take_within(&lock_path, self.navigation_timeout / 2)
+            .await
+            .map_err(|e| format!("cannot lock {}: {e}", lock_path.display()))
+    }
+
+    async fn find(&self, intent: &Intent, _profile: &Self::Hold) -> Result<LookupResult, String> {
         let Some(text) = intent.request.text.clone().filter(|t| !t.is_empty()) else {
             return Err(format!(
                 "a {} has no text to search for; a person must look",
                 intent.action
-            ));
-        };
-        // One Chromium per profile: wait for a publish of this account on this host to finish, bounded.
-        let lock_path = crate::lock::profile_lock_path(&self.profiles, &intent.account);
-        let wait = self.navigation_timeout / 2;
-        let Some(_profile) = crate::lock::FileLock::take_within(&lock_path, wait)
-            .await
-            .map_err(|e| format!("cannot lock {}: {e}", lock_path.display()))?
-        else {
-            return Err(format!(
-                "the browser profile of {} stayed busy for {:?} (a publish on this host)",
-                intent.account, wait
             ));
         };
         let opts = LaunchOptions::new(self.profiles.join(&intent.account));

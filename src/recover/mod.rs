@@ -46,8 +46,19 @@ pub enum LookupResult {
 
 /// Reads the platform to find an intent's post. Implementations must never write to the platform.
 pub trait PlatformLookup {
-    /// Look for the intent's post. `Err` means the lookup could not run (the platform is unavailable).
-    fn find(&self, intent: &Intent) -> impl Future<Output = Result<LookupResult, String>>;
+    /// What a lookup holds while it runs (the browser lookup: the account's profile lock).
+    type Hold;
+    /// Take what the lookup needs, BEFORE the lookup is recorded (which spends the automatic one):
+    /// `Ok(None)` means busy now (for example a publish of the same account holds the browser profile);
+    /// nothing is recorded and a later pass tries again.
+    fn hold(&self, intent: &Intent) -> impl Future<Output = Result<Option<Self::Hold>, String>>;
+    /// Look for the intent's post, holding `hold`. `Err` means the lookup could not run (the platform is
+    /// unavailable).
+    fn find(
+        &self,
+        intent: &Intent,
+        hold: &Self::Hold,
+    ) -> impl Future<Output = Result<LookupResult, String>>;
 }
 
 /// Errors of recovery.
@@ -59,6 +70,9 @@ pub enum RecoverError {
     /// The intent's propagation window has not passed yet: a lookup now would mean nothing.
     #[error("the propagation window has not passed: a lookup means something in {0} ms")]
     TooEarly(i64),
+    /// The lookup could not start now (its browser profile is busy); nothing was recorded or spent.
+    #[error("not started, nothing recorded: {0}")]
+    Busy(String),
 }
 
 /// The result of reconciling one intent.
@@ -101,9 +115,21 @@ pub async fn reconcile_one<L: PlatformLookup>(
     if intent.state == Status::Indeterminate && !again && now.0 < due_at {
         return Err(RecoverError::TooEarly(due_at - now.0));
     }
-    // Recorded before the lookup runs: a crash during the lookup leaves a visible, spent ticket.
+    // What the lookup needs comes first: a lookup that cannot start must not spend the ticket.
+    let hold = match lookup.hold(&intent).await {
+        Ok(Some(h)) => h,
+        Ok(None) => {
+            return Err(RecoverError::Busy(
+                "the lookup's browser profile is busy; a later pass tries again".into(),
+            ));
+        }
+        Err(e) => return Err(RecoverError::Busy(e)),
+    };
+    // Recorded before the lookup runs: a crash during the lookup leaves a visible, spent ticket (the
+    // sweeper parks it once its lookup lease runs out).
     let ticket = store.start_reconcile(key, actor, again, now).await?;
-    let outcome = match tokio::time::timeout(policy.lookup_timeout, lookup.find(&intent)).await {
+    let found = lookup.find(&intent, &hold);
+    let outcome = match tokio::time::timeout(policy.lookup_timeout, found).await {
         Ok(Ok(LookupResult::Found {
             platform_id,
             permalink,
