@@ -18,18 +18,14 @@
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use base64::Engine;
 use chromiumoxide::Page;
 use chromiumoxide::cdp::browser_protocol::input::{
     DispatchMouseEventParams, DispatchMouseEventType, MouseButton,
 };
 use chromiumoxide::cdp::browser_protocol::network::SetBypassServiceWorkerParams;
-use chromiumoxide::cdp::browser_protocol::page::{
-    CaptureScreenshotFormat, CaptureScreenshotParams,
-};
 use serde::Serialize;
 
-use super::checks::{BoxRect, LocatorCheck, check_and_act, evaluate_json};
+use super::checks::{LocatorCheck, check_and_act, evaluate_json};
 use super::dialogs::{self, DialogLog, DialogPolicy};
 use super::locator::{NamedLocator, PublishControl};
 use super::probe::{ProbePage, ProbePlan, StepOutcome};
@@ -509,33 +505,10 @@ pub(crate) async fn masked_screenshot(
     session: &BrowserSession,
     masks: &[String],
 ) -> Result<Vec<u8>, BrowserError> {
-    #[derive(serde::Deserialize)]
-    struct M {
-        dpr: f64,
-        boxes: Vec<BoxRect>,
-    }
-    let live = session.liveness();
-    let v = evaluate_json(
-        page,
-        live,
-        "measure mask regions",
-        r#"(sels) => ({ dpr: window.devicePixelRatio || 1, boxes: sels.flatMap(s => { try { return Array.from(document.querySelectorAll(s)); } catch (e) { return []; } }).map(e => { const r = e.getBoundingClientRect(); return { x: r.left, y: r.top, w: r.width, h: r.height }; }) })"#,
-        &serde_json::json!(masks),
-    )
-    .await?;
-    let m: M =
-        serde_json::from_value(v).map_err(|e| BrowserError::Script(format!("mask result: {e}")))?;
-    let params = CaptureScreenshotParams::builder()
-        .format(CaptureScreenshotFormat::Png)
-        .build();
-    let shot = live.call("take a screenshot", page.execute(params)).await?;
-    let data: &str = shot.result.data.as_ref();
-    let png = base64::engine::general_purpose::STANDARD
-        .decode(data)
-        .map_err(|e| BrowserError::Script(format!("screenshot is not base64: {e}")))?;
-    if m.boxes.is_empty() {
+    let c = super::screenshot::capture(page, session.liveness(), masks).await?;
+    if c.boxes.is_empty() {
         // Nothing to black out: keep Chromium's PNG as it is (re-encoding costs ~100 ms).
-        return Ok(png);
+        return Ok(c.png);
     }
-    super::screenshot::annotate(&png, m.dpr, &m.boxes, &[])
+    super::screenshot::annotate(&c.png, c.dpr, &c.boxes, &[])
 }

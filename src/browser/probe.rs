@@ -7,16 +7,12 @@
 //! than checking a read-only copy, no key events and no form submission.
 use std::time::{Duration, Instant};
 
-use base64::Engine;
 use chromiumoxide::Page;
 use chromiumoxide::cdp::browser_protocol::input::InsertTextParams;
 use chromiumoxide::cdp::browser_protocol::network::SetBypassServiceWorkerParams;
-use chromiumoxide::cdp::browser_protocol::page::{
-    CaptureScreenshotFormat, CaptureScreenshotParams,
-};
 use serde::Serialize;
 
-use super::checks::{Act, BoxRect, LocatorCheck, check_and_act, evaluate_json};
+use super::checks::{Act, LocatorCheck, check_and_act};
 use super::dialogs::{self, DialogEvent, DialogPolicy};
 use super::locator::{NamedLocator, NonPublishingStep, PublishControl, Purpose, StepAction};
 use super::screenshot::{self, Mark, MarkVerdict};
@@ -440,43 +436,13 @@ fn ms(t: Instant) -> u64 {
     t.elapsed().as_millis() as u64
 }
 
-const MASK_JS: &str = r#"
-(sels) => ({
-  dpr: window.devicePixelRatio || 1,
-  boxes: sels.flatMap(s => { try { return Array.from(document.querySelectorAll(s)); } catch (e) { return []; } })
-    .map(e => { const r = e.getBoundingClientRect(); return { x: r.left, y: r.top, w: r.width, h: r.height }; })
-})
-"#;
-
 async fn annotated_screenshot(
     page: &Page,
     live: &Liveness,
     plan: &ProbePlan,
     checks: &[LocatorCheck],
 ) -> Result<Vec<u8>, BrowserError> {
-    #[derive(serde::Deserialize)]
-    struct Masks {
-        dpr: f64,
-        boxes: Vec<BoxRect>,
-    }
-    let v = evaluate_json(
-        page,
-        live,
-        "measure mask regions",
-        MASK_JS,
-        &serde_json::json!(plan.masks),
-    )
-    .await?;
-    let masks: Masks =
-        serde_json::from_value(v).map_err(|e| BrowserError::Script(format!("mask result: {e}")))?;
-    let params = CaptureScreenshotParams::builder()
-        .format(CaptureScreenshotFormat::Png)
-        .build();
-    let shot = live.call("take a screenshot", page.execute(params)).await?;
-    let data: &str = shot.result.data.as_ref();
-    let png = base64::engine::general_purpose::STANDARD
-        .decode(data)
-        .map_err(|e| BrowserError::Script(format!("screenshot is not base64: {e}")))?;
+    let c = screenshot::capture(page, live, &plan.masks).await?;
     let marks: Vec<Mark> = checks
         .iter()
         .enumerate()
@@ -494,5 +460,5 @@ async fn annotated_screenshot(
             })
         })
         .collect();
-    screenshot::annotate(&png, masks.dpr, &masks.boxes, &marks)
+    screenshot::annotate(&c.png, c.dpr, &c.boxes, &marks)
 }

@@ -3,10 +3,64 @@
 //! Boxes are green (ok), red (required and failing) or amber (optional and failing), each tagged with the
 //! locator's index in the report (a small built-in digit font: no font files needed). Masked regions are
 //! filled black before anything else is drawn, so the evidence never shows what the contract masks.
+use base64::Engine;
+use chromiumoxide::Page;
+use chromiumoxide::cdp::browser_protocol::page::{
+    CaptureScreenshotFormat, CaptureScreenshotParams,
+};
 use image::{ImageFormat, Rgba, RgbaImage};
 
 use super::BrowserError;
-use super::checks::BoxRect;
+use super::checks::{BoxRect, evaluate_json};
+use super::session::Liveness;
+
+/// Measures the device pixel ratio and the boxes of every element the mask selectors match.
+const MASK_JS: &str = r#"
+(sels) => ({
+  dpr: window.devicePixelRatio || 1,
+  boxes: sels.flatMap(s => { try { return Array.from(document.querySelectorAll(s)); } catch (e) { return []; } })
+    .map(e => { const r = e.getBoundingClientRect(); return { x: r.left, y: r.top, w: r.width, h: r.height }; })
+})
+"#;
+
+/// A raw capture: Chromium's PNG, the device pixel ratio, and the boxes the contract masks (CSS pixels).
+#[derive(Debug, serde::Deserialize)]
+pub(crate) struct Capture {
+    /// Chromium's PNG, untouched.
+    #[serde(skip)]
+    pub png: Vec<u8>,
+    /// Device pixel ratio.
+    pub dpr: f64,
+    /// Boxes matched by the mask selectors.
+    pub boxes: Vec<BoxRect>,
+}
+
+/// Measure the mask regions (one evaluation), then capture the page as PNG (one bounded call each).
+pub(crate) async fn capture(
+    page: &Page,
+    live: &Liveness,
+    masks: &[String],
+) -> Result<Capture, BrowserError> {
+    let v = evaluate_json(
+        page,
+        live,
+        "measure mask regions",
+        MASK_JS,
+        &serde_json::json!(masks),
+    )
+    .await?;
+    let mut c: Capture =
+        serde_json::from_value(v).map_err(|e| BrowserError::Script(format!("mask result: {e}")))?;
+    let params = CaptureScreenshotParams::builder()
+        .format(CaptureScreenshotFormat::Png)
+        .build();
+    let shot = live.call("take a screenshot", page.execute(params)).await?;
+    let data: &str = shot.result.data.as_ref();
+    c.png = base64::engine::general_purpose::STANDARD
+        .decode(data)
+        .map_err(|e| BrowserError::Script(format!("screenshot is not base64: {e}")))?;
+    Ok(c)
+}
 
 /// One box to draw.
 #[derive(Debug, Clone, Copy)]
