@@ -149,7 +149,7 @@ fn semantic_errors_are_all_listed_with_positions_and_help() {
         line_of(&text, "{post}")
     );
     assert_eq!(
-        find("200 is not an error status").line,
+        find("200 is not a 4xx rejection status").line,
         line_of(&text, "rejection_statuses")
     );
     assert!(p.iter().all(|x| !x.help.is_empty() && x.column >= 1));
@@ -218,4 +218,59 @@ fn check_command_prints_positions_and_exits_2() {
     assert_eq!(out.status.code(), Some(0));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["contract_hash"].as_str().map(str::len), Some(64));
+}
+
+#[test]
+fn check_refuses_a_5xx_rejection_status_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("five.toml");
+    let text = fixture_text().replace(
+        "rejection_statuses = [422]",
+        "rejection_statuses = [422, 500]",
+    );
+    std::fs::write(&file, &text).unwrap();
+    let out = Command::new(BIN)
+        .args(["contract", "check"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let want = format!(
+        "{}:{}:",
+        file.display(),
+        line_of(&text, "rejection_statuses")
+    );
+    assert!(err.contains(&want), "{err}");
+    assert!(
+        err.contains("500 is a server error, not a rejection"),
+        "{err}"
+    );
+    assert!(
+        err.contains("at: publish.rejection_statuses[1]") && err.contains("may be live"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("422"),
+        "422 is a fine rejection status: {err}"
+    );
+    // A 3xx is not a rejection either; a 4xx alone passes.
+    for (bad, code) in [("[302]", 2), ("[599]", 2), ("[400, 409, 499]", 0)] {
+        let text = fixture_text().replace(
+            "rejection_statuses = [422]",
+            &format!("rejection_statuses = {bad}"),
+        );
+        std::fs::write(&file, &text).unwrap();
+        let out = Command::new(BIN)
+            .args(["contract", "check", "--json"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "{bad}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
 }

@@ -318,7 +318,15 @@ impl Contract {
                 format::Transport::Harness => browser::TransportMode::Harness,
                 format::Transport::Browser => browser::TransportMode::Browser,
             },
-            rejection_statuses: self.publish.rejection_statuses.clone(),
+            // Validation already refuses anything but 4xx; filtering again keeps a 5xx (which may follow a
+            // commit) from ever settling `failed`, even for a contract built without `Contract::load`.
+            rejection_statuses: self
+                .publish
+                .rejection_statuses
+                .iter()
+                .copied()
+                .filter(|s| (400..=499).contains(s))
+                .collect(),
             success,
             readback,
         })

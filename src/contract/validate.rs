@@ -403,11 +403,19 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
         );
     }
     for (i, s) in c.publish.rejection_statuses.iter().enumerate() {
-        if !(400..=599).contains(s) {
+        // Only a 4xx can prove "not created": a 5xx may be sent after the platform committed the post
+        // (a crash or timeout behind the commit), so settling it `failed` could hide a live post.
+        if !(400..=499).contains(s) {
+            let message = if (500..=599).contains(s) {
+                format!("{s} is a server error, not a rejection")
+            } else {
+                format!("{s} is not a 4xx rejection status")
+            };
             k.err(
                 publish.key("rejection_statuses").index(i),
-                format!("{s} is not an error status"),
-                "use 4xx/5xx statuses that prove nothing was created",
+                message,
+                "only 4xx statuses can prove nothing was created: a 5xx may come after the commit, so the post \
+                 may be live and it can never prove \"not sent\" (oncepost settles it indeterminate)",
             );
         }
     }
