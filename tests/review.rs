@@ -420,11 +420,13 @@ async fn list_shows_parked_and_indeterminate_escaped_with_security_headers() {
 #[tokio::test]
 async fn an_unreadable_history_is_listed_with_its_problem_without_hiding_the_others() {
     let s = seed().await;
-    // An operator edits the state behind the store's back: bob's history no longer replays to the row.
+    // An operator forges history behind the store's back (the database refuses a hand edit of the state,
+    // migration 0003, but an appended event is only caught on replay): bob's history no longer replays.
     let n = s
         .store
         .execute_raw_for_tests(&format!(
-            "UPDATE intents SET state = 'indeterminate' WHERE delivery_key = '{}'",
+            "INSERT INTO events (intent_id, at, kind, from_state, to_state, actor, details) \
+             SELECT id, 1, 'retried', 'parked', 'pending', 'forger', '{{}}' FROM intents WHERE delivery_key = '{}'",
             s.bob.as_str()
         ))
         .await

@@ -7,7 +7,13 @@ use super::error::{AuthorizeRefusal, StoreError};
 use super::model::*;
 use super::state::{EventKind, Status};
 use super::{Store, col, is_duplicate_text, map_db, read_pool, write_tx};
+
 use crate::identity::{AttemptToken, ContentHash, DeliveryKey};
+
+/// Whether a database error is migration 0003's one-redelivery-per-consumed-intent trigger.
+fn is_one_redelivery(e: &sqlx::Error) -> bool {
+    matches!(e, sqlx::Error::Database(db) if db.message().contains("oncepost_one_redelivery"))
+}
 
 /// Columns of `intents`, in the order [`intent_from_row`] reads them.
 pub(crate) const INTENT_COLUMNS: &str = "id, delivery_key, state, account, platform, action_kind, target, \
@@ -168,7 +174,7 @@ impl Store {
             serde_json::to_string(&new.request).map_err(|e| StoreError::Invalid(e.to_string()))?;
         let max_attempts = self.policy.max_attempts;
         write_tx!(self, |tx, dialect| {
-            let inserted: Option<i64> = sqlx::query_scalar(
+            let inserted: Result<Option<i64>, sqlx::Error> = sqlx::query_scalar(
                 "INSERT INTO intents (delivery_key, account, platform, action_kind, target, request_json, \
                  content_hash, source_ref, redelivery_of, redelivery_json, state, max_attempts, created_at, \
                  updated_at) \
@@ -188,8 +194,16 @@ impl Store {
             .bind(max_attempts)
             .bind(now.0)
             .fetch_optional(&mut *tx)
-            .await
-            .map_err(map_db)?;
+            .await;
+            let inserted = match inserted {
+                Ok(id) => id,
+                // Another redelivery of the consumed intent committed first (migration 0003's trigger):
+                // roll back and let `redeliver` answer with that one.
+                Err(e) if redelivery.is_some() && is_one_redelivery(&e) => {
+                    return Err(StoreError::Refused(AuthorizeRefusal::Conflict));
+                }
+                Err(e) => return Err(map_db(e)),
+            };
             match inserted {
                 Some(id) => {
                     let details = match &redelivery {
@@ -1241,7 +1255,9 @@ impl Store {
 
     /// A person knowingly authorizes another copy of a consumed intent: a NEW intent whose key includes the
     /// authorization record (who, why, which consumed key). The old intent stays as it is (an event notes the
-    /// redelivery). Repeating the same command returns the same new intent.
+    /// redelivery). A consumed intent has at most one redelivery: asking again (the same command, or another
+    /// person with another reason) returns the existing one with `created: false`. To send yet another copy,
+    /// redeliver the redelivery once it is consumed.
     pub async fn redeliver(
         &self,
         key: &DeliveryKey,
@@ -1270,6 +1286,14 @@ impl Store {
                 });
             }
         }
+        // One redelivery per consumed intent: whoever asks next (the same person again, or another reviewer
+        // with another reason) gets the one that exists. The database refuses a second one too, for a race.
+        if let Some(open) = self.redelivery_of(key).await? {
+            return Ok(Created {
+                intent: open,
+                created: false,
+            });
+        }
         let new_key = DeliveryKey::for_redelivery(key, by, reason);
         let record =
             json!({ "by": by, "reason": reason, "consumed_key": key.as_str(), "at": now.0 });
@@ -1280,8 +1304,23 @@ impl Store {
             request: old.request.clone(),
             source_ref: old.source_ref.clone(),
         };
-        self.insert_intent(&new, &new_key, Some((key, record)), by, Some(reason), now)
+        match self
+            .insert_intent(&new, &new_key, Some((key, record)), by, Some(reason), now)
             .await
+        {
+            Err(StoreError::Refused(AuthorizeRefusal::Conflict)) => {
+                let open = self.redelivery_of(key).await?.ok_or_else(|| {
+                    StoreError::Decode(format!(
+                        "a redelivery of {key} was refused as a second one, but none is stored"
+                    ))
+                })?;
+                Ok(Created {
+                    intent: open,
+                    created: false,
+                })
+            }
+            other => other,
+        }
     }
 
     /// Append a note from a person (for example "keep parked") without changing the state.

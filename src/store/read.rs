@@ -12,6 +12,26 @@ impl Store {
         read_pool!(self, |ex| { Ok(fetch_intent!(ex, key.as_str()).intent) })
     }
 
+    /// The redelivery of a consumed intent, if a person authorized one (the oldest, for a store written
+    /// before migration 0003 allowed only one).
+    pub async fn redelivery_of(
+        &self,
+        consumed: &DeliveryKey,
+    ) -> Result<Option<Intent>, StoreError> {
+        read_pool!(self, |ex| {
+            let sql = format!(
+                "SELECT {INTENT_COLUMNS} FROM intents WHERE redelivery_of = $1 ORDER BY id LIMIT 1"
+            );
+            let row = sqlx::query(&sql)
+                .bind(consumed.as_str())
+                .fetch_optional(ex)
+                .await
+                .map_err(map_db)?;
+            row.map(|r| intent_from_row(&r).map(|r| r.intent))
+                .transpose()
+        })
+    }
+
     /// Intents, newest first, optionally in one state.
     pub async fn intents(
         &self,

@@ -106,6 +106,22 @@ impl Status {
         Ok(to)
     }
 
+    /// Every change of state some event allows: the `(from, to)` pairs of different states for which
+    /// [`Status::next`] has an event. The database triggers of migration 0003 accept exactly these changes of
+    /// `intents.state` (and any update that keeps the state); tests/store_triggers.rs checks that on both
+    /// backends, so the table in SQL and the table here cannot drift apart.
+    pub fn allowed_changes() -> Vec<(Status, Status)> {
+        let mut out = Vec::new();
+        for from in Status::ALL {
+            for to in Status::ALL {
+                if from != to && EventKind::ALL.into_iter().any(|e| from.next(e) == Ok(to)) {
+                    out.push((from, to));
+                }
+            }
+        }
+        out
+    }
+
     /// Replay a whole event sequence from creation. The first event must be [`EventKind::Created`].
     pub fn replay(
         events: impl IntoIterator<Item = EventKind>,
@@ -353,6 +369,30 @@ mod tests {
             ]),
             Ok(Status::Published)
         );
+    }
+
+    /// The pairs spelled in the migrations' triggers (`'from>to'`) are exactly the code's allowed changes.
+    #[test]
+    fn the_migrations_spell_the_code_s_state_table() {
+        let want: std::collections::BTreeSet<String> = Status::allowed_changes()
+            .into_iter()
+            .map(|(a, b)| format!("{a}>{b}"))
+            .collect();
+        for sql in [
+            include_str!("../../migrations/sqlite/0003_state_table_enforced.sql"),
+            include_str!("../../migrations/postgres/0003_state_table_enforced.sql"),
+        ] {
+            let got: std::collections::BTreeSet<String> = sql
+                .split('\'')
+                .filter(|lit| {
+                    lit.split_once('>').is_some_and(|(a, b)| {
+                        Status::from_label(a).is_some() && Status::from_label(b).is_some()
+                    })
+                })
+                .map(String::from)
+                .collect();
+            assert_eq!(got, want);
+        }
     }
 
     proptest! {
