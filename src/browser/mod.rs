@@ -17,6 +17,7 @@
 pub mod checks;
 pub mod compose;
 pub mod dialogs;
+pub mod door;
 pub mod guard;
 pub mod locator;
 pub mod probe;

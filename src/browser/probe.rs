@@ -14,6 +14,7 @@ use serde::Serialize;
 
 use super::checks::{Act, LocatorCheck, check_and_act};
 use super::dialogs::{self, DialogEvent, DialogPolicy};
+use super::door::Knock;
 use super::locator::{NamedLocator, NonPublishingStep, PublishControl, Purpose, StepAction};
 use super::screenshot::{self, Mark, MarkVerdict};
 use super::write_guard::WriteAttempt;
@@ -142,6 +143,9 @@ pub struct ProbeReport {
     pub filled: bool,
     /// Writes the page attempted (all failed before leaving): live side-effect alarms.
     pub writes: Vec<WriteAttempt>,
+    /// Channels the page tried that oncepost's door refuses (WebSocket, WebTransport, TURN: through the
+    /// sinkhole; nothing left): live side-effect alarms too.
+    pub refused_channels: Vec<Knock>,
     /// Requests the guard could not answer.
     pub guard_faults: Vec<String>,
     /// Requests paused by the guard in total.
@@ -286,6 +290,7 @@ pub async fn run(
     let live = session.liveness();
     let guard = session.write_guard();
     let mark = guard.mark();
+    let knock_mark = guard.door().sinkhole().mark();
     let page = live
         .call("open a page", session.browser().new_page("about:blank"))
         .await?;
@@ -401,10 +406,15 @@ pub async fn run(
             w.method, w.url, w.resource_type
         ));
     }
+    let refused_channels = guard.door().sinkhole().page_knocks_since(knock_mark);
+    for k in &refused_channels {
+        problems.push(format!("write attempted and blocked: {}", k.describe()));
+    }
     let guard_faults = guard.faults();
     problems.extend(guard_faults.iter().cloned());
     let locator_failed = problems.iter().any(|p| !p.starts_with("write attempted"));
-    let verdict = match (locator_failed, !writes.is_empty()) {
+    let attempted = !writes.is_empty() || !refused_channels.is_empty();
+    let verdict = match (locator_failed, attempted) {
         (false, false) => ProbeVerdict::Pass,
         (true, false) => ProbeVerdict::LocatorFailed,
         (false, true) => ProbeVerdict::WriteAttempted,
@@ -422,6 +432,7 @@ pub async fn run(
         steps,
         filled: opts.fill.is_some(),
         writes,
+        refused_channels,
         guard_faults,
         requests_seen: guard.paused_count(),
         dialogs: dialog_log.events(),

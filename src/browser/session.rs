@@ -16,6 +16,7 @@ use futures::StreamExt;
 use tokio::sync::watch;
 
 use super::BrowserError;
+use super::door::Door;
 use super::write_guard::WriteGuard;
 
 /// Names tried, in order, when `ONCEPOST_CHROMIUM` is not set.
@@ -203,9 +204,11 @@ impl BrowserSession {
             dir: opts.profile_dir.clone(),
             message: e.to_string(),
         })?;
+        // The door opens before Chromium starts: its command line points the browser's only route out at it.
+        let door = Door::open().await?;
         let (browser, handler, pid, guard_child) = match &opts.guard {
             Some(bin) => {
-                let argv = chromium_argv(&executable, opts);
+                let argv = chromium_argv(&executable, opts, &door);
                 let g = super::guard::spawn(bin, &argv, Duration::from_secs(25)).await?;
                 let config = HandlerConfig {
                     viewport: None,
@@ -233,7 +236,7 @@ impl BrowserSession {
                 (browser, handler, Some(g.chromium_pid), Some(g.child))
             }
             None => {
-                let (browser, handler) = launch_unguarded(&executable, opts).await?;
+                let (browser, handler) = launch_unguarded(&executable, opts, &door).await?;
                 let mut browser = browser;
                 let pid = browser.get_mut_child().and_then(|c| c.inner.id());
                 (browser, handler, pid, None)
@@ -257,7 +260,7 @@ impl BrowserSession {
             call_timeout: opts.call_timeout,
         };
         // The guard goes on before any page exists: nothing this session opens is ever unguarded.
-        let guard = match WriteGuard::install(&browser, &liveness).await {
+        let guard = match WriteGuard::install(&browser, &liveness, door).await {
             Ok(g) => g,
             Err(e) => {
                 if let Some(pid) = pid {
@@ -356,7 +359,7 @@ const OUR_FLAGS: &[&str] = &[
 ];
 
 /// Chromium's command line: chromiumoxide's defaults plus ours (the machine notes list why each is there).
-fn chromium_argv(executable: &Path, opts: &LaunchOptions) -> Vec<std::ffi::OsString> {
+fn chromium_argv(executable: &Path, opts: &LaunchOptions, door: &Door) -> Vec<std::ffi::OsString> {
     let (w, h) = opts.window;
     let mut argv: Vec<std::ffi::OsString> = vec![executable.as_os_str().to_owned()];
     // chromiumoxide's own defaults (what `Browser::launch` would add), then ours.
@@ -385,12 +388,14 @@ fn chromium_argv(executable: &Path, opts: &LaunchOptions) -> Vec<std::ffi::OsStr
         "--password-store=basic",
         "--use-mock-keychain",
         "--lang=en_US",
-        "--remote-debugging-port=0",
+        // DevTools over fds 3/4 (the guard holds them), never a TCP port another local process could open.
+        "--remote-debugging-pipe",
     ];
     let flags = defaults
         .iter()
         .map(|f| f.to_string())
-        .chain(OUR_FLAGS.iter().map(|f| format!("--{f}")));
+        .chain(OUR_FLAGS.iter().map(|f| format!("--{f}")))
+        .chain(door.chromium_switches());
     argv.extend(flags.map(std::ffi::OsString::from));
     argv.push(format!("--window-size={w},{h}").into());
     let mut dir = std::ffi::OsString::from("--user-data-dir=");
@@ -400,10 +405,13 @@ fn chromium_argv(executable: &Path, opts: &LaunchOptions) -> Vec<std::ffi::OsStr
 }
 
 /// The old way, without the guard: chromiumoxide starts Chromium as our direct child. Used only when no
-/// guard binary is available (a library caller that is not the oncepost binary and passed none).
+/// guard binary is available (a library caller that is not the oncepost binary and passed none). The door
+/// is the same; but chromiumoxide always adds `--remote-debugging-port`, so such a browser has an open
+/// DevTools port on 127.0.0.1 (the oncepost binary never launches one).
 async fn launch_unguarded(
     executable: &Path,
     opts: &LaunchOptions,
+    door: &Door,
 ) -> Result<(Browser, chromiumoxide::Handler), BrowserError> {
     let (w, h) = opts.window;
     let config = BrowserConfig::builder()
@@ -415,6 +423,11 @@ async fn launch_unguarded(
         .request_timeout(opts.call_timeout)
         .launch_timeout(Duration::from_secs(20))
         .args(OUR_FLAGS.iter().copied())
+        .args(
+            door.chromium_switches()
+                .into_iter()
+                .map(|f| f.trim_start_matches("--").to_string()),
+        )
         .build()
         .map_err(|message| BrowserError::Launch { message })?;
     Browser::launch(config)

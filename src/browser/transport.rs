@@ -11,15 +11,17 @@
 //! encoding headers stripped, every Set-Cookie kept), so it continues as it would have. Every further
 //! request matching the pattern is failed by the guard before it leaves and recorded.
 //!
-//! `transport = "browser"` contracts let Chromium send it (`continueRequest` with `interceptResponse`):
-//! then any connection error after dispatch is [`DispatchOutcome::Unknown`], and so is a missing response.
+//! Behind the door (`door/`) Chromium has no route out, so nothing but this harness can send the create
+//! request: the old `transport = "browser"` (Chromium sends it, and may re-send it: measured 2-3 arrivals
+//! for one click) is refused when a contract is planned.
+//!
+//! "Not sent" needs proof, never the mere absence of a paused request: see [`dispatch`] and docs/states.md.
 use std::future::Future;
 use std::time::{Duration, Instant};
 
 use base64::Engine;
 use chromiumoxide::cdp::browser_protocol::fetch::{
-    ContinueRequestParams, EventRequestPaused, FailRequestParams, FulfillRequestParams,
-    GetResponseBodyParams, HeaderEntry,
+    EventRequestPaused, FailRequestParams, FulfillRequestParams, HeaderEntry, RequestId,
 };
 use chromiumoxide::cdp::browser_protocol::network::ErrorReason;
 use serde::Serialize;
@@ -91,14 +93,12 @@ impl CreatePattern {
     }
 }
 
-/// Who sends the create request.
+/// Who sends the create request. Behind the door only the harness can: Chromium has no route out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TransportMode {
     /// Paused and sent once by the harness (the at-most-once guarantee).
     Harness,
-    /// Sent by Chromium (which may re-send it on a closed connection: connection errors are unknown).
-    Browser,
 }
 
 /// The request as it goes on the wire (headers unredacted: redact before storing).
@@ -384,22 +384,54 @@ where
         _ => {
             // Nothing handed over within the bound: take the slot back so a late one is failed.
             if guard.disarm() {
-                let proof = format!(
-                    "the create request was not paused within {} ms of pressing; from now on any is failed \
-                     before it leaves",
-                    opts.pause_wait.as_millis()
-                );
-                note("not_paused", serde_json::json!({ "proof": proof }));
-                return DispatchOutcome::NotSent { proof };
+                // The absence of a paused request is not proof by itself: a page can write by a channel
+                // Fetch never sees. The proof is the door's ledger since the press (see `not_sent_proof`).
+                return match guard.not_sent_proof() {
+                    Ok(door) => {
+                        let proof = format!(
+                            "no request matching the create request reached oncepost within {} ms of \
+                             pressing, and from now on any is failed before it leaves; {door}",
+                            opts.pause_wait.as_millis()
+                        );
+                        note("not_paused", serde_json::json!({ "proof": proof }));
+                        DispatchOutcome::NotSent { proof }
+                    }
+                    Err(doubt) => {
+                        let reason = format!(
+                            "the create request never reached oncepost within {} ms of pressing, but {doubt}",
+                            opts.pause_wait.as_millis()
+                        );
+                        note(
+                            "not_paused_in_doubt",
+                            serde_json::json!({ "reason": reason }),
+                        );
+                        DispatchOutcome::Unknown { reason }
+                    }
+                };
             }
             // Lost the race: one was handed over just now and is on its way.
             match tokio::time::timeout(Duration::from_secs(1), &mut paused).await {
                 Ok(Ok(ev)) => ev,
                 _ => {
-                    let proof =
-                        "the create request was never handed over (guard closed)".to_string();
-                    note("not_paused", serde_json::json!({ "proof": proof }));
-                    return DispatchOutcome::NotSent { proof };
+                    // The guard could not hand it over, so it failed it before it left.
+                    return match guard.not_sent_proof() {
+                        Ok(door) => {
+                            let proof = format!(
+                                "the create request was never handed over (the guard failed it); {door}"
+                            );
+                            note("not_paused", serde_json::json!({ "proof": proof }));
+                            DispatchOutcome::NotSent { proof }
+                        }
+                        Err(doubt) => {
+                            let reason =
+                                format!("the create request was never handed over, but {doubt}");
+                            note(
+                                "not_paused_in_doubt",
+                                serde_json::json!({ "reason": reason }),
+                            );
+                            DispatchOutcome::Unknown { reason }
+                        }
+                    };
                 }
             }
         }
@@ -465,7 +497,6 @@ where
             answer_page(browser, live, &ev, answer).await;
             outcome
         }
-        TransportMode::Browser => browser_send(guard, browser, live, &ev, opts).await,
     };
     let summary = match &outcome {
         DispatchOutcome::Response {
@@ -480,100 +511,6 @@ where
     };
     note("outcome", summary);
     outcome
-}
-
-/// Browser transport: Chromium sends it (with its own re-send behaviour); we only watch the response.
-async fn browser_send(
-    guard: &super::WriteGuard,
-    browser: &BrowserHandle,
-    live: &Liveness,
-    ev: &EventRequestPaused,
-    opts: &TransportOptions,
-) -> DispatchOutcome {
-    let response = guard.expect_response(ev.request_id.clone());
-    let cont = ContinueRequestParams::builder()
-        .request_id(ev.request_id.clone())
-        .intercept_response(true)
-        .build();
-    let cont = match cont {
-        Ok(c) => c,
-        Err(e) => {
-            fail_page(browser, live, ev, ErrorReason::Aborted).await;
-            return DispatchOutcome::NotSent { proof: e };
-        }
-    };
-    if let Err(e) = live
-        .call(
-            "let the browser send the create request",
-            browser.execute(cont),
-        )
-        .await
-    {
-        return DispatchOutcome::Unknown {
-            reason: format!("continuing the create request failed: {e}"),
-        };
-    }
-    let resp = match tokio::time::timeout(opts.timeout, response).await {
-        Ok(Ok(r)) => r,
-        _ => {
-            return DispatchOutcome::Unknown {
-                reason: format!(
-                    "no response within {:?} (browser transport: a connection error after dispatch may \
-                     have been re-sent by Chromium)",
-                    opts.timeout
-                ),
-            };
-        }
-    };
-    if let Some(err) = &resp.response_error_reason {
-        let _ = live
-            .call(
-                "continue a failed response",
-                browser.execute(ContinueRequestParams::new(resp.request_id.clone())),
-            )
-            .await;
-        return DispatchOutcome::Unknown {
-            reason: format!("browser transport error after dispatch: {err:?}"),
-        };
-    }
-    let status = resp.response_status_code.unwrap_or(0) as u16;
-    let headers: Vec<(String, String)> = resp
-        .response_headers
-        .as_ref()
-        .map(|h| {
-            h.iter()
-                .map(|e| (e.name.clone(), e.value.clone()))
-                .collect()
-        })
-        .unwrap_or_default();
-    let body = live
-        .call(
-            "read the create response body",
-            browser.execute(GetResponseBodyParams::new(resp.request_id.clone())),
-        )
-        .await;
-    let _ = live
-        .call(
-            "continue the create response",
-            browser.execute(ContinueRequestParams::new(resp.request_id.clone())),
-        )
-        .await;
-    let body = match body {
-        Ok(b) if b.result.base64_encoded => base64::engine::general_purpose::STANDARD
-            .decode(&b.result.body)
-            .unwrap_or_default(),
-        Ok(b) => b.result.body.clone().into_bytes(),
-        Err(e) => {
-            return DispatchOutcome::Unknown {
-                reason: format!("status {status} but the body could not be read: {e}"),
-            };
-        }
-    };
-    DispatchOutcome::Response {
-        status,
-        headers,
-        body,
-    }
 }
 
 async fn fail_page(
@@ -601,21 +538,33 @@ async fn answer_page(
                 .await;
         }
         PageAnswer::Fulfill(status, headers, body) => {
-            let entries: Vec<HeaderEntry> = headers
-                .iter()
-                .filter(|(k, _)| !RESPONSE_STRIP.contains(&k.to_ascii_lowercase().as_str()))
-                .map(|(k, v)| HeaderEntry::new(k.clone(), v.clone()))
-                .collect();
-            let mut params = FulfillRequestParams::new(ev.request_id.clone(), status as i64);
-            params.response_headers = Some(entries);
-            params.body = Some(
-                base64::engine::general_purpose::STANDARD
-                    .encode(&body)
-                    .into(),
-            );
+            let params = fulfill_params(ev.request_id.clone(), status, &headers, &body);
             let _ = live
                 .call("hand the response to the page", browser.execute(params))
                 .await;
         }
     }
+}
+
+/// `Fetch.fulfillRequest` for a response oncepost fetched itself: hop-by-hop and encoding headers stripped
+/// (the body is decoded and Chromium frames it), every other header one entry per value.
+pub(crate) fn fulfill_params(
+    id: RequestId,
+    status: u16,
+    headers: &[(String, String)],
+    body: &[u8],
+) -> FulfillRequestParams {
+    let entries: Vec<HeaderEntry> = headers
+        .iter()
+        .filter(|(k, _)| !RESPONSE_STRIP.contains(&k.to_ascii_lowercase().as_str()))
+        .map(|(k, v)| HeaderEntry::new(k.clone(), v.clone()))
+        .collect();
+    let mut params = FulfillRequestParams::new(id, status as i64);
+    params.response_headers = Some(entries);
+    params.body = Some(
+        base64::engine::general_purpose::STANDARD
+            .encode(body)
+            .into(),
+    );
+    params
 }

@@ -1,12 +1,15 @@
-//! The write guard: during a probe, every request that is not GET/HEAD is failed before it leaves.
+//! The write guard: every HTTP request of the browser is answered here. GET/HEAD are fetched by oncepost
+//! (the door's read client) and fulfilled; every other request is failed before it leaves, except the one
+//! create request an authorized press hands to the harness. Together with the door (`door/`: the browser's
+//! proxy is a sinkhole) this is the only way anything leaves a session.
 //!
 //! `Fetch.enable` with a catch-all pattern is sent on the BROWSER session, before any page exists. Measured
 //! on Chromium 156: browser-level interception pauses requests of every target in the browser: the page, its
 //! iframes, `sendBeacon` pings, dedicated workers and popups (each arrives as one `Fetch.requestPaused` with
 //! the frame that caused it). Service workers are additionally bypassed per page
 //! (`Network.setBypassServiceWorker`) and their auto-preload disabled at launch. Each paused request is
-//! answered in its own task with a bound: GET/HEAD continue, anything else fails with `BlockedByClient`
-//! and is recorded as a [`WriteAttempt`].
+//! answered in its own task with a bound: GET/HEAD are fetched and fulfilled, anything else fails with
+//! `BlockedByClient` and is recorded as a [`WriteAttempt`].
 //!
 //! Not covered by an alarm (measured): a service worker registered by the page has its script fetched, but
 //! its own install-time request is neither paused nor sent during the probe (chromiumoxide auto-attaches
@@ -23,11 +26,12 @@ use chromiumoxide::cdp::browser_protocol::network::ErrorReason;
 use futures::StreamExt;
 use serde::Serialize;
 
-use chromiumoxide::cdp::browser_protocol::fetch::RequestId;
 use tokio::sync::oneshot;
 
+use super::door::Door;
+use super::door::reads::ReadAnswer;
 use super::session::BrowserHandle;
-use super::transport::CreatePattern;
+use super::transport::{CreatePattern, fulfill_params};
 use super::{BrowserError, Liveness};
 
 /// A write the page attempted and the guard failed.
@@ -60,14 +64,19 @@ struct Log {
 struct Takeover {
     pattern: CreatePattern,
     slot: Option<oneshot::Sender<EventRequestPaused>>,
-    response: Option<(RequestId, oneshot::Sender<EventRequestPaused>)>,
     extras: Vec<WriteAttempt>,
+    /// The door's and the log's marks when the press armed the takeover: what happened since is the
+    /// evidence for or against "not sent".
+    knocks_mark: usize,
+    faults_mark: usize,
+    writes_mark: usize,
 }
 
 /// A running guard; read its findings with [`WriteGuard::writes`].
 #[derive(Debug, Clone)]
 pub struct WriteGuard {
     log: Arc<Mutex<Log>>,
+    door: Door,
 }
 
 impl WriteGuard {
@@ -76,6 +85,7 @@ impl WriteGuard {
     pub(crate) async fn install(
         browser: &BrowserHandle,
         live: &Liveness,
+        door: Door,
     ) -> Result<WriteGuard, BrowserError> {
         let live = live.clone();
         // Listener first, then enable: a request paused before anyone listens would hang.
@@ -86,10 +96,14 @@ impl WriteGuard {
             )
             .await?;
         let log = Arc::new(Mutex::new(Log::default()));
-        let guard = WriteGuard { log: log.clone() };
+        let guard = WriteGuard {
+            log: log.clone(),
+            door: door.clone(),
+        };
         let answerer = Answerer {
             live: live.clone(),
             browser: browser.clone(),
+            door,
         };
         tokio::spawn(async move {
             while let Some(ev) = paused.next().await {
@@ -139,15 +153,72 @@ impl WriteGuard {
     /// returned receiver instead of being failed. Only the press (one authorization) calls this.
     pub(crate) fn arm(&self, pattern: CreatePattern) -> oneshot::Receiver<EventRequestPaused> {
         let (tx, rx) = oneshot::channel();
+        let knocks_mark = self.door.sinkhole().mark();
         if let Ok(mut l) = self.log.lock() {
+            let (faults_mark, writes_mark) = (l.faults.len(), l.writes.len());
             l.takeover = Some(Takeover {
                 pattern,
                 slot: Some(tx),
-                response: None,
                 extras: Vec::new(),
+                knocks_mark,
+                faults_mark,
+                writes_mark,
             });
         }
         rx
+    }
+
+    /// After a press whose create request never reached the harness: the proof that nothing left, or the
+    /// doubt that forbids calling it "not sent" (docs/states.md, "What proves not sent").
+    ///
+    /// The proof is the door's, not the missing pause: the browser's only route out is the sinkhole (which
+    /// forwards nothing) and every HTTP request since the press was answered here (reads fetched by
+    /// oncepost, writes failed). A page that tried another channel after the press (refused, but it may be
+    /// how this page publishes), a request the guard could not answer, or a write it could not stop, each
+    /// leaves the question to the platform: indeterminate.
+    pub(crate) fn not_sent_proof(&self) -> Result<String, String> {
+        let Ok(l) = self.log.lock() else {
+            return Err("the guard's log is unreadable".into());
+        };
+        let Some(t) = l.takeover.as_ref() else {
+            return Err("no press was armed".into());
+        };
+        let knocks = self.door.sinkhole().page_knocks_since(t.knocks_mark);
+        if let Some(k) = knocks.first() {
+            return Err(format!(
+                "after the press the page tried {} channel(s) oncepost refuses ({}; {}); it may publish that                  way: only the platform can tell",
+                knocks.len(),
+                k.request_line,
+                k.describe()
+            ));
+        }
+        let faults = l.faults.get(t.faults_mark..).unwrap_or_default();
+        if let Some(f) = faults.first() {
+            return Err(format!(
+                "{} request(s) since the press could not be answered by the guard ({f})",
+                faults.len()
+            ));
+        }
+        let unstopped = l
+            .writes
+            .get(t.writes_mark..)
+            .unwrap_or_default()
+            .iter()
+            .filter(|w| !w.blocked)
+            .count();
+        if unstopped > 0 {
+            return Err(format!(
+                "{unstopped} write(s) since the press could not be stopped"
+            ));
+        }
+        Ok("the door saw nothing leave: every HTTP request since the press was answered by oncepost \
+            (reads fetched, writes failed before they left) and no other channel was tried"
+            .into())
+    }
+
+    /// The session's door (the sinkhole's ledger of refused channels).
+    pub fn door(&self) -> &Door {
+        &self.door
     }
 
     /// Take the slot back if nothing was handed over yet. True: no matching request was paused (and from
@@ -158,17 +229,6 @@ impl WriteGuard {
             .ok()
             .and_then(|mut l| l.takeover.as_mut().and_then(|t| t.slot.take()))
             .is_some()
-    }
-
-    /// Hand the response stage of request `id` (continued with `interceptResponse`) to the receiver.
-    pub(crate) fn expect_response(&self, id: RequestId) -> oneshot::Receiver<EventRequestPaused> {
-        let (tx, rx) = oneshot::channel();
-        if let Ok(mut l) = self.log.lock()
-            && let Some(t) = l.takeover.as_mut()
-        {
-            t.response = Some((id, tx));
-        }
-        rx
     }
 
     /// Further create requests (matching the armed pattern) that were failed before they left.
@@ -201,6 +261,7 @@ fn target_gone(e: &super::BrowserError) -> bool {
 struct Answerer {
     live: Liveness,
     browser: super::session::BrowserHandle,
+    door: Door,
 }
 
 impl Answerer {
@@ -213,16 +274,7 @@ impl Answerer {
             if let Some(t) = l.takeover.as_mut() {
                 let response_stage =
                     ev.response_status_code.is_some() || ev.response_error_reason.is_some();
-                if response_stage {
-                    if t.response
-                        .as_ref()
-                        .is_some_and(|(id, _)| *id == ev.request_id)
-                        && let Some((_, tx)) = t.response.take()
-                    {
-                        let _ = tx.send(ev.clone());
-                        return;
-                    }
-                } else if t.pattern.matches(&method, &ev.request.url) {
+                if !response_stage && t.pattern.matches(&method, &ev.request.url) {
                     if let Some(tx) = t.slot.take() {
                         // The receiver answers it (sends it once itself, or fails it).
                         if tx.send(ev.clone()).is_ok() {
@@ -245,22 +297,37 @@ impl Answerer {
             return;
         }
         if is_read(&method) {
-            let r = self
-                .live
-                .call(
-                    "continue a read",
-                    self.browser
-                        .execute(ContinueRequestParams::new(ev.request_id.clone())),
-                )
-                .await;
+            // oncepost fetches the read itself: Chromium has no route out (door/).
+            let r = match self.door.reads().fetch(ev).await {
+                ReadAnswer::Fulfill {
+                    status,
+                    headers,
+                    body,
+                } => {
+                    let params = fulfill_params(ev.request_id.clone(), status, &headers, &body);
+                    self.live
+                        .call("hand a read to the page", self.browser.execute(params))
+                        .await
+                        .map(|_| ())
+                }
+                ReadAnswer::Fail { reason, why } => {
+                    tracing::debug!(%why, "a read failed at the door");
+                    self.live
+                        .call(
+                            "fail a read",
+                            self.browser
+                                .execute(FailRequestParams::new(ev.request_id.clone(), reason)),
+                        )
+                        .await
+                        .map(|_| ())
+                }
+            };
             if let Err(e) = r
                 && !target_gone(&e)
                 && let Ok(mut l) = log.lock()
             {
-                l.faults.push(format!(
-                    "could not continue {method} {}: {e}",
-                    ev.request.url
-                ));
+                l.faults
+                    .push(format!("could not answer {method} {}: {e}", ev.request.url));
             }
             return;
         }

@@ -316,7 +316,16 @@ impl Contract {
             create,
             transport: match self.publish.transport {
                 format::Transport::Harness => browser::TransportMode::Harness,
-                format::Transport::Browser => browser::TransportMode::Browser,
+                // Behind oncepost's door Chromium has no route out: only the harness can send.
+                format::Transport::Browser => {
+                    return Err(PlanError::Template {
+                        what: "publish.transport".into(),
+                        why: "\"browser\" is not supported: Chromium has no route out of oncepost's network \
+                              door, so only oncepost sends the create request (and Chromium re-sends a POST \
+                              on a closed connection by itself: 2-3 copies measured); use \"harness\""
+                            .into(),
+                    });
+                }
             },
             // Validation already refuses anything but 4xx; filtering again keeps a 5xx (which may follow a
             // commit) from ever settling `failed`, even for a contract built without `Contract::load`.

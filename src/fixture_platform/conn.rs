@@ -106,7 +106,9 @@ async fn serve_connection(
         .keep_alive(true)
         .timer(TokioTimer::new())
         .header_read_timeout(HEADER_READ_TIMEOUT)
-        .serve_connection(TokioIo::new(stream), service);
+        .serve_connection(TokioIo::new(stream), service)
+        // The live channel (`GET /api/live`) upgrades to a WebSocket.
+        .with_upgrades();
     tokio::pin!(conn);
     if *shutdown.borrow() {
         return;

@@ -11,6 +11,8 @@ pub enum Trigger {
     FocusText,
     /// Typing into `#post-text` (each `input` event).
     InputText,
+    /// Clicking `#publish` (nothing before).
+    Press,
 }
 
 /// How a variant misbehaves.
@@ -22,6 +24,15 @@ pub enum Misbehaviour {
         sink: &'static str,
         /// What sets the write off.
         trigger: Trigger,
+    },
+    /// Uses channels CDP `Fetch` never sees: a WebSocket to `GET /api/live` (and, for `channels`, WebRTC
+    /// over UDP), counted in [`super::Stats`]'s `websocket_*` and `udp_datagrams`. Publishes by a frame when
+    /// `publishes` is true.
+    LiveChannel {
+        /// When its first handshake happens.
+        trigger: Trigger,
+        /// Whether clicking `#publish` publishes over the WebSocket (instead of `POST /api/posts`).
+        publishes: bool,
     },
     /// `#publish` moves on every animation frame.
     MovingButton,
@@ -85,6 +96,31 @@ pub const HOSTILE_VARIANTS: &[HostileVariant] = &[
     ),
     // The compose DOM lives in the frame (/hostile/iframe-inner), which writes on load.
     writes("iframe", "POST /api/sink/iframe", Trigger::Load),
+    // Publishes over a WebSocket opened on load (drafts on every keystroke), as LiveView-style apps do.
+    HostileVariant {
+        name: "websocket",
+        misbehaviour: Misbehaviour::LiveChannel {
+            trigger: Trigger::Load,
+            publishes: true,
+        },
+    },
+    // The same, but the WebSocket is opened only by the click: nothing before the press.
+    HostileVariant {
+        name: "websocket-on-publish",
+        misbehaviour: Misbehaviour::LiveChannel {
+            trigger: Trigger::Press,
+            publishes: true,
+        },
+    },
+    // On load: WebSockets from the page, a worker, a shared worker, a srcdoc and a sandboxed iframe, and
+    // WebRTC STUN over UDP; publishes through the normal create request.
+    HostileVariant {
+        name: "channels",
+        misbehaviour: Misbehaviour::LiveChannel {
+            trigger: Trigger::Load,
+            publishes: false,
+        },
+    },
     HostileVariant {
         name: "moving-button",
         misbehaviour: Misbehaviour::MovingButton,

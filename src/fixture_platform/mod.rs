@@ -21,6 +21,7 @@
 mod conn;
 mod fault;
 mod hostile;
+mod live;
 mod pages;
 mod posts;
 mod routes;
@@ -179,6 +180,15 @@ impl FixturePlatform {
         });
         // Persist once so a fresh dir holds the CSRF secret before any page is served.
         shared.persist().await?;
+        // The same port number on UDP counts datagrams (a WebRTC page's STUN traffic aims there). Best
+        // effort: a port taken on UDP only loses that counter.
+        let udp = match tokio::net::UdpSocket::bind(("127.0.0.1", addr.port())).await {
+            Ok(sock) => Some(tokio::spawn(live::count_datagrams(sock, shared.clone()))),
+            Err(e) => {
+                tracing::warn!(error = %e, "fixture platform: no UDP counter");
+                None
+            }
+        };
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
         let accept = tokio::spawn(conn::accept_loop(listener, shared.clone(), shutdown_rx));
         Ok(RunningPlatform {
@@ -186,6 +196,7 @@ impl FixturePlatform {
             shared,
             shutdown_tx,
             accept: Some(accept),
+            udp,
         })
     }
 }
@@ -197,6 +208,7 @@ pub struct RunningPlatform {
     shared: Arc<Shared>,
     shutdown_tx: watch::Sender<bool>,
     accept: Option<JoinHandle<()>>,
+    udp: Option<JoinHandle<()>>,
 }
 
 impl RunningPlatform {
@@ -233,6 +245,9 @@ impl RunningPlatform {
     /// Stop accepting, let open connections finish for up to [`SHUTDOWN_GRACE`], then close them.
     pub async fn shutdown(mut self) {
         let _ = self.shutdown_tx.send(true);
+        if let Some(u) = self.udp.take() {
+            u.abort();
+        }
         if let Some(handle) = self.accept.take() {
             let _ = handle.await;
         }
@@ -242,6 +257,9 @@ impl RunningPlatform {
 impl Drop for RunningPlatform {
     fn drop(&mut self) {
         let _ = self.shutdown_tx.send(true);
+        if let Some(u) = self.udp.take() {
+            u.abort();
+        }
         if let Some(handle) = self.accept.take() {
             handle.abort();
         }

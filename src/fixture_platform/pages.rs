@@ -35,6 +35,18 @@ const HOSTILE: &[(&str, &str)] = &[
     ),
     ("beacon", include_str!("../../fixtures/hostile/beacon.html")),
     (
+        "websocket",
+        include_str!("../../fixtures/hostile/websocket.html"),
+    ),
+    (
+        "websocket-on-publish",
+        include_str!("../../fixtures/hostile/websocket-on-publish.html"),
+    ),
+    (
+        "channels",
+        include_str!("../../fixtures/hostile/channels.html"),
+    ),
+    (
         "form-submit-timer",
         include_str!("../../fixtures/hostile/form-submit-timer.html"),
     ),

@@ -88,6 +88,13 @@ pub(crate) async fn handle(
             None => html(StatusCode::NOT_FOUND, pages::not_found(&viewer, &path)),
         },
         (&Method::GET, ["__lab", "resend"]) => html(StatusCode::OK, pages::lab_resend(&viewer)),
+        (&Method::GET, ["api", "live"]) => {
+            let account = match session {
+                Some(_) if viewer.account != ANONYMOUS => viewer.account.clone(),
+                _ => ANONYMOUS.to_owned(),
+            };
+            super::live::upgrade(req, shared.clone(), account)
+        }
         (&Method::GET, ["api", "posts"]) => {
             let posts = shared.lock_state().newest_first();
             json(StatusCode::OK, &serde_json::json!(posts_json(&posts)))

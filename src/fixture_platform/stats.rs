@@ -17,6 +17,18 @@ pub struct Stats {
     pub other_writes: BTreeMap<String, u64>,
     /// Sum of `other_writes`.
     pub other_writes_total: u64,
+    /// WebSocket handshakes that reached `GET /api/live` (any context: page, frame, worker).
+    #[serde(default)]
+    pub websocket_handshakes: u64,
+    /// WebSocket frames received there.
+    #[serde(default)]
+    pub websocket_frames: u64,
+    /// Posts stored from a WebSocket `publish` frame (also counted in `create_stored`).
+    #[serde(default)]
+    pub websocket_posts: u64,
+    /// UDP datagrams that reached the platform's port number (WebRTC STUN/ICE aimed there).
+    #[serde(default)]
+    pub udp_datagrams: u64,
 }
 
 impl Stats {

@@ -380,6 +380,7 @@ async fn with_session(
     let text = crate::identity::normalize_text(&req.text);
     let nav = req.options.navigation_timeout;
     let mark = session.write_guard().mark();
+    let knock_mark = session.write_guard().door().sinkhole().mark();
     // The search page and the compose page load in parallel (both only read; the write guard fails any
     // write either makes). The compose page is used only if the search finds nothing.
     let lookup = async {
@@ -453,7 +454,17 @@ async fn with_session(
     clock.step("begun (claim + attempt)");
     let span = tracing::info_span!("attempt", attempt = %token);
     let r = attempt(
-        req, store, plan, key, session, clock, &ev, &text, claim, opened, mark,
+        req,
+        store,
+        plan,
+        key,
+        session,
+        clock,
+        &ev,
+        &text,
+        claim,
+        opened,
+        (mark, knock_mark),
     )
     .instrument(span)
     .await;
@@ -472,7 +483,7 @@ async fn attempt(
     text: &str,
     claim: Claim,
     opened: Result<ComposePage<'_>, BrowserError>,
-    mark: usize,
+    (mark, knock_mark): (usize, usize),
 ) -> Result<(bool, String), PublishError> {
     let token = claim.fence.attempt.as_str().to_string();
     let link = |point: &str, items: Vec<Item>| {
@@ -526,6 +537,41 @@ async fn attempt(
     }
     link("before_dispatch", before).await;
     clock.step("evidence before dispatch");
+    // A page that tried a channel the door refuses (a WebSocket, WebTransport or TURN tunnel from any frame
+    // or worker) while it loaded and was filled may publish that way, which nothing can do at most once:
+    // nothing left (the sinkhole forwards nothing) and nothing is pressed. Each attempt is an alarm.
+    let knocks = session
+        .write_guard()
+        .door()
+        .sinkhole()
+        .page_knocks_since(knock_mark);
+    if !knocks.is_empty() {
+        for k in &knocks {
+            let _ = store
+                .note(
+                    key,
+                    EventKind::SideEffectAlarm,
+                    &req.owner,
+                    "the page tried a channel oncepost refuses; refused before any byte left",
+                    json!({ "attempt": token, "channel": k, "what": k.describe() }),
+                    Timestamp::now(),
+                )
+                .await;
+        }
+        page.close().await;
+        let landing = settle::land(Verdict::ChannelRefused {
+            report: json!({
+                "error": format!(
+                    "the page tried {} channel(s) oncepost refuses before publish was pressed ({}): it may \
+                     publish that way, which cannot be done at most once; nothing was pressed and nothing left",
+                    knocks.len(),
+                    knocks[0].describe()
+                ),
+                "refused_channels": knocks,
+            }),
+        });
+        return finish(store, &claim.fence, key, &req.owner, landing, false).await;
+    }
     // The contract is read again right before authorization: a changed file is refused by the store.
     let current_hash = match Contract::load(&req.contract_path) {
         Ok(c) => c.hash(),
@@ -636,6 +682,25 @@ async fn attempt(
             )
             .await;
     }
+    // Channels the door refused after the press (or too late to be seen before it): alarms, and a person
+    // looks before anything is pressed again.
+    let late_knocks = session
+        .write_guard()
+        .door()
+        .sinkhole()
+        .page_knocks_since(knock_mark);
+    for k in &late_knocks {
+        let _ = store
+            .note(
+                key,
+                EventKind::SideEffectAlarm,
+                &req.owner,
+                "the page tried a channel oncepost refuses; refused before any byte left",
+                json!({ "attempt": token, "channel": k, "what": k.describe() }),
+                Timestamp::now(),
+            )
+            .await;
+    }
     page.close().await;
     let landing = settle::land(verdict);
     let (pressed, summary) = finish(store, &fence, key, &req.owner, landing, true).await?;
@@ -645,6 +710,8 @@ async fn attempt(
     // its history).
     let alarm = if unblocked {
         Some("an unauthorized write could not be stopped")
+    } else if !late_knocks.is_empty() {
+        Some("the page tried a channel oncepost refuses (refused before any byte left)")
     } else if !extras.is_empty() {
         Some("a further create request for one authorization was seen (failed before it left)")
     } else {

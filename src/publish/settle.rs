@@ -16,6 +16,12 @@ pub enum Verdict {
         /// The check report or step outcome.
         report: Value,
     },
+    /// Before the press, the page tried a channel the door refuses (a WebSocket, WebTransport or TURN
+    /// tunnel): it may publish that way, so nothing is pressed; the sinkhole forwarded nothing.
+    ChannelRefused {
+        /// The refused attempts.
+        report: Value,
+    },
     /// The create request provably never left (connect refused, never paused, incomplete body, the
     /// before-send record failed).
     NotSent {
@@ -118,6 +124,11 @@ pub fn land(v: Verdict) -> Landing {
         Verdict::NotActionable { report } => Landing::Failed(json!({
             "why": "publish control not actionable; nothing pressed", "report": report, "bytes_out": 0,
         })),
+        Verdict::ChannelRefused { report } => Landing::Failed(json!({
+            "why": "the page tried a channel oncepost refuses before publish was pressed; nothing pressed, \
+                    nothing left",
+            "report": report, "bytes_out": 0,
+        })),
         Verdict::NotSent { proof } => Landing::Failed(json!({
             "why": "the create request never left", "proof": proof, "bytes_out": 0,
         })),
@@ -168,7 +179,9 @@ pub fn land(v: Verdict) -> Landing {
 /// The verdict of a complete response, before the success signal and read-back (None: go on).
 pub fn by_status(status: u16, body: &[u8], rejection_statuses: &[u16]) -> Option<Verdict> {
     let body = String::from_utf8_lossy(&body[..body.len().min(2048)]).into_owned();
-    if rejection_statuses.contains(&status) {
+    // Only a 4xx can prove a rejection: a 5xx may come after the commit (the post may be live), so a 5xx
+    // listed by a contract is still a server error (contract check refuses such a list too).
+    if rejection_statuses.contains(&status) && (400..500).contains(&status) {
         Some(Verdict::Rejected { status, body })
     } else if (400..500).contains(&status) {
         Some(Verdict::UndeclaredClientError { status, body })
@@ -198,6 +211,13 @@ mod tests {
             Some(Verdict::ServerError { .. })
         ));
         assert!(by_status(201, b"", &[422]).is_none());
+        assert!(
+            matches!(
+                by_status(500, b"", &[500]),
+                Some(Verdict::ServerError { .. })
+            ),
+            "a 5xx is never a rejection, whatever the contract lists"
+        );
         assert!(matches!(
             land(Verdict::Rejected {
                 status: 422,

@@ -1,0 +1,66 @@
+//! The page's one door to the network, and oncepost holds the key.
+//!
+//! Measured (shared/notes/write-channels-facts.md, Chromium 156): CDP `Fetch` never pauses a WebSocket
+//! handshake or WebTransport, `Network.setBlockedURLs` blocks no WebSocket, CDP events about them arrive
+//! after the server has the bytes, and nothing in CDP reports WebRTC. The one layer that measured zero bytes
+//! out on every channel from every kind of frame and worker is a browser with no route out:
+//!
+//! ```text
+//!   page, frames, workers ──HTTP──▶ Fetch.requestPaused (browser-wide) ──▶ oncepost answers every one:
+//!                                      GET/HEAD: fetched by oncepost's own client (reads.rs), fulfilled
+//!                                      the armed create request: sent ONCE by the harness (transport.rs)
+//!                                      any other write: failed before it leaves (write_guard.rs)
+//!   anything else (WebSocket, WebTransport, TURN/TCP, Chromium's own calls)
+//!        ──▶ --proxy-server=127.0.0.1:<sinkhole>: logged and refused (403), no byte goes further
+//!   WebRTC UDP ──▶ --webrtc-ip-handling-policy=disable_non_proxied_udp: no UDP at all
+//! ```
+//!
+//! So the create request, sent once by the harness after the store's authorization, is the only write that
+//! can leave a session. The sinkhole is also a browser-wide tripwire: every refused WebSocket, WebTransport
+//! or TURN attempt from any context is one [`Knock`], which the probe reports and the publish flow turns into
+//! a side-effect alarm (and, before the press, into "do not press": see `publish`).
+pub mod reads;
+pub mod sinkhole;
+
+pub use reads::{MAX_READ_BODY, ReadFetcher};
+pub use sinkhole::{Knock, Sinkhole};
+
+use super::BrowserError;
+
+/// The door of one browser session: the sinkhole the browser's proxy points at, and the client that
+/// fetches every read the page makes.
+#[derive(Debug, Clone)]
+pub struct Door {
+    sinkhole: Sinkhole,
+    reads: ReadFetcher,
+}
+
+impl Door {
+    /// Open the sinkhole (a free port on 127.0.0.1) and build the read client. Must happen before Chromium
+    /// starts: its command line names the sinkhole.
+    pub async fn open() -> Result<Door, BrowserError> {
+        let sinkhole = Sinkhole::start().await?;
+        let reads = ReadFetcher::new()?;
+        Ok(Door { sinkhole, reads })
+    }
+
+    /// The Chromium switches that leave the browser no route out but the sinkhole. `<-loopback>` matters:
+    /// without it Chromium bypasses the proxy for 127.0.0.1 (TURN/TCP to loopback leaked when measured).
+    pub fn chromium_switches(&self) -> Vec<String> {
+        vec![
+            format!("--proxy-server=http://{}", self.sinkhole.addr()),
+            "--proxy-bypass-list=<-loopback>".into(),
+            "--webrtc-ip-handling-policy=disable_non_proxied_udp".into(),
+        ]
+    }
+
+    /// The tripwire.
+    pub fn sinkhole(&self) -> &Sinkhole {
+        &self.sinkhole
+    }
+
+    /// The read client.
+    pub fn reads(&self) -> &ReadFetcher {
+        &self.reads
+    }
+}

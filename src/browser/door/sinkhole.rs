@@ -1,0 +1,276 @@
+//! The sinkhole: the only proxy Chromium knows. It reads a request head, records it, answers 403 and
+//! closes. Nothing is ever forwarded, so whatever reaches it (a WebSocket or WebTransport handshake, a
+//! TURN/TCP relay, Chromium's own background calls) goes no further than this process.
+//!
+//! Through an HTTP proxy even plain `ws://` arrives as `CONNECT host:port` (measured), so one refused
+//! attempt is one line here, from any frame or worker, and no page data.
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+use super::super::BrowserError;
+
+/// How long a client may take to send its request head.
+const HEAD_TIMEOUT: Duration = Duration::from_secs(3);
+/// The most of a request head that is read (and kept, cut to [`KEPT_LINE`]).
+const HEAD_MAX: usize = 8 * 1024;
+/// The most of a request line kept in the ledger.
+const KEPT_LINE: usize = 512;
+/// The most knocks kept (a page hammering the door must not grow memory without bound).
+const LEDGER_MAX: usize = 10_000;
+
+/// Hosts Chromium itself calls at start-up and now and then, with every background switch set (measured:
+/// about 13 lines per launch: start.duckduckgo.com, content-autofill.googleapis.com, accounts.google.com,
+/// update.googleapis.com, clients2.google.com). Refused like everything else; only not an alarm.
+const CHROMIUM_OWN: &[&str] = &[
+    "google.com",
+    "googleapis.com",
+    "gstatic.com",
+    "gvt1.com",
+    "gvt2.com",
+    "googleusercontent.com",
+    "duckduckgo.com",
+];
+
+/// One refused attempt to go past the door.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Knock {
+    /// Order of arrival (0-based, over the session).
+    pub seq: usize,
+    /// Milliseconds since the door opened.
+    pub at_ms: u64,
+    /// The request line as received (cut), e.g. `CONNECT 127.0.0.1:8080 HTTP/1.1`.
+    pub request_line: String,
+    /// The host it wanted to reach.
+    pub host: String,
+    /// True when the host is one Chromium calls by itself, or nothing was asked at all (not an alarm).
+    pub chromium_own: bool,
+}
+
+impl Knock {
+    /// What this knock most likely was, for a person reading evidence.
+    pub fn describe(&self) -> String {
+        if self.request_line.starts_with("CONNECT ") {
+            format!(
+                "a tunnel to {} (a WebSocket, WebTransport or TURN connection) was refused",
+                self.host
+            )
+        } else {
+            format!(
+                "a request that did not go through oncepost ({}) was refused",
+                self.request_line
+            )
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Ledger {
+    opened: Instant,
+    knocks: Vec<Knock>,
+    dropped: usize,
+}
+
+/// A running sinkhole; its accept loop stops when the last handle is dropped.
+#[derive(Debug, Clone)]
+pub struct Sinkhole {
+    addr: SocketAddr,
+    ledger: Arc<Mutex<Ledger>>,
+    task: Arc<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for Sinkhole {
+    fn drop(&mut self) {
+        // The last handle stops the accept loop.
+        if Arc::strong_count(&self.task) == 1 {
+            self.task.abort();
+        }
+    }
+}
+
+impl Sinkhole {
+    /// Listen on a free port of 127.0.0.1.
+    pub async fn start() -> Result<Sinkhole, BrowserError> {
+        let listener =
+            TcpListener::bind("127.0.0.1:0")
+                .await
+                .map_err(|e| BrowserError::Launch {
+                    message: format!("cannot open the network door (127.0.0.1): {e}"),
+                })?;
+        let addr = listener.local_addr().map_err(|e| BrowserError::Launch {
+            message: format!("cannot read the door's address: {e}"),
+        })?;
+        let ledger = Arc::new(Mutex::new(Ledger {
+            opened: Instant::now(),
+            knocks: Vec::new(),
+            dropped: 0,
+        }));
+        let l2 = ledger.clone();
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    // Out of descriptors or similar: back off a little instead of spinning.
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    continue;
+                };
+                let ledger = l2.clone();
+                tokio::spawn(async move { refuse(stream, &ledger).await });
+            }
+        });
+        Ok(Sinkhole {
+            addr,
+            ledger,
+            task: Arc::new(task),
+        })
+    }
+
+    /// Where it listens.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// How many knocks so far (a mark for [`Sinkhole::knocks_since`]).
+    pub fn mark(&self) -> usize {
+        let l = self.ledger.lock().unwrap_or_else(PoisonError::into_inner);
+        l.knocks.len() + l.dropped
+    }
+
+    /// Every knock after `mark`, Chromium's own included.
+    pub fn knocks_since(&self, mark: usize) -> Vec<Knock> {
+        let l = self.ledger.lock().unwrap_or_else(PoisonError::into_inner);
+        l.knocks.iter().filter(|k| k.seq >= mark).cloned().collect()
+    }
+
+    /// The knocks after `mark` that are not Chromium's own: the page tried a channel oncepost refuses.
+    pub fn page_knocks_since(&self, mark: usize) -> Vec<Knock> {
+        let mut v = self.knocks_since(mark);
+        v.retain(|k| !k.chromium_own);
+        v
+    }
+}
+
+async fn refuse(mut stream: TcpStream, ledger: &Mutex<Ledger>) {
+    let mut buf = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 1024];
+    let read_head = async {
+        while buf.len() < HEAD_MAX && !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+            match stream.read(&mut chunk).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+        }
+    };
+    let _ = tokio::time::timeout(HEAD_TIMEOUT, read_head).await;
+    let head = String::from_utf8_lossy(&buf);
+    let line: String = head
+        .lines()
+        .next()
+        .unwrap_or("")
+        .chars()
+        .take(KEPT_LINE)
+        .collect();
+    record(ledger, &line);
+    let _ = stream
+        .write_all(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        .await;
+    let _ = stream.shutdown().await;
+}
+
+fn record(ledger: &Mutex<Ledger>, line: &str) {
+    let host = target_host(line);
+    // A connection that sent no request head carries nothing: Chromium preconnects to its proxy
+    // speculatively (measured: empty connections a few seconds after a page load).
+    let chromium_own = line.trim().is_empty() || is_chromium_own(&host);
+    let mut l = ledger.lock().unwrap_or_else(PoisonError::into_inner);
+    let seq = l.knocks.len() + l.dropped;
+    if l.knocks.len() >= LEDGER_MAX {
+        l.dropped += 1;
+        return;
+    }
+    let at_ms = l.opened.elapsed().as_millis() as u64;
+    l.knocks.push(Knock {
+        seq,
+        at_ms,
+        request_line: line.to_string(),
+        host,
+        chromium_own,
+    });
+}
+
+/// The host a proxy request line wants: `CONNECT host:port HTTP/1.1` or `GET http://host:port/path HTTP/1.1`.
+fn target_host(line: &str) -> String {
+    let mut parts = line.split_whitespace();
+    let method = parts.next().unwrap_or("");
+    let target = parts.next().unwrap_or("");
+    let authority = if method.eq_ignore_ascii_case("CONNECT") {
+        target
+    } else {
+        let rest = target.split_once("://").map(|(_, r)| r).unwrap_or(target);
+        rest.split(['/', '?', '#']).next().unwrap_or("")
+    };
+    let authority = authority.rsplit('@').next().unwrap_or(authority);
+    // [v6]:port, host:port or host.
+    let host = if let Some(rest) = authority.strip_prefix('[') {
+        rest.split(']').next().unwrap_or("")
+    } else {
+        authority.split(':').next().unwrap_or("")
+    };
+    host.to_ascii_lowercase()
+}
+
+fn is_chromium_own(host: &str) -> bool {
+    CHROMIUM_OWN
+        .iter()
+        .any(|d| host == *d || host.ends_with(&format!(".{d}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosts_are_read_from_both_request_line_shapes() {
+        assert_eq!(target_host("CONNECT 127.0.0.1:9000 HTTP/1.1"), "127.0.0.1");
+        assert_eq!(target_host("CONNECT [::1]:443 HTTP/1.1"), "::1");
+        assert_eq!(
+            target_host("POST http://Example.org:81/x?y HTTP/1.1"),
+            "example.org"
+        );
+        assert_eq!(target_host(""), "");
+    }
+
+    #[test]
+    fn only_chromium_hosts_are_its_own() {
+        assert!(is_chromium_own("accounts.google.com"));
+        assert!(is_chromium_own("update.googleapis.com"));
+        assert!(!is_chromium_own("notgoogle.com"));
+        assert!(!is_chromium_own("127.0.0.1"));
+        assert!(!is_chromium_own("google.com.evil.example"));
+    }
+
+    #[tokio::test]
+    async fn a_tunnel_attempt_is_refused_and_recorded() {
+        let s = Sinkhole::start().await.unwrap();
+        let mark = s.mark();
+        let mut c = TcpStream::connect(s.addr()).await.unwrap();
+        c.write_all(b"CONNECT 127.0.0.1:1 HTTP/1.1\r\nHost: 127.0.0.1:1\r\n\r\n")
+            .await
+            .unwrap();
+        let mut answer = String::new();
+        c.read_to_string(&mut answer).await.unwrap();
+        assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+        for _ in 0..50 {
+            if !s.page_knocks_since(mark).is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let k = s.page_knocks_since(mark);
+        assert_eq!(k.len(), 1);
+        assert_eq!(k[0].host, "127.0.0.1");
+    }
+}

@@ -1,0 +1,452 @@
+//! The page's one door, through the real binary and real Chromium against Fixturebook: a page that writes
+//! by a channel CDP `Fetch` never sees (WebSocket from the page, a worker, a shared worker, iframes;
+//! WebRTC over UDP) gets nothing out, is never pressed, and is never settled `failed` without proof; and
+//! no DevTools port is open while oncepost drives Chromium.
+//!
+//! The platform counts every WebSocket handshake, frame and UDP datagram (src/fixture_platform/live.rs):
+//! every assertion of "nothing left" is the server's count, not oncepost's word.
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use oncepost::fixture_platform::{
+    Fault, FaultMode, FixtureConfig, FixturePlatform, RunningPlatform, Stats,
+};
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_oncepost");
+
+fn repo(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
+}
+
+struct Env {
+    dir: tempfile::TempDir,
+    platform: RunningPlatform,
+}
+
+impl Env {
+    async fn start(fault: Fault) -> Env {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut cfg = FixtureConfig::new(dir.path().join("platform"));
+        cfg.fault = fault;
+        let platform = FixturePlatform::start(cfg).await.expect("platform starts");
+        let env = Env { dir, platform };
+        let (code, out, err) = env
+            .run(&["accounts", "add", "alice", "--platform", "fixture"])
+            .await;
+        assert_eq!(code, 0, "accounts add: {out} {err}");
+        env
+    }
+
+    fn home(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The bundled contract with its compose page moved to `/hostile/{variant}` (`None`: the normal compose
+    /// page) and, optionally, another create-request URL.
+    fn contract(&self, variant: Option<&str>, create_path: Option<&str>) -> PathBuf {
+        let mut c = std::fs::read_to_string(repo("selectors/fixture.toml")).unwrap();
+        if let Some(variant) = variant {
+            c = c.replace(
+                "url = \"{base_url}/compose\"",
+                &format!("url = \"{{base_url}}/hostile/{variant}\""),
+            );
+            assert!(c.contains(&format!("/hostile/{variant}")));
+        }
+        if let Some(p) = create_path {
+            c = c.replace(
+                "url = \"{base_url}/api/posts\"",
+                &format!("url = \"{{base_url}}{p}\""),
+            );
+            assert!(c.contains(p));
+        }
+        let path = self
+            .home()
+            .join(format!("contract-{}.toml", uuid::Uuid::new_v4().simple()));
+        std::fs::write(&path, c).unwrap();
+        path
+    }
+
+    fn command(&self, args: &[&str]) -> tokio::process::Command {
+        let mut cmd = tokio::process::Command::new(BIN);
+        cmd.args(args)
+            .env("ONCEPOST_HOME", self.home())
+            .env_remove("ONCEPOST_STORE")
+            .kill_on_drop(true);
+        cmd
+    }
+
+    async fn run(&self, args: &[&str]) -> (i32, String, String) {
+        let out = self.command(args).output().await.expect("run oncepost");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    fn publish_args(&self, contract: &Path, text: &str) -> Vec<String> {
+        let base = self.platform.base_url();
+        vec![
+            "publish".into(),
+            "--json".into(),
+            "--contract".into(),
+            contract.to_string_lossy().into_owned(),
+            "--account".into(),
+            "alice".into(),
+            "--base-url".into(),
+            base.clone(),
+            "--login-url".into(),
+            format!("{base}/login?account=alice"),
+            "--text".into(),
+            text.into(),
+        ]
+    }
+
+    async fn publish(&self, contract: &Path, text: &str) -> (i32, Value, String) {
+        let args = self.publish_args(contract, text);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, out, err) = self.run(&args).await;
+        (code, serde_json::from_str(&out).unwrap_or(Value::Null), err)
+    }
+
+    async fn show(&self, key: &str) -> Value {
+        let (code, out, err) = self.run(&["intents", "show", "--json", key]).await;
+        assert_eq!(code, 0, "intents show: {out} {err}");
+        serde_json::from_str(&out).unwrap_or(Value::Null)
+    }
+
+    fn stats(&self) -> Stats {
+        self.platform.stats()
+    }
+
+    fn copies(&self, text: &str) -> usize {
+        self.platform
+            .posts()
+            .iter()
+            .filter(|p| p.text == text)
+            .count()
+    }
+}
+
+fn unique(label: &str) -> String {
+    format!("{label} {}", uuid::Uuid::new_v4().simple())
+}
+
+/// Nothing reached the platform by any live channel.
+fn assert_no_live_traffic(s: &Stats, what: &str) {
+    assert_eq!(
+        s.websocket_handshakes, 0,
+        "{what}: WebSocket handshakes arrived: {s:?}"
+    );
+    assert_eq!(
+        s.websocket_frames, 0,
+        "{what}: WebSocket frames arrived: {s:?}"
+    );
+    assert_eq!(
+        s.websocket_posts, 0,
+        "{what}: posts made over a WebSocket: {s:?}"
+    );
+    assert_eq!(s.udp_datagrams, 0, "{what}: UDP datagrams arrived: {s:?}");
+}
+
+fn alarms(intent: &Value) -> Vec<Value> {
+    intent["events"]
+        .as_array()
+        .map(|t| {
+            t.iter()
+                .filter(|e| e["kind"] == "side_effect_alarm")
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The hole that made a duplicate: a LiveView-style page that publishes over a WebSocket. Nothing leaves
+/// (0 handshakes at the server), the publish control is never pressed, the intent settles `failed` with
+/// the refused channel as its proof and an alarm; `retry` + the same publish again still makes no copy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_that_publishes_over_a_websocket_gets_nothing_out_and_is_never_pressed() {
+    let env = Env::start(Fault::new(FaultMode::Normal)).await;
+    let contract = env.contract(Some("websocket"), None);
+    let text = unique("over a websocket");
+    let (code, v, err) = env.publish(&contract, &text).await;
+    assert_eq!(code, 11, "{v} {err}");
+    assert_eq!(v["state"], "failed", "{v}");
+    assert_eq!(v["pressed"], false, "{v}");
+    assert_no_live_traffic(&env.stats(), "first publish");
+    assert_eq!(env.copies(&text), 0);
+    let key = v["key"].as_str().unwrap().to_string();
+    let intent = env.show(&key).await;
+    let a = alarms(&intent);
+    assert!(!a.is_empty(), "the refused WebSocket is an alarm: {intent}");
+    assert!(
+        intent.to_string().contains("CONNECT 127.0.0.1"),
+        "the alarm names the refused tunnel: {intent}"
+    );
+    // The old failure: failed -> retry -> the same publish sent the post a second time.
+    let (code, out, err) = env.run(&["retry", &key]).await;
+    assert_eq!(code, 0, "retry: {out} {err}");
+    let (code, v, err) = env.publish(&contract, &text).await;
+    assert_eq!(code, 11, "{v} {err}");
+    assert_no_live_traffic(&env.stats(), "after retry");
+    assert_eq!(env.copies(&text), 0);
+    assert_eq!(env.stats().create_arrivals, 0);
+}
+
+/// A page that opens its WebSocket only when publish is pressed: the create request never reaches
+/// oncepost, and the absence of a paused request is NOT proof of "not sent" when the page tried another
+/// channel after the press. It settles indeterminate (then parked by the alarm), never `failed`, so nothing
+/// can retry it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_websocket_opened_by_the_press_is_refused_and_the_send_is_never_called_failed() {
+    let env = Env::start(Fault::new(FaultMode::Normal)).await;
+    let contract = env.contract(Some("websocket-on-publish"), None);
+    let text = unique("websocket on press");
+    let (code, v, err) = env.publish(&contract, &text).await;
+    assert_eq!(code, 12, "{v} {err}");
+    assert_eq!(v["state"], "parked", "{v}");
+    assert_eq!(v["pressed"], true, "{v}");
+    assert_no_live_traffic(&env.stats(), "publish");
+    assert_eq!(env.copies(&text), 0);
+    let key = v["key"].as_str().unwrap().to_string();
+    let intent = env.show(&key).await;
+    let s = intent.to_string();
+    assert!(
+        s.contains("indeterminate"),
+        "settled indeterminate first: {s}"
+    );
+    assert!(!alarms(&intent).is_empty(), "{s}");
+    let (code, out, err) = env.run(&["retry", &key]).await;
+    assert_eq!(code, 4, "a parked send is not retryable: {out} {err}");
+}
+
+/// `failed` still happens when it is proven: a press whose create request never comes (the contract names
+/// a URL the page never calls), with nothing else tried, is failed with the door's ledger as the proof.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_press_that_sends_nothing_is_failed_with_the_doors_ledger_as_proof() {
+    let env = Env::start(Fault::new(FaultMode::Normal)).await;
+    let contract = env.contract(None, Some("/api/elsewhere"));
+    let text = unique("nothing sent");
+    let (code, v, err) = env.publish(&contract, &text).await;
+    assert_eq!(code, 11, "{v} {err}");
+    assert_eq!(v["state"], "failed", "{v}");
+    assert_eq!(v["pressed"], true, "{v}");
+    let key = v["key"].as_str().unwrap().to_string();
+    let intent = env.show(&key).await.to_string();
+    assert!(
+        intent.contains("the door saw nothing leave"),
+        "the proof is the door's, not the missing pause: {intent}"
+    );
+    assert_eq!(
+        env.stats().create_arrivals,
+        0,
+        "the page's own POST was failed before it left"
+    );
+    assert_eq!(env.copies(&text), 0);
+}
+
+/// Every channel from every kind of context, during a probe with `--fill`: each refused attempt is in the
+/// report (verdict `write_attempted`, exit 3) and none reached the platform: no handshake, frame or UDP
+/// datagram.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_channel_from_every_context_is_refused_and_reported_by_a_probe() {
+    let env = Env::start(Fault::new(FaultMode::Normal)).await;
+    let contract = env.contract(Some("channels"), None);
+    let c = contract.to_string_lossy().into_owned();
+    let base = env.platform.base_url();
+    let (code, out, err) = env
+        .run(&[
+            "probe",
+            "--json",
+            "--contract",
+            &c,
+            "--base-url",
+            &base,
+            "--account",
+            "alice",
+            "--fill",
+            "--observe-ms",
+            "1500",
+        ])
+        .await;
+    assert_eq!(code, 3, "{out} {err}");
+    let v: Value = serde_json::from_str(&out).unwrap_or(Value::Null);
+    let report = if v.get("report").is_some() {
+        &v["report"]
+    } else {
+        &v
+    };
+    assert_eq!(report["verdict"], "write_attempted", "{v}");
+    let refused = report["refused_channels"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let froms: Vec<String> = refused
+        .iter()
+        .filter_map(|k| k["request_line"].as_str().map(String::from))
+        .collect();
+    eprintln!("refused: {froms:?}");
+    // Without the door the same page made 4 WebSocket handshakes and 5 UDP datagrams (the control below).
+    assert!(
+        refused.len() >= 4,
+        "every context's WebSocket is refused and reported: {v}"
+    );
+    assert_no_live_traffic(&env.stats(), "probe");
+}
+
+/// Listening TCP sockets (IPv4 and IPv6) owned by any of `pids`.
+fn listeners_of(pids: &[u32]) -> Vec<String> {
+    let mut inodes = std::collections::HashSet::new();
+    for pid in pids {
+        let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+            continue;
+        };
+        for fd in fds.flatten() {
+            if let Ok(link) = std::fs::read_link(fd.path()) {
+                let l = link.to_string_lossy().into_owned();
+                if let Some(inode) = l.strip_prefix("socket:[").and_then(|r| r.strip_suffix(']')) {
+                    inodes.insert(inode.to_string());
+                }
+            }
+        }
+    }
+    let mut found = Vec::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let Ok(t) = std::fs::read_to_string(table) else {
+            continue;
+        };
+        for line in t.lines().skip(1) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            // local_address st ... inode (field 9); 0A = LISTEN.
+            if f.len() > 9 && f[3] == "0A" && inodes.contains(f[9]) {
+                found.push(format!("{table} {}", f[1]));
+            }
+        }
+    }
+    found
+}
+
+/// Processes whose command line mentions `needle`.
+fn pids_with(needle: &str) -> Vec<u32> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if let Ok(cmd) = std::fs::read(format!("/proc/{pid}/cmdline")) {
+            if String::from_utf8_lossy(&cmd).contains(needle) {
+                v.push(pid);
+            }
+        }
+    }
+    v
+}
+
+/// While a publish drives Chromium (the create request held 3 s by the platform), no process of that
+/// Chromium and no guard listens on any TCP port, and no DevToolsActivePort file exists: another local
+/// process has nothing to connect to (a `--remote-debugging-port` listener let one read HttpOnly cookies).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_devtools_port_is_open_while_a_publish_drives_chromium() {
+    let env = Env::start(Fault::new(FaultMode::CommitThenDelay).with_delay_ms(3000)).await;
+    let contract = repo("selectors/fixture.toml");
+    let text = unique("no port");
+    let args = env.publish_args(&contract, &text);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut child = env.command(&args).spawn().expect("publish starts");
+    let profiles = env.home().join("profiles");
+    let needle = profiles.to_string_lossy().into_owned();
+    let until = Instant::now() + Duration::from_secs(20);
+    let mut seen_chromium = 0usize;
+    let mut looks = 0usize;
+    while Instant::now() < until {
+        if let Ok(Some(_)) = child.try_wait() {
+            break;
+        }
+        // Chromium (and the guard, whose argv carries Chromium's) has the profile dir on its command line.
+        let pids = pids_with(&needle);
+        if !pids.is_empty() && env.stats().create_arrivals > 0 {
+            seen_chromium = seen_chromium.max(pids.len());
+            looks += 1;
+            let l = listeners_of(&pids);
+            assert!(
+                l.is_empty(),
+                "a DevTools listener is open during the publish: {l:?}"
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let out = child.wait_with_output().await.expect("publish ends");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        seen_chromium >= 2 && looks >= 3,
+        "the check looked at a live Chromium ({seen_chromium} processes, {looks} looks)"
+    );
+    let active_port = walk(&profiles)
+        .into_iter()
+        .filter(|p| p.file_name().is_some_and(|n| n == "DevToolsActivePort"))
+        .collect::<Vec<_>>();
+    assert!(active_port.is_empty(), "{active_port:?}");
+    assert_eq!(env.copies(&text), 1);
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() && !p.is_symlink() {
+                stack.push(p.clone());
+            }
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// The control: the same `channels` page in a plain headless Chromium (no door) really does reach the
+/// platform by WebSocket and UDP, so the zero counts above are the door's doing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn control_without_the_door_the_channels_page_reaches_the_platform() {
+    let env = Env::start(Fault::new(FaultMode::Normal)).await;
+    let chromium = oncepost::browser::find_chromium().expect("chromium");
+    let url = format!("{}/hostile/channels", env.platform.base_url());
+    let profile = env.home().join("control-profile");
+    let mut child = tokio::process::Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(&url)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("chromium starts");
+    let until = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < until {
+        let s = env.stats();
+        if s.websocket_frames >= 1 && s.udp_datagrams >= 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let _ = child.kill().await;
+    let s = env.stats();
+    eprintln!("control (no door): {s:?}");
+    assert!(
+        s.websocket_handshakes >= 1 && s.websocket_frames >= 1,
+        "{s:?}"
+    );
+    assert!(s.udp_datagrams >= 1, "{s:?}");
+}
