@@ -330,11 +330,11 @@ async fn a_read_back_with_different_text_parks_with_one_arrival() {
     fault_case(FaultMode::ReadbackMismatch, 0, &[], 12, "parked").await;
 }
 
-/// The control: the same compose page, the same commit-then-drop server, the same click, but the contract
-/// lets the browser send the create request. Chromium re-sends it by itself (2 or 3 arrivals); the
-/// outcome is indeterminate. Through the harness (test above) exactly one arrives.
+/// `transport = "browser"` (Chromium sends the create request itself, and re-sends it on a connection that
+/// closes before the response: 2-3 arrivals for one click were measured) cannot work behind oncepost's door,
+/// where Chromium has no route out: such a contract is refused before anything starts, and nothing arrives.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn control_without_the_takeover_chromium_resends_the_create_request() {
+async fn a_contract_that_lets_the_browser_send_is_refused_and_nothing_arrives() {
     let env = Env::start(Fault::new(FaultMode::CommitThenDrop)).await;
     let browser_contract = env.home().join("fixture-browser.toml");
     let c = std::fs::read_to_string(&env.contract).unwrap();
@@ -344,21 +344,13 @@ async fn control_without_the_takeover_chromium_resends_the_create_request() {
         c.replace("transport = \"harness\"", "transport = \"browser\""),
     )
     .unwrap();
-    let text = unique("control");
+    let text = unique("browser transport");
     let (code, v, err) = env
         .publish_with(&browser_contract, &text, &["--request-timeout", "5s"])
         .await;
-    assert_eq!(code, 10, "{v} {err}");
-    assert_eq!(v["state"], "indeterminate");
-    eprintln!(
-        "control (browser transport): {} create requests arrived for one click",
-        env.arrivals()
-    );
-    assert!(
-        env.arrivals() >= 2,
-        "Chromium alone sent {} create request(s)",
-        env.arrivals()
-    );
+    assert_eq!(code, 2, "{v} {err}");
+    assert!(err.contains("\"browser\" is not supported"), "{err}");
+    assert_eq!(env.arrivals(), 0);
 }
 
 /// Look before write: the exact text is already on the platform, so the intent settles published without
