@@ -145,6 +145,29 @@ fn expected(point: FailPoint, fault: FaultMode) -> Expected {
     }
 }
 
+/// The WebSocket row: the click opens a WebSocket the door refuses, so no create request ever comes and
+/// nothing reaches the platform. A crash before authorization leaves a claim that round 2 takes over; from
+/// the press on, the refused channel is doubt (indeterminate, parked by the alarm), and a crash after
+/// authorization is swept to indeterminate, which reconcile does not find: parked. Always parked, 0 copies.
+/// `request_sent` and `during_readback` are never reached (no create request, no success); a publish that
+/// parks leaves nothing due, so `during_reconcile` is never reached either.
+fn expected_websocket(point: FailPoint) -> Expected {
+    let fired = matches!(
+        point,
+        FailPoint::AfterBegin
+            | FailPoint::AfterCompose
+            | FailPoint::AfterAuthorize
+            | FailPoint::AfterResponse
+            | FailPoint::DuringSettle
+    );
+    Expected {
+        fired,
+        fired_in: "publish",
+        final_state: "parked",
+        copies: 0,
+    }
+}
+
 /// The publish exit code of a state (docs/cli.md).
 fn exit_of(state: &str) -> Option<i32> {
     match state {
@@ -250,9 +273,22 @@ enum StoreKind {
     Postgres,
 }
 
+/// The compose page a cell publishes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Page {
+    /// Fixturebook's compose page (`POST /api/posts`).
+    Compose,
+    /// `/hostile/websocket-on-publish`: the click opens a WebSocket and publishes over it. Behind the door
+    /// nothing reaches the platform; the press is followed by doubt, never by `failed`.
+    WebSocketOnPublish,
+}
+
 struct Cell {
     point: FailPoint,
     fault: FaultMode,
+    page: Page,
+    /// The contract every command of the cell uses.
+    contract: PathBuf,
     /// `ONCEPOST_STORE` for every command (None: the SQLite default in the data dir).
     store_url: Option<String>,
     dir: tempfile::TempDir,
@@ -270,8 +306,21 @@ struct Cell {
 }
 
 impl Cell {
-    async fn start(point: FailPoint, fault: FaultMode, kind: StoreKind) -> Cell {
+    async fn start(point: FailPoint, fault: FaultMode, kind: StoreKind, page: Page) -> Cell {
         let dir = tempfile::tempdir().expect("temp dir");
+        let contract = match page {
+            Page::Compose => repo("selectors/fixture.toml"),
+            Page::WebSocketOnPublish => {
+                let c = std::fs::read_to_string(repo("selectors/fixture.toml")).expect("contract");
+                let c = c.replace(
+                    "url = \"{base_url}/compose\"",
+                    "url = \"{base_url}/hostile/websocket-on-publish\"",
+                );
+                let path = dir.path().join("websocket-on-publish.toml");
+                std::fs::write(&path, c).expect("write contract");
+                path
+            }
+        };
         let mut cfg = FixtureConfig::new(dir.path().join("platform"));
         cfg.fault = Fault::new(fault).with_delay_ms(DELAY_MS);
         let platform = FixturePlatform::start(cfg).await.expect("platform starts");
@@ -288,6 +337,8 @@ impl Cell {
         let mut cell = Cell {
             point,
             fault,
+            page,
+            contract,
             store_url,
             dir,
             platform,
@@ -361,9 +412,7 @@ impl Cell {
     async fn publish(&self, failpoint: Option<FailPoint>) -> Ran {
         let base = self.platform.base_url();
         let login = format!("{base}/login?account=alice");
-        let contract = repo("selectors/fixture.toml")
-            .to_string_lossy()
-            .into_owned();
+        let contract = self.contract.to_string_lossy().into_owned();
         let mut args = vec![
             "publish",
             "--json",
@@ -386,9 +435,7 @@ impl Cell {
 
     async fn reconcile(&self, failpoint: Option<FailPoint>) -> Ran {
         let base = self.platform.base_url();
-        let contract = repo("selectors/fixture.toml")
-            .to_string_lossy()
-            .into_owned();
+        let contract = self.contract.to_string_lossy().into_owned();
         self.run(
             &[
                 "reconcile",
@@ -740,9 +787,9 @@ impl Outcome {
     }
 }
 
-async fn run_cell(point: FailPoint, fault: FaultMode, kind: StoreKind) -> Outcome {
+async fn run_cell(point: FailPoint, fault: FaultMode, kind: StoreKind, page: Page) -> Outcome {
     let t0 = Instant::now();
-    let mut cell = Cell::start(point, fault, kind).await;
+    let mut cell = Cell::start(point, fault, kind, page).await;
     cell.run_both_rounds().await;
     let mut failures = check(&mut cell).await;
     // Every command has ended: a Chromium still running on this cell's profile outlived the process that
@@ -780,7 +827,20 @@ async fn run_cell(point: FailPoint, fault: FaultMode, kind: StoreKind) -> Outcom
 /// Every check of one cell; each broken one is a line.
 async fn check(cell: &mut Cell) -> Vec<String> {
     let mut fail: Vec<String> = cell.trouble.clone();
-    let exp = expected(cell.point, cell.fault);
+    let exp = match cell.page {
+        Page::Compose => expected(cell.point, cell.fault),
+        Page::WebSocketOnPublish => expected_websocket(cell.point),
+    };
+    // Nothing ever reaches the platform by the page's own channel.
+    let live = cell.platform.stats();
+    if live.websocket_handshakes + live.websocket_frames + live.websocket_posts + live.udp_datagrams
+        > 0
+    {
+        fail.push(format!(
+            "the page's live channel reached the platform: {} handshake(s), {} frame(s), {} post(s), {} datagram(s)",
+            live.websocket_handshakes, live.websocket_frames, live.websocket_posts, live.udp_datagrams
+        ));
+    }
     let log = cell.log.clone();
 
     // At most one copy, at most one create request, at every observation (the first breach is reported).
@@ -1018,6 +1078,11 @@ impl Drop for Slot {
 
 /// Run `cells` on up to [`jobs`] threads, each cell in its own runtime, in the given order.
 fn run_cells(cells: Vec<(FailPoint, FaultMode)>, kind: StoreKind) -> Vec<Outcome> {
+    run_cells_on(cells, kind, Page::Compose)
+}
+
+/// [`run_cells`] from another compose page.
+fn run_cells_on(cells: Vec<(FailPoint, FaultMode)>, kind: StoreKind, page: Page) -> Vec<Outcome> {
     let total = cells.len();
     // Workers pop from the back: reversed, the cells start in the given order.
     let mut queue: Vec<_> = cells.into_iter().enumerate().collect();
@@ -1038,7 +1103,7 @@ fn run_cells(cells: Vec<(FailPoint, FaultMode)>, kind: StoreKind) -> Vec<Outcome
                         .enable_all()
                         .build()
                         .expect("runtime");
-                    let out = rt.block_on(run_cell(point, fault, kind));
+                    let out = rt.block_on(run_cell(point, fault, kind, page));
                     eprintln!(
                         "cell {:>2}/{total} {:<16} x {:<17} {:<20} {:.1} s{}",
                         i + 1,
@@ -1167,6 +1232,25 @@ fn matrix_every_failpoint_against_every_fault() {
     }
     let outcomes = run_cells(cells, StoreKind::Sqlite);
     report("crash matrix", &outcomes, t0.elapsed(), true);
+}
+
+/// The WebSocket row: every failpoint, publishing from a page whose click publishes over a WebSocket (the
+/// class that once made a duplicate). The door refuses it; see [`expected_websocket`].
+#[test]
+fn websocket_row_every_failpoint() {
+    let t0 = Instant::now();
+    let cells: Vec<_> = FailPoint::ALL
+        .into_iter()
+        .filter(|p| selected(*p, FaultMode::Normal))
+        .map(|p| (p, FaultMode::Normal))
+        .collect();
+    let outcomes = run_cells_on(cells, StoreKind::Sqlite, Page::WebSocketOnPublish);
+    report(
+        "crash matrix, WebSocket row",
+        &outcomes,
+        t0.elapsed(),
+        false,
+    );
 }
 
 /// The same cells on PostgreSQL for the points where the store's behaviour decides the outcome: a crash
