@@ -7,6 +7,7 @@
 //!
 //! The points are compiled into every build (a production process never has the variable set) so that the
 //! binary under test is the binary that ships.
+use std::io::Write;
 use std::sync::OnceLock;
 
 /// A named crash point.
@@ -78,7 +79,8 @@ fn armed() -> &'static [FailPoint] {
                 Some(p) => out.push(p),
                 // A typo must not silently turn a crash test into a pass: refuse loudly.
                 None => {
-                    eprintln!(
+                    let _ = writeln!(
+                        std::io::stderr(),
                         "{ENV}: unknown failpoint {name:?} (known: {})",
                         FailPoint::ALL.map(|p| p.name()).join(", ")
                     );
@@ -103,7 +105,8 @@ pub fn is_armed(p: FailPoint) -> bool {
 /// Kill this process with SIGKILL if `p` is armed.
 pub fn hit(p: FailPoint) {
     if is_armed(p) {
-        eprintln!("failpoint {}: SIGKILL", p.name());
+        // Not eprintln!: on a closed stderr it would panic instead of reaching the SIGKILL under test.
+        let _ = writeln!(std::io::stderr(), "failpoint {}: SIGKILL", p.name());
         // SAFETY: kill(2) on our own pid; SIGKILL cannot be caught, so this does not return.
         unsafe {
             libc::kill(libc::getpid(), libc::SIGKILL);

@@ -3,6 +3,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use serde_json::json;
 
 use super::context::{actor, parse_duration_ms};
+use super::output::{clean, outln};
 use super::{CliError, Context, Exit};
 use crate::store::{Account, NewAccount, SwitchScope, Timestamp};
 
@@ -112,14 +113,19 @@ pub enum StoreCmd {
 
 fn print_account(a: &Account, json_out: bool) -> Result<(), CliError> {
     if json_out {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(a).map_err(|e| CliError::internal(e.to_string()))?
         );
     } else {
-        println!(
+        outln!(
             "{}  platform={} credential_version={} revoked={} min_interval={}ms dup_window={}ms",
-            a.name, a.platform, a.credential_version, a.revoked, a.min_interval_ms, a.dup_window_ms
+            clean(&a.name),
+            clean(&a.platform),
+            a.credential_version,
+            a.revoked,
+            a.min_interval_ms,
+            a.dup_window_ms
         );
     }
     Ok(())
@@ -142,7 +148,7 @@ pub(crate) async fn run_switch(ctx: &Context, args: SwitchArgs) -> Result<Exit, 
         .set_switch(&scope, engaged, &actor(&args.by), Timestamp::now())
         .await?;
     if args.json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&sw).map_err(|e| CliError::internal(e.to_string()))?
         );
@@ -152,8 +158,9 @@ pub(crate) async fn run_switch(ctx: &Context, args: SwitchArgs) -> Result<Exit, 
         } else {
             format!("{} {}", sw.scope, sw.name)
         };
-        println!(
-            "kill switch {what}: {}",
+        outln!(
+            "kill switch {}: {}",
+            clean(&what),
             if sw.engaged {
                 "ENGAGED (publishing stopped)"
             } else {
@@ -199,13 +206,13 @@ pub(crate) async fn run_accounts(ctx: &Context, cmd: AccountsCmd) -> Result<Exit
         AccountsCmd::List { json } => {
             let all = store.accounts().await?;
             if json {
-                println!(
+                outln!(
                     "{}",
                     serde_json::to_string_pretty(&all)
                         .map_err(|e| CliError::internal(e.to_string()))?
                 );
             } else if all.is_empty() {
-                println!("no accounts (add one with `oncepost accounts add NAME --platform P`)");
+                outln!("no accounts (add one with `oncepost accounts add NAME --platform P`)");
             } else {
                 for a in &all {
                     print_account(a, false)?;
@@ -222,12 +229,12 @@ pub(crate) async fn run_store(ctx: &Context, cmd: StoreCmd) -> Result<Exit, CliE
         StoreCmd::Migrate { json } => {
             let v = store.applied_schema_version().await?;
             if json {
-                println!(
+                outln!(
                     "{}",
                     json!({ "store": store.location().display(), "schema_version": v })
                 );
             } else {
-                println!("{} is at schema version {v}", store.location().display());
+                outln!("{} is at schema version {v}", store.location().display());
             }
         }
         StoreCmd::BumpEpoch { reason, by, json } => {
@@ -238,9 +245,9 @@ pub(crate) async fn run_store(ctx: &Context, cmd: StoreCmd) -> Result<Exit, CliE
                 .bump_epoch(&actor(&by), &reason, Timestamp::now())
                 .await?;
             if json {
-                println!("{}", json!({ "epoch": e }));
+                outln!("{}", json!({ "epoch": e }));
             } else {
-                println!(
+                outln!(
                     "store epoch is now {e}: workers from before it can no longer authorize or settle"
                 );
             }

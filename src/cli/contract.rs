@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 
+use super::output::{errln, outln};
 use crate::contract::{Contract, ContractError};
 
 /// Contract subcommands.
@@ -30,12 +31,12 @@ fn check(file: &PathBuf, json: bool) -> ExitCode {
     match Contract::load(file) {
         Ok(c) => {
             if json {
-                println!(
+                outln!(
                     "{}",
                     serde_json::json!({"ok": true, "file": file, "platform": c.platform, "contract_hash": c.hash(), "problems": []})
                 );
             } else {
-                println!(
+                outln!(
                     "{}: ok (platform {}, contract version {})",
                     file.display(),
                     c.platform,
@@ -46,30 +47,30 @@ fn check(file: &PathBuf, json: bool) -> ExitCode {
         }
         Err(ContractError::Invalid { file, problems }) => {
             if json {
-                println!(
+                outln!(
                     "{}",
                     serde_json::json!({"ok": false, "file": file, "problems": problems})
                 );
             } else {
-                eprintln!(
+                errln!(
                     "{}",
                     ContractError::Invalid {
                         file: file.clone(),
                         problems: problems.clone()
                     }
                 );
-                eprintln!("{} problem(s) in {}", problems.len(), file.display());
+                errln!("{} problem(s) in {}", problems.len(), file.display());
             }
             ExitCode::from(2)
         }
         Err(e @ ContractError::Io { .. }) => {
             if json {
-                println!(
+                outln!(
                     "{}",
                     serde_json::json!({"ok": false, "file": file, "error": e.to_string()})
                 );
             } else {
-                eprintln!("error: {e}");
+                errln!("error: {e}");
             }
             ExitCode::from(2)
         }

@@ -9,6 +9,7 @@ use crate::fixture_platform::{FixtureConfig, FixturePlatform};
 use crate::publish::{self, PublishOptions, PublishRequest};
 use crate::store::{NewAccount, StoreError, Timestamp};
 
+use super::output::{errln, outln};
 use super::publish::{exit_of, print_outcome, publish_once};
 use super::{CliError, Context, Exit, LogFormat};
 
@@ -61,7 +62,7 @@ pub async fn run(ctx: &Context, args: DemoArgs, log: LogFormat) -> Result<Exit, 
     .await
     .map_err(|e| CliError::internal(format!("cannot start the fixture platform: {e}")))?;
     let base = platform.base_url();
-    eprintln!("oncepost demo: Fixturebook serving at {base}");
+    errln!("oncepost demo: Fixturebook serving at {base}");
     let req = PublishRequest {
         contract_path,
         account: "demo".into(),
@@ -91,10 +92,10 @@ pub async fn run(ctx: &Context, args: DemoArgs, log: LogFormat) -> Result<Exit, 
             o.insert("platform_copies".into(), copies.into());
             o.insert("create_requests_this_run".into(), arrivals.into());
         }
-        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        outln!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
     } else {
         print_outcome(&outcome, false);
-        println!(
+        outln!(
             "  platform: {copies} cop{} of this text on Fixturebook; {arrivals} create request(s) arrived during this run; publish pressed this run: {}",
             if copies == 1 { "y" } else { "ies" },
             if outcome.pressed { "yes" } else { "no" }

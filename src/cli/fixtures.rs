@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 
+use super::output::outln;
 use crate::fixture_platform::{Fault, FaultMode, FixtureConfig, FixturePlatform, MAX_DELAY_MS};
 
 /// Subdirectory of the data dir holding the platform's posts.
@@ -61,12 +62,12 @@ async fn serve(args: ServeArgs, data_dir: PathBuf) -> anyhow::Result<()> {
     .context("starting the fixture platform")?;
     let base_url = platform.base_url();
     if args.json {
-        println!(
+        outln!(
             "{}",
             serde_json::json!({"base_url": base_url, "data_dir": dir, "fault": fault})
         );
     } else {
-        println!("{base_url}");
+        outln!("{base_url}");
     }
     use std::io::Write;
     std::io::stdout().flush().context("writing to stdout")?;

@@ -3,6 +3,7 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 
 use super::context::actor;
+use super::output::{clean, outln};
 use super::{CliError, Context, Exit};
 use crate::identity::DeliveryKey;
 use crate::store::{Intent, Status, Timeline, Timestamp};
@@ -95,7 +96,7 @@ pub(crate) fn parse_key(s: &str) -> Result<DeliveryKey, CliError> {
 
 fn print_json(v: &impl serde::Serialize) -> Result<(), CliError> {
     let s = serde_json::to_string_pretty(v).map_err(|e| CliError::internal(e.to_string()))?;
-    println!("{s}");
+    outln!("{s}");
     Ok(())
 }
 
@@ -104,12 +105,7 @@ fn fmt_time(ms: i64) -> String {
 }
 
 fn intent_line(i: &Intent) -> String {
-    let text = i
-        .request
-        .text
-        .clone()
-        .unwrap_or_default()
-        .replace('\n', " ");
+    let text = clean(i.request.text.as_deref().unwrap_or_default()).into_owned();
     let text: String = if text.chars().count() > 40 {
         text.chars().take(39).chain(['…']).collect()
     } else {
@@ -119,7 +115,7 @@ fn intent_line(i: &Intent) -> String {
         "{}  {:<13} {:<12} {:<7} {}  {}",
         i.key,
         i.state.label(),
-        i.account,
+        clean(&i.account),
         i.action.label(),
         fmt_time(i.updated_at),
         text
@@ -128,52 +124,52 @@ fn intent_line(i: &Intent) -> String {
 
 pub(crate) fn print_timeline(t: &Timeline) {
     let i = &t.intent;
-    println!("key        {}", i.key);
-    println!("state      {}", i.state);
-    println!("account    {} on {}", i.account, i.platform);
-    println!("action     {} target={:?}", i.action, i.target);
+    outln!("key        {}", i.key);
+    outln!("state      {}", i.state);
+    outln!("account    {} on {}", clean(&i.account), clean(&i.platform));
+    outln!("action     {} target={:?}", i.action, i.target);
     if let Some(text) = &i.request.text {
-        println!("text       {text:?}");
+        outln!("text       {text:?}");
     }
     for (k, v) in &i.request.fields {
-        println!("field      {k}={v:?}");
+        outln!("field      {}={v:?}", clean(k));
     }
     if let Some(p) = &i.permalink {
-        println!("permalink  {p}");
+        outln!("permalink  {}", clean(p));
     }
     if let Some(p) = &i.platform_id {
-        println!("platform id {p}");
+        outln!("platform id {}", clean(p));
     }
     if let Some(r) = &i.redelivery_of {
-        println!("redelivers {r}");
+        outln!("redelivers {r}");
     }
-    println!("attempts   {}/{}", i.attempt_count, i.max_attempts);
+    outln!("attempts   {}/{}", i.attempt_count, i.max_attempts);
     for a in &t.attempts {
-        println!(
+        outln!(
             "  #{} {} by {} gen {} epoch {} at {}",
             a.ordinal,
-            a.token,
-            a.owner,
+            clean(&a.token),
+            clean(&a.owner),
             a.generation,
             a.epoch,
             fmt_time(a.created_at)
         );
     }
-    println!("timeline");
+    outln!("timeline");
     for e in &t.events {
         let from = e.from.map(|s| s.label()).unwrap_or("-");
         let reason = e
             .reason
             .as_deref()
-            .map(|r| format!(" ({r})"))
+            .map(|r| format!(" ({})", clean(r)))
             .unwrap_or_default();
-        println!(
+        outln!(
             "  {}  {:<21} {:>13} -> {:<13} by {}{}",
             fmt_time(e.at),
             e.kind.label(),
             from,
             e.to.label(),
-            e.actor,
+            clean(&e.actor),
             reason
         );
     }
@@ -190,13 +186,13 @@ pub(crate) async fn run_intents(ctx: &Context, cmd: IntentsCmd) -> Result<Exit, 
             if json {
                 print_json(&list)?;
             } else if list.is_empty() {
-                println!(
+                outln!(
                     "no intents{}",
                     state.map(|s| format!(" in state {s}")).unwrap_or_default()
                 );
             } else {
                 for i in &list {
-                    println!("{}", intent_line(i));
+                    outln!("{}", intent_line(i));
                 }
             }
         }
@@ -247,14 +243,16 @@ pub(crate) async fn run_redeliver(ctx: &Context, args: RedeliverArgs) -> Result<
     if args.json {
         print_json(&json!({ "created": created.created, "intent": created.intent }))?;
     } else if created.created {
-        println!(
+        outln!(
             "new intent {} (pending) redelivers {}",
-            created.intent.key, key
+            created.intent.key,
+            key
         );
     } else {
-        println!(
+        outln!(
             "already authorized as {} ({}); nothing new was created",
-            created.intent.key, created.intent.state
+            created.intent.key,
+            created.intent.state
         );
     }
     Ok(Exit::Ok)
@@ -267,20 +265,20 @@ pub(crate) async fn run_sweep(ctx: &Context, args: SweepArgs) -> Result<Exit, Cl
     if args.json {
         print_json(&r)?;
     } else {
-        println!(
+        outln!(
             "{} made indeterminate, {} claims released, {} interrupted lookups parked",
             r.made_indeterminate.len(),
             r.claims_released.len(),
             r.lookups_interrupted.len()
         );
         for k in &r.made_indeterminate {
-            println!("  indeterminate  {k}");
+            outln!("  indeterminate  {k}");
         }
         for k in &r.claims_released {
-            println!("  released       {k}");
+            outln!("  released       {k}");
         }
         for k in &r.lookups_interrupted {
-            println!("  parked         {k}  (lookup interrupted)");
+            outln!("  parked         {k}  (lookup interrupted)");
         }
     }
     Ok(Exit::Ok)
@@ -290,7 +288,7 @@ fn report(it: &Intent, json: bool, words: &str) -> Result<Exit, CliError> {
     if json {
         print_json(it)?;
     } else {
-        println!("{}: {words}", it.key);
+        outln!("{}: {words}", it.key);
     }
     Ok(Exit::Ok)
 }

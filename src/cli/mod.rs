@@ -1,7 +1,9 @@
 //! The `oncepost` command line: global options, subcommands, exit codes.
 //!
 //! Each subcommand family lives in its own file; this file declares them, resolves the data dir and the
-//! store, and maps every outcome to a documented exit code (docs/cli.md).
+//! store, and maps every outcome to a documented exit code (docs/cli.md). Everything printed goes through
+//! [`output`] (never panics on a closed pipe; control characters escaped), which the lints below enforce.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
 mod admin;
 mod context;
 pub mod contract;
@@ -9,6 +11,7 @@ pub mod demo;
 mod exit;
 pub mod fixtures;
 mod intents;
+pub mod output;
 pub mod probe;
 pub mod publish;
 mod recover;
@@ -21,6 +24,7 @@ use clap::{Parser, Subcommand};
 
 pub use context::Context;
 pub use exit::{CliError, Exit};
+use output::{errln, outln};
 
 /// Publish to web platforms that have no API, at most once.
 #[derive(Debug, Parser)]
@@ -117,12 +121,15 @@ pub fn main() -> ExitCode {
         {
             Ok(rt) => ExitCode::from(rt.block_on(crate::browser::guard::run(argv)) as u8),
             Err(e) => {
-                println!("error: cannot start the async runtime: {e}");
+                outln!("error: cannot start the async runtime: {e}");
                 ExitCode::from(1)
             }
         };
     }
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(e),
+    };
     init_tracing(cli.log_format);
     crate::failpoint::init();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -131,7 +138,7 @@ pub fn main() -> ExitCode {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("oncepost: cannot start the async runtime: {e}");
+            errln!("oncepost: cannot start the async runtime: {e}");
             return ExitCode::from(Exit::Internal as u8);
         }
     };
@@ -144,10 +151,25 @@ pub fn main() -> ExitCode {
     match runtime.block_on(run(cli)) {
         Ok(code) => ExitCode::from(code as u8),
         Err(e) => {
-            eprintln!("oncepost: {}", e.message);
+            errln!("oncepost: {}", output::clean(&e.message));
             ExitCode::from(e.exit as u8)
         }
     }
+}
+
+/// Print a clap error or the help text. clap echoes the offending argument as typed, so an error is
+/// printed through [`output::clean`] (line by line), and neither path panics on a closed pipe.
+fn usage_error(e: clap::Error) -> ExitCode {
+    let text = e.render().to_string();
+    let text = text.trim_end();
+    if e.use_stderr() {
+        for line in text.lines() {
+            errln!("{}", output::clean(line));
+        }
+    } else {
+        outln!("{text}");
+    }
+    ExitCode::from(e.exit_code().clamp(0, 255) as u8)
 }
 
 fn init_tracing(format: LogFormat) {
@@ -155,7 +177,7 @@ fn init_tracing(format: LogFormat) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,chromiumoxide=off"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(|| output::QuietStderr);
     let _ = match format {
         LogFormat::Text => builder.try_init(),
         LogFormat::Json => builder.json().try_init(),

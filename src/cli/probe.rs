@@ -16,6 +16,7 @@ use crate::browser::{
 use crate::contract::Contract;
 
 use super::Cli;
+use super::output::{clean, errln, outln};
 
 /// Arguments of `oncepost probe`.
 #[derive(Debug, clap::Args)]
@@ -59,14 +60,14 @@ pub async fn run(cli: &Cli, args: &ProbeArgs) -> ExitCode {
     let contract = match Contract::load(&args.contract) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("{e}");
+            errln!("{e}");
             return ExitCode::from(2);
         }
     };
     let plan = match contract.probe_plan(&args.base_url) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
             return ExitCode::from(2);
         }
     };
@@ -89,7 +90,7 @@ pub async fn run(cli: &Cli, args: &ProbeArgs) -> ExitCode {
             }
         }
         Err(e) => {
-            eprintln!("error: {e:#}");
+            errln!("error: {e:#}");
             let bad_input = e
                 .downcast_ref::<BrowserError>()
                 .is_some_and(|b| matches!(b, BrowserError::ChromiumMissing { .. }))
@@ -160,11 +161,11 @@ async fn probe(
     let json = serde_json::to_string_pretty(&report)?;
     let (report_hash, report_path) = store(&evidence, json.as_bytes(), "json")?;
     if args.json {
-        println!("{json}");
+        outln!("{json}");
     } else {
         print_human(&report, &report_path);
     }
-    eprintln!("report {report_hash} stored at {}", report_path.display());
+    errln!("report {report_hash} stored at {}", report_path.display());
     Ok(report)
 }
 
@@ -192,10 +193,10 @@ fn print_human(r: &ProbeReport, report_path: &Path) {
         .ok()
         .and_then(|v| v.as_str().map(String::from))
         .unwrap_or_default();
-    println!(
+    outln!(
         "probe {} ({}) contract {}: {}",
-        r.platform,
-        r.url,
+        clean(&r.platform),
+        clean(&r.url),
         &r.contract_hash[..12.min(r.contract_hash.len())],
         verdict.to_uppercase()
     );
@@ -210,38 +211,50 @@ fn print_human(r: &ProbeReport, report_path: &Path) {
         let used = c
             .used_strategy
             .map_or("none".to_string(), |u| format!("strategy {u}"));
-        println!(
+        outln!(
             "  [{i}] {mark} {:<14} {used}, {} match(es){}",
             c.name,
             c.count,
             if c.problems.is_empty() {
                 String::new()
             } else {
-                format!(": {}", c.problems.join("; "))
+                format!(": {}", clean(&c.problems.join("; ")))
             }
         );
     }
     for s in &r.steps {
-        println!("  step {:?} {}: {}", s.action, s.target, s.outcome);
+        outln!(
+            "  step {:?} {}: {}",
+            s.action,
+            clean(&s.target.to_string()),
+            clean(&s.outcome.to_string())
+        );
     }
     for w in &r.writes {
-        println!(
+        outln!(
             "  ALARM write attempted (blocked={}): {} {} [{}] frame {}",
-            w.blocked, w.method, w.url, w.resource_type, w.frame_id
+            w.blocked,
+            clean(&w.method),
+            clean(&w.url),
+            clean(&w.resource_type),
+            clean(&w.frame_id)
         );
     }
     for d in &r.dialogs {
-        println!(
+        outln!(
             "  dialog/popup: {}",
             serde_json::to_string(d).unwrap_or_default()
         );
     }
-    println!(
+    outln!(
         "  timings: navigate {} ms, steps {} ms, checks {} ms, total {} ms",
-        r.timings.navigate_ms, r.timings.steps_ms, r.timings.checks_ms, r.timings.total_ms
+        r.timings.navigate_ms,
+        r.timings.steps_ms,
+        r.timings.checks_ms,
+        r.timings.total_ms
     );
     if let Some(h) = &r.screenshot_sha256 {
-        println!("  screenshot sha256 {h}");
+        outln!("  screenshot sha256 {h}");
     }
-    println!("  report {}", report_path.display());
+    outln!("  report {}", report_path.display());
 }

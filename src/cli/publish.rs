@@ -18,6 +18,7 @@ use crate::publish::{
 use crate::store::{Status, StoreError};
 
 use super::context::parse_duration_ms;
+use super::output::{clean, errln, outln};
 use super::{CliError, Context, Exit, LogFormat};
 
 /// Arguments of `oncepost publish`.
@@ -113,7 +114,7 @@ pub async fn run(ctx: &Context, args: PublishArgs, log: LogFormat) -> Result<Exi
                 },
                 None => None,
             };
-            println!(
+            outln!(
                 "{}",
                 serde_json::json!({
                     "key": key.map(|k| k.as_str().to_string()), "state": state,
@@ -158,11 +159,13 @@ pub async fn publish_once(
     let store = ctx.open_store().await?;
     let deadline = Instant::now() + wait_timeout;
     let progress = move |s: &StepTime| match log {
-        LogFormat::Text => eprintln!(
+        LogFormat::Text => errln!(
             "oncepost: [{:>6} ms] {} ({} ms)",
-            s.at_ms, s.step, s.took_ms
+            s.at_ms,
+            s.step,
+            s.took_ms
         ),
-        LogFormat::Json => eprintln!(
+        LogFormat::Json => errln!(
             "{}",
             serde_json::json!({ "progress": s.step, "at_ms": s.at_ms, "took_ms": s.took_ms })
         ),
@@ -224,34 +227,34 @@ pub fn exit_of(state: Status) -> Exit {
 /// Print the outcome: one JSON object, or a few lines for a person.
 pub fn print_outcome(o: &PublishOutcome, json: bool) {
     if json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(o).unwrap_or_else(|_| "{}".into())
         );
         return;
     }
-    println!("{}: {} ({})", o.key, o.state, o.summary);
+    outln!("{}: {} ({})", o.key, o.state, clean(&o.summary));
     if let Some(p) = &o.permalink {
-        println!("  permalink {p}");
+        outln!("  permalink {}", clean(p));
     }
     if let Some(a) = &o.attempt {
-        println!("  attempt {a}");
+        outln!("  attempt {}", clean(a));
     }
-    println!("  timeline:");
+    outln!("  timeline:");
     for e in &o.timeline {
-        println!(
+        outln!(
             "    {} {:<20} {} -> {}  {}",
             e["at"],
             e["kind"].as_str().unwrap_or(""),
             e["from"].as_str().unwrap_or("-"),
             e["to"].as_str().unwrap_or(""),
-            e["reason"].as_str().unwrap_or("")
+            clean(e["reason"].as_str().unwrap_or(""))
         );
     }
     if !o.evidence.is_empty() {
-        println!("  evidence:");
+        outln!("  evidence:");
         for i in &o.evidence {
-            println!("    {:<28} {}", i.kind, i.path);
+            outln!("    {:<28} {}", clean(&i.kind), clean(&i.path));
         }
     }
 }

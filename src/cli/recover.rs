@@ -7,6 +7,7 @@ use std::time::Duration;
 use clap::Args;
 
 use super::context::{actor, parse_duration_ms};
+use super::output::{clean, clean_or_dash, errln, errpart, outln};
 use super::intents::parse_key;
 use super::{CliError, Context, Exit};
 use crate::contract::Contract;
@@ -94,13 +95,13 @@ fn progress(done: usize, total: usize, what: &str) {
     if std::io::stderr().is_terminal() {
         let width = 30;
         let filled = (done * width).checked_div(total).unwrap_or(width);
-        eprint!(
+        errpart!(
             "\r[{}{}] {done}/{total} {what:<40.40}",
             "#".repeat(filled),
             " ".repeat(width - filled)
         );
         if done == total {
-            eprintln!();
+            errln!();
         }
     }
 }
@@ -108,11 +109,11 @@ fn progress(done: usize, total: usize, what: &str) {
 fn line(r: &Reconciled) -> String {
     let what = match &r.outcome {
         crate::store::ReconcileOutcome::Found { permalink, .. } => {
-            format!("found {}", permalink.clone().unwrap_or_default())
+            format!("found {}", clean_or_dash(permalink.as_deref()))
         }
         crate::store::ReconcileOutcome::NotFound { .. } => "not found".to_string(),
         crate::store::ReconcileOutcome::Unavailable { error } => {
-            format!("lookup unavailable: {error}")
+            format!("lookup unavailable: {}", clean(error))
         }
     };
     format!("{}  lookup #{}  {}  -> {}", r.key, r.lookup, what, r.state)
@@ -158,9 +159,9 @@ pub(crate) async fn run_reconcile(ctx: &Context, args: ReconcileArgs) -> Result<
                 Err(RecoverError::Store(e)) => return Err(e.into()),
             };
             if args.json {
-                println!("{}", serde_json::to_string_pretty(&r).map_err(|e| CliError::internal(e.to_string()))?);
+                outln!("{}", serde_json::to_string_pretty(&r).map_err(|e| CliError::internal(e.to_string()))?);
             } else {
-                println!("{}", line(&r));
+                outln!("{}", line(&r));
             }
             return Ok(match r.state {
                 Status::Published => Exit::Ok,
@@ -179,13 +180,13 @@ pub(crate) async fn run_reconcile(ctx: &Context, args: ReconcileArgs) -> Result<
                 Ok(r) if json_lines => serde_json::to_string(r).unwrap_or_default(),
                 Ok(r) => line(r),
                 Err(e) if json_lines => serde_json::json!({ "key": intent.key, "skipped": e.to_string() }).to_string(),
-                Err(e) => format!("{}  skipped: {e}", intent.key),
+                Err(e) => format!("{}  skipped: {}", intent.key, clean(&e.to_string())),
             };
-            println!("{out}");
+            outln!("{out}");
             progress(i + 1, total, intent.key.as_str());
         }
         if total == 0 && !json_lines {
-            println!("nothing due");
+            outln!("nothing due");
         }
         Ok(Exit::Ok)
     }
@@ -231,7 +232,7 @@ pub(crate) async fn run_worker(ctx: &Context, args: WorkerArgs) -> Result<Exit, 
     )
     .await;
     let passes = r?;
-    eprintln!(
+    errln!(
         "worker stopped after {passes} pass(es); every intent it touched is in a declared state"
     );
     Ok(Exit::Ok)

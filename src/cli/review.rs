@@ -8,6 +8,7 @@ use std::time::Duration;
 use clap::Args;
 
 use super::context::{actor, parse_duration_ms};
+use super::output::{errln, outln};
 use super::{CliError, Context, Exit};
 use crate::review::{self, BindChoice, ReviewError, ReviewOptions, ReviewServer};
 
@@ -50,7 +51,7 @@ pub async fn run(ctx: &Context, args: ReviewArgs) -> Result<Exit, CliError> {
         let s = review::export::export(&store, &ctx.data_dir, dir)
             .await
             .map_err(cli_err)?;
-        println!(
+        outln!(
             "wrote {} ({} sends, {} evidence files{})",
             s.index.display(),
             s.intents,
@@ -83,13 +84,13 @@ pub async fn run(ctx: &Context, args: ReviewArgs) -> Result<Exit, CliError> {
     if let Some(ip) = args.bind
         && !ip.is_loopback()
     {
-        eprintln!(
+        errln!(
             "warning: listening on {ip}: anyone who can reach this address and has the URL can read and act"
         );
     }
     // The URL carries the session token: it goes to this terminal only.
-    println!("review page: {}", server.url());
-    println!("(anyone with this URL can act on parked sends; press Ctrl-C to stop)");
+    outln!("review page: {}", server.url());
+    outln!("(anyone with this URL can act on parked sends; press Ctrl-C to stop)");
     use std::io::Write;
     let _ = std::io::stdout().flush();
     let open_for = args
