@@ -87,6 +87,74 @@ impl fmt::Display for ActionKind {
     }
 }
 
+/// The largest post text oncepost accepts, in bytes of UTF-8 (64 KiB), and the largest value of any other
+/// compose field. Far above what platforms take (Fixturebook: 10,000 characters), and a bound on what one
+/// intent stores, searches for and types into a page.
+pub const MAX_TEXT_BYTES: usize = 64 * 1024;
+
+/// `Err` with a message naming the limit when `text` is larger than [`MAX_TEXT_BYTES`].
+pub fn check_text_size(what: &str, text: &str) -> Result<(), String> {
+    if text.len() > MAX_TEXT_BYTES {
+        return Err(format!(
+            "{what} is {} bytes; the limit is {MAX_TEXT_BYTES} bytes (64 KiB) of UTF-8",
+            text.len()
+        ));
+    }
+    Ok(())
+}
+
+/// The longest account name, in characters.
+pub const ACCOUNT_NAME_MAX: usize = 64;
+
+/// The account-name rule, as every refusal states it (and docs/cli.md documents it).
+pub const ACCOUNT_NAME_RULE: &str =
+    "1 to 64 characters from A-Z a-z 0-9 . _ @ -, not starting with a dot";
+
+/// Why a string is not an account name.
+///
+/// Account names become file names (the browser profile `<data-dir>/profiles/<name>` and its lock), so a
+/// name that is not a plain file name could leave the data dir (`../../x`) or alias another account's
+/// profile under a different lock (`./alice`). Every place a name enters (the command line, the store)
+/// checks it with [`check_account_name`]; profile paths are built only from checked names.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("bad account name {shown}: {why} (an account name is {ACCOUNT_NAME_RULE})")]
+pub struct AccountNameError {
+    /// The name as given, escaped and cut for display.
+    pub shown: String,
+    /// Which part of the rule it breaks.
+    pub why: String,
+}
+
+/// Check `name` against [`ACCOUNT_NAME_RULE`].
+pub fn check_account_name(name: &str) -> Result<(), AccountNameError> {
+    let why = if name.is_empty() {
+        Some("it is empty".to_string())
+    } else if name.chars().count() > ACCOUNT_NAME_MAX {
+        Some(format!("it is longer than {ACCOUNT_NAME_MAX} characters"))
+    } else if name.contains(['/', '\\']) {
+        Some("it contains a path separator".to_string())
+    } else if name.chars().all(|c| c == '.') {
+        Some("it is only dots (a path, not a name)".to_string())
+    } else if name.starts_with('.') {
+        Some("it starts with a dot".to_string())
+    } else {
+        name.chars()
+            .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '@' | '-')))
+            .map(|c| format!("it contains {c:?}, which is not allowed"))
+    };
+    match why {
+        None => Ok(()),
+        Some(why) => {
+            let cut: String = name.chars().take(80).collect();
+            let more = if name.chars().count() > 80 { "..." } else { "" };
+            Err(AccountNameError {
+                shown: format!("{cut:?}{more}"),
+                why,
+            })
+        }
+    }
+}
+
 /// Normalize text the way every identity sees it: Unicode NFC, CRLF and CR turned into LF, and leading and
 /// trailing white space removed (platforms trim it, so two texts differing only there are the same post).
 pub fn normalize_text(text: &str) -> String {
@@ -294,6 +362,40 @@ mod tests {
             target: "post/42".into(),
             request: CanonicalRequest::new(text, &BTreeMap::new()),
         }
+    }
+
+    #[test]
+    fn account_names_follow_the_rule() {
+        for ok in [
+            "alice",
+            "a",
+            "alice.work@example-1_x",
+            &"a".repeat(64),
+            "a..b",
+            "x.",
+        ] {
+            assert_eq!(check_account_name(ok), Ok(()), "{ok}");
+        }
+        for (bad, why) in [
+            ("", "empty"),
+            ("../../../x", "path separator"),
+            ("./alice", "path separator"),
+            ("a\\b", "path separator"),
+            (".", "only dots"),
+            ("..", "only dots"),
+            ("...", "only dots"),
+            (".alice", "starts with a dot"),
+            ("a b", "' '"),
+            ("alice\n", "'\\n'"),
+            ("caf\u{e9}", "'\u{e9}'"),
+            ("a\u{1b}[2J", "'\\u{1b}'"),
+        ] {
+            let e = check_account_name(bad).expect_err(bad);
+            assert!(e.why.contains(why), "{bad:?}: {e}");
+            assert!(e.to_string().contains(ACCOUNT_NAME_RULE));
+            assert!(!e.to_string().chars().any(|c| c.is_control()), "{e}");
+        }
+        assert!(check_account_name(&"a".repeat(65)).is_err());
     }
 
     #[test]

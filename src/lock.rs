@@ -6,6 +6,8 @@ use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::identity::{AccountNameError, check_account_name};
+
 /// A held lock.
 #[derive(Debug)]
 pub struct FileLock {
@@ -69,8 +71,38 @@ pub fn file_name_for(s: &str) -> String {
         .collect()
 }
 
-/// The lock file that serialises Chromium on one account's profile (`<profiles>/<account>.lock`): publish
-/// and reconcile lookups take it before launching on that profile.
-pub fn profile_lock_path(profiles: &Path, account: &str) -> PathBuf {
-    profiles.join(format!("{}.lock", file_name_for(account)))
+/// The browser profile of `account` (`<profiles>/<account>`), for a name that passes
+/// [`check_account_name`]; any other name is refused, so a profile path never leaves `profiles` nor aliases
+/// another account's profile.
+pub fn profile_dir(profiles: &Path, account: &str) -> Result<PathBuf, AccountNameError> {
+    check_account_name(account)?;
+    Ok(profiles.join(account))
+}
+
+/// The lock file that serialises Chromium on one account's profile (`<profiles>/.locks/<account>.lock`):
+/// publish and reconcile lookups take it before launching on that profile. Locks live in a folder of their
+/// own, which no account name can name (names never start with a dot), so a lock never sits where a
+/// profile could (an account named `alice.lock`).
+pub fn profile_lock_path(profiles: &Path, account: &str) -> Result<PathBuf, AccountNameError> {
+    check_account_name(account)?;
+    Ok(profiles.join(".locks").join(format!("{account}.lock")))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    #[test]
+    fn profile_paths_come_only_from_valid_names() {
+        let p = Path::new("/d/profiles");
+        assert_eq!(super::profile_dir(p, "alice").unwrap(), p.join("alice"));
+        assert_eq!(
+            super::profile_lock_path(p, "alice").unwrap(),
+            p.join(".locks/alice.lock")
+        );
+        for bad in ["../x", "./alice", "..", ".locks", "a/b", ""] {
+            assert!(super::profile_dir(p, bad).is_err(), "{bad}");
+            assert!(super::profile_lock_path(p, bad).is_err(), "{bad}");
+        }
+    }
 }

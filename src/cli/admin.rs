@@ -2,7 +2,7 @@
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::json;
 
-use super::context::{actor, parse_duration_ms};
+use super::context::{account_arg, actor, parse_duration_ms};
 use super::output::{clean, outln};
 use super::{CliError, Context, Exit};
 use crate::store::{Account, NewAccount, SwitchScope, Timestamp};
@@ -133,7 +133,7 @@ fn print_account(a: &Account, json_out: bool) -> Result<(), CliError> {
 
 pub(crate) async fn run_switch(ctx: &Context, args: SwitchArgs) -> Result<Exit, CliError> {
     let scope = match (&args.account, &args.platform) {
-        (Some(a), None) => SwitchScope::Account(a.clone()),
+        (Some(a), None) => SwitchScope::Account(account_arg(a)?.to_string()),
         (None, Some(p)) => SwitchScope::Platform(p.clone()),
         (None, None) => SwitchScope::Global,
         (Some(_), Some(_)) => {
@@ -183,6 +183,7 @@ pub(crate) async fn run_accounts(ctx: &Context, cmd: AccountsCmd) -> Result<Exit
             by,
             json,
         } => {
+            account_arg(&name)?;
             let a = store
                 .add_account(
                     &NewAccount {
@@ -197,12 +198,18 @@ pub(crate) async fn run_accounts(ctx: &Context, cmd: AccountsCmd) -> Result<Exit
                 .await?;
             print_account(&a, json)?;
         }
-        AccountsCmd::Rotate { name, by, json } => {
-            print_account(&store.rotate_account(&name, &actor(&by), now).await?, json)?
-        }
-        AccountsCmd::Revoke { name, by, json } => {
-            print_account(&store.revoke_account(&name, &actor(&by), now).await?, json)?
-        }
+        AccountsCmd::Rotate { name, by, json } => print_account(
+            &store
+                .rotate_account(account_arg(&name)?, &actor(&by), now)
+                .await?,
+            json,
+        )?,
+        AccountsCmd::Revoke { name, by, json } => print_account(
+            &store
+                .revoke_account(account_arg(&name)?, &actor(&by), now)
+                .await?,
+            json,
+        )?,
         AccountsCmd::List { json } => {
             let all = store.accounts().await?;
             if json {

@@ -75,6 +75,12 @@ pub fn create_private_dir(dir: &Path) -> Result<(), CliError> {
     Ok(())
 }
 
+/// An account name from the command line, checked against the account-name rule (exit 2 naming the rule).
+pub fn account_arg(name: &str) -> Result<&str, CliError> {
+    crate::identity::check_account_name(name).map_err(|e| CliError::bad_input(e.to_string()))?;
+    Ok(name)
+}
+
 /// Who is acting, for the history: `--by`, else $USER, else "operator".
 pub fn actor(by: &Option<String>) -> String {
     by.clone()

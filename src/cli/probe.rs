@@ -72,13 +72,9 @@ pub async fn run(cli: &Cli, args: &ProbeArgs) -> ExitCode {
         }
     };
     if let Some(a) = &args.account
-        && (a.is_empty()
-            || !a
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
-            || a.starts_with('.'))
+        && let Err(e) = crate::identity::check_account_name(a)
     {
-        eprintln!("error: bad account name {a:?}: use letters, digits, '.', '_' and '-'");
+        errln!("error: {e}");
         return ExitCode::from(2);
     }
     match probe(cli, args, &plan).await {
@@ -115,7 +111,7 @@ async fn probe(
         .with_context(|| format!("cannot create {}", profiles.display()))?;
     let _throwaway;
     let profile = match &args.account {
-        Some(a) => profiles.join(a),
+        Some(a) => crate::lock::profile_dir(&profiles, a).map_err(|e| BadInput(e.to_string()))?,
         None => {
             let t = tempfile::Builder::new()
                 .prefix(".probe-")

@@ -294,7 +294,8 @@ pub async fn run(
             source: e,
         })?;
         // One Chromium per profile: queue behind another publish of this account on this host.
-        let lock_path = crate::lock::profile_lock_path(&profiles, &req.account);
+        let lock_path = crate::lock::profile_lock_path(&profiles, &req.account)
+            .map_err(|e| PublishError::BadInput(e.to_string()))?;
         let Some(_profile_lock) = crate::lock::FileLock::take_within(&lock_path, req.options.profile_wait)
             .await
             .map_err(|e| BrowserError::Io {
@@ -324,7 +325,10 @@ pub async fn run(
             )
             .await;
         }
-        let mut launch = LaunchOptions::new(profiles.join(&req.account));
+        let mut launch = LaunchOptions::new(
+            crate::lock::profile_dir(&profiles, &req.account)
+                .map_err(|e| PublishError::BadInput(e.to_string()))?,
+        );
         launch.call_timeout = req.options.call_timeout;
         if launch.guard.is_none() {
             // Without the guard, Chromium outlives a crashed worker and resumes the paused create request.

@@ -50,7 +50,8 @@ impl PlatformLookup for BrowserLookup {
     /// One Chromium per profile: wait (at most half the lookup bound) for a publish of this account on
     /// this host to finish with the profile.
     async fn hold(&self, intent: &Intent) -> Result<Option<Self::Hold>, String> {
-        let lock_path = crate::lock::profile_lock_path(&self.profiles, &intent.account);
+        let lock_path = crate::lock::profile_lock_path(&self.profiles, &intent.account)
+            .map_err(|e| e.to_string())?;
         crate::lock::FileLock::take_within(&lock_path, self.navigation_timeout / 2)
             .await
             .map_err(|e| format!("cannot lock {}: {e}", lock_path.display()))
@@ -63,7 +64,9 @@ impl PlatformLookup for BrowserLookup {
                 intent.action
             ));
         };
-        let opts = LaunchOptions::new(self.profiles.join(&intent.account));
+        let opts = LaunchOptions::new(
+            crate::lock::profile_dir(&self.profiles, &intent.account).map_err(|e| e.to_string())?,
+        );
         let session = BrowserSession::launch(&opts)
             .await
             .map_err(|e| e.to_string())?;

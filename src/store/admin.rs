@@ -40,7 +40,9 @@ impl Store {
         actor: &str,
         now: Timestamp,
     ) -> Result<Account, StoreError> {
-        check_name("account", &new.name)?;
+        // The name becomes a browser profile path: only names that are plain file names are stored.
+        crate::identity::check_account_name(&new.name)
+            .map_err(|e| StoreError::Invalid(e.to_string()))?;
         check_name("platform", &new.platform)?;
         if new.min_interval_ms < 0 || new.dup_window_ms < 0 {
             return Err(StoreError::Invalid("intervals cannot be negative".into()));

@@ -149,6 +149,16 @@ impl Store {
         new: &NewIntent,
         now: Timestamp,
     ) -> Result<Created, StoreError> {
+        // A name from before the account-name rule (or a library caller's) never reaches a profile path.
+        crate::identity::check_account_name(&new.account)
+            .map_err(|e| StoreError::Invalid(e.to_string()))?;
+        if let Some(t) = &new.request.text {
+            crate::identity::check_text_size("the post text", t).map_err(StoreError::Invalid)?;
+        }
+        for (k, v) in &new.request.fields {
+            crate::identity::check_text_size(&format!("field {k:?}"), v)
+                .map_err(StoreError::Invalid)?;
+        }
         let key = DeliveryKey::derive(&crate::identity::DeliverySpec {
             account: new.account.clone(),
             action: new.action,
