@@ -107,6 +107,30 @@ pub enum BrowserError {
     },
 }
 
+/// Chromium's network errors that mean a navigation reached no server at all: nothing was exchanged with the
+/// platform, and the URL (or the platform's address) is wrong or down.
+const UNREACHABLE_NET_ERRORS: [&str; 6] = [
+    "net::ERR_CONNECTION_REFUSED",
+    "net::ERR_NAME_NOT_RESOLVED",
+    "net::ERR_ADDRESS_UNREACHABLE",
+    "net::ERR_ADDRESS_INVALID",
+    "net::ERR_UNSAFE_PORT",
+    "net::ERR_INVALID_URL",
+];
+
+impl BrowserError {
+    /// The Chromium network error, when this is a navigation that reached no server (connection refused,
+    /// name not resolved, ...).
+    pub fn unreachable(&self) -> Option<&'static str> {
+        match self {
+            BrowserError::Cdp { message, .. } => UNREACHABLE_NET_ERRORS
+                .into_iter()
+                .find(|code| message.contains(code)),
+            _ => None,
+        }
+    }
+}
+
 /// Create `dir` (and parents) and restrict it to its owner (0700).
 pub fn private_dir(dir: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::PermissionsExt;

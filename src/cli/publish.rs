@@ -10,14 +10,14 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crate::contract::Contract;
-use crate::identity::{DeliveryKey, DeliverySpec};
+use crate::identity::{DeliveryKey, DeliverySpec, MAX_TEXT_BYTES, check_text_size};
 use crate::lock::{FileLock, file_name_for};
 use crate::publish::{
     self, PublishError, PublishOptions, PublishOutcome, PublishRequest, StepTime,
 };
 use crate::store::{Status, StoreError};
 
-use super::context::parse_duration_ms;
+use super::context::{account_arg, parse_duration_ms};
 use super::output::{clean, errln, outln};
 use super::{CliError, Context, Exit, LogFormat};
 
@@ -71,17 +71,19 @@ pub struct PublishArgs {
 
 /// Run `oncepost publish`.
 pub async fn run(ctx: &Context, args: PublishArgs, log: LogFormat) -> Result<Exit, CliError> {
+    account_arg(&args.account)?;
     let text = match (&args.text, &args.text_file) {
         (Some(t), _) => t.clone(),
-        (None, Some(f)) => std::fs::read_to_string(f)
-            .map_err(|e| CliError::bad_input(format!("cannot read {}: {e}", f.display())))?,
+        (None, Some(f)) => read_text_file(f)?,
         (None, None) => return Err(CliError::bad_input("give --text or --text-file")),
     };
+    check_text_size("the post text", &text).map_err(CliError::bad_input)?;
     let mut fields = BTreeMap::new();
     for kv in &args.fields {
         let Some((k, v)) = kv.split_once('=') else {
             return Err(CliError::bad_input(format!("--field {kv:?}: expected K=V")));
         };
+        check_text_size(&format!("--field {}", clean(k.trim())), v).map_err(CliError::bad_input)?;
         fields.insert(k.trim().to_string(), v.to_string());
     }
     let mut options = PublishOptions {
@@ -127,6 +129,27 @@ pub async fn run(ctx: &Context, args: PublishArgs, log: LogFormat) -> Result<Exi
     };
     print_outcome(&outcome, args.json);
     Ok(exit_of(outcome.state))
+}
+
+/// Read `--text-file` (UTF-8), at most one byte past the size limit: a huge file is refused, not loaded.
+fn read_text_file(f: &std::path::Path) -> Result<String, CliError> {
+    use std::io::Read;
+    let cannot =
+        |e: std::io::Error| CliError::bad_input(format!("cannot read {}: {e}", f.display()));
+    let mut bytes = Vec::new();
+    std::fs::File::open(f)
+        .map_err(cannot)?
+        .take(MAX_TEXT_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(cannot)?;
+    if bytes.len() > MAX_TEXT_BYTES {
+        return Err(CliError::bad_input(format!(
+            "{} is larger than the limit of {MAX_TEXT_BYTES} bytes (64 KiB) for a post text",
+            f.display()
+        )));
+    }
+    String::from_utf8(bytes)
+        .map_err(|_| CliError::bad_input(format!("{} is not UTF-8 text", f.display())))
 }
 
 /// The delivery key `req` maps to (no store needed).

@@ -396,6 +396,21 @@ async fn with_session(
     };
     let open = ComposePage::open(session, &plan.probe, req.login_url.as_deref(), nav);
     let (lookup, opened) = tokio::join!(lookup, open);
+    // A platform that cannot be reached at the first page load is bad input (exit 2), not a failed attempt:
+    // nothing is begun. (Later, the same error is an attempt's outcome.)
+    let gone = opened
+        .as_ref()
+        .err()
+        .or(lookup.as_ref().and_then(|l| l.as_ref().err()));
+    if let Some(code) = gone.and_then(BrowserError::unreachable) {
+        if let Ok(p) = opened {
+            p.close().await;
+        }
+        return Err(PublishError::BadInput(format!(
+            "cannot reach the platform at {}: {code} at the first page load; check --base-url (nothing was begun or sent)",
+            req.base_url
+        )));
+    }
     clock.step(if lookup.is_some() {
         "looked before writing; compose page open"
     } else {

@@ -158,18 +158,18 @@ impl std::fmt::Debug for Store {
 /// from its first statement, or a concurrent writer makes it fail instead of wait.
 macro_rules! write_tx {
     ($store:expr, |$tx:ident, $dialect:ident| $body:block) => {{
+        // How long this operation waited, for a lock error's message.
+        let started = std::time::Instant::now();
+        let locked = |e| $crate::store::waited($crate::store::map_db(e), started);
         match &*$store.pool {
             $crate::store::Pool::Sqlite(pool) => {
-                let mut $tx = pool
-                    .begin_with("BEGIN IMMEDIATE")
-                    .await
-                    .map_err($crate::store::map_db)?;
+                let mut $tx = pool.begin_with("BEGIN IMMEDIATE").await.map_err(locked)?;
                 #[allow(unused_variables)]
                 let $dialect = $crate::store::Dialect::Sqlite;
                 let out: Result<_, $crate::store::StoreError> = async { $body }.await;
                 match out {
                     Ok(v) => {
-                        $tx.commit().await.map_err($crate::store::map_db)?;
+                        $tx.commit().await.map_err(locked)?;
                         $store
                             .commits
                             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -177,18 +177,18 @@ macro_rules! write_tx {
                     }
                     Err(e) => {
                         let _ = $tx.rollback().await;
-                        Err(e)
+                        Err($crate::store::waited(e, started))
                     }
                 }
             }
             $crate::store::Pool::Postgres(pool) => {
-                let mut $tx = pool.begin().await.map_err($crate::store::map_db)?;
+                let mut $tx = pool.begin().await.map_err(locked)?;
                 #[allow(unused_variables)]
                 let $dialect = $crate::store::Dialect::Postgres;
                 let out: Result<_, $crate::store::StoreError> = async { $body }.await;
                 match out {
                     Ok(v) => {
-                        $tx.commit().await.map_err($crate::store::map_db)?;
+                        $tx.commit().await.map_err(locked)?;
                         $store
                             .commits
                             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -196,7 +196,7 @@ macro_rules! write_tx {
                     }
                     Err(e) => {
                         let _ = $tx.rollback().await;
-                        Err(e)
+                        Err($crate::store::waited(e, started))
                     }
                 }
             }
@@ -204,6 +204,17 @@ macro_rules! write_tx {
     }};
 }
 pub(crate) use write_tx;
+
+/// A lock error carries how long this operation really waited (SQLite's busy handler, or the pool), which
+/// is what its message reports; other errors pass through.
+pub(crate) fn waited(e: StoreError, started: std::time::Instant) -> StoreError {
+    match e {
+        StoreError::Locked(0) => {
+            StoreError::Locked(u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX))
+        }
+        other => other,
+    }
+}
 
 /// Run `$body` with `$ex` bound to the pool (an executor), for reads outside a transaction.
 macro_rules! read_pool {
@@ -258,20 +269,45 @@ where
         .map_err(|e| StoreError::Decode(format!("{name}: {e}")))
 }
 
+/// Create a SQLite store's missing folders (0700) and its file (0600) before SQLite opens it: SQLite gives its
+/// -wal and -shm files the database file's mode, so the whole store is private to its owner wherever
+/// `--store` points. Folders and a file that already exist keep their modes (they are the operator's).
+fn create_private(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| {
+                std::io::Error::new(e.kind(), format!("cannot create {}: {e}", dir.display()))
+            })?;
+    }
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+    {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(std::io::Error::new(
+            e.kind(),
+            format!("cannot create {}: {e}", path.display()),
+        )),
+    }
+}
+
 impl Store {
     /// Open (and create, for SQLite) the store, and migrate it to this binary's schema. Refuses a database
     /// written by a newer oncepost.
     pub async fn open(location: &StoreLocation, policy: Policy) -> Result<Store, StoreError> {
+        let started = std::time::Instant::now();
         let pool = match location {
             StoreLocation::Sqlite(path) => {
-                if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                    std::fs::create_dir_all(dir).map_err(|e| {
-                        StoreError::BadLocation(
-                            path.display().to_string(),
-                            format!("cannot create {}: {e}", dir.display()),
-                        )
-                    })?;
-                }
+                create_private(path).map_err(|e| {
+                    StoreError::BadLocation(path.display().to_string(), e.to_string())
+                })?;
                 let opts = SqliteConnectOptions::new()
                     .filename(path)
                     .create_if_missing(true)
@@ -286,7 +322,7 @@ impl Store {
                     .connect_with(opts)
                     .await
                     .map_err(|e| match map_db(e) {
-                        StoreError::Locked(_) => StoreError::Locked(policy.lock_wait_ms),
+                        e @ StoreError::Locked(_) => waited(e, started),
                         StoreError::Db(inner) => {
                             StoreError::BadLocation(path.display().to_string(), inner.to_string())
                         }
@@ -312,10 +348,7 @@ impl Store {
             policy,
             location: location.clone(),
         };
-        store.migrate().await.map_err(|e| match e {
-            StoreError::Locked(_) => StoreError::Locked(policy.lock_wait_ms),
-            other => other,
-        })?;
+        store.migrate().await.map_err(|e| waited(e, started))?;
         Ok(store)
     }
 
