@@ -25,6 +25,8 @@ pub enum Exit {
     Parked = 12,
     /// Publish outcome: in progress elsewhere.
     InProgressElsewhere = 13,
+    /// `reconcile` stopped by SIGINT/SIGTERM with work not started (nothing recorded for it).
+    Interrupted = 130,
 }
 
 /// An error on its way to stderr, with the exit code it means.

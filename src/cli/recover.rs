@@ -7,12 +7,15 @@ use std::time::Duration;
 use clap::Args;
 
 use super::context::{actor, parse_duration_ms};
-use super::output::{clean, clean_or_dash, errln, errpart, outln};
 use super::intents::parse_key;
+use super::output::{clean, clean_or_dash, errln, errpart, outln};
 use super::{CliError, Context, Exit};
 use crate::contract::Contract;
-use crate::recover::{self, BrowserLookup, PassReport, ReconcilePolicy, Reconciled, RecoverError};
-use crate::store::{NotFoundPolicy, Status, Store, Timestamp};
+use crate::recover::{
+    self, BrowserLookup, LookupResult, PassReport, PlatformLookup, ReconcilePolicy, Reconciled,
+    RecoverError,
+};
+use crate::store::{Intent, NotFoundPolicy, Status, Store, Timestamp};
 
 /// `oncepost reconcile`.
 #[derive(Debug, Args)]
@@ -122,6 +125,99 @@ fn line(r: &Reconciled) -> String {
 /// What a lookup's lease covers beyond its own bound: recording what it saw (one transaction).
 const LOOKUP_RECORD_GRACE_MS: i64 = 2_000;
 
+/// SIGINT and SIGTERM for `reconcile` and `worker`, handled from the first line of the command: a handler
+/// installed later leaves the default action in place, which killed a worker mid-lookup (its ticket
+/// recorded, its result not, the intent's one automatic lookup spent on nothing). The first signal asks to
+/// stop: no new lookup starts (nothing recorded or spent), a lookup already recorded runs to its bound and
+/// its result is recorded. A second signal exits at once (130); a lookup cut that way is parked by the next
+/// sweep once its lookup lease runs out (docs/cli.md).
+struct StopOnSignal {
+    rx: tokio::sync::watch::Receiver<bool>,
+    tx: std::sync::Arc<tokio::sync::watch::Sender<bool>>,
+}
+
+/// Why a lookup did not start after a stop signal.
+const STOPPING: &str = "stopping on a signal: the lookup was not started";
+
+impl StopOnSignal {
+    fn install() -> Result<Self, CliError> {
+        use tokio::signal::unix::{SignalKind, signal};
+        let handler = |k| {
+            signal(k).map_err(|e| CliError::internal(format!("cannot handle SIGINT/SIGTERM: {e}")))
+        };
+        let mut int = handler(SignalKind::interrupt())?;
+        let mut term = handler(SignalKind::terminate())?;
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        let tx = std::sync::Arc::new(tx);
+        let first = tx.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = int.recv() => {}
+                _ = term.recv() => {}
+            }
+            let _ = first.send(true);
+            errln!(
+                "oncepost: stopping: no new lookup starts; one in progress is finished and recorded (signal again to exit now)"
+            );
+            tokio::select! {
+                _ = int.recv() => {}
+                _ = term.recv() => {}
+            }
+            errln!(
+                "oncepost: exiting now; a lookup cut short is parked by the next sweep once its lookup lease runs out"
+            );
+            std::process::exit(130);
+        });
+        Ok(StopOnSignal { rx, tx })
+    }
+
+    fn stopped(&self) -> bool {
+        *self.rx.borrow()
+    }
+
+    /// Resolves once a stop was asked for (by a signal, or by [`StopOnSignal::ask`]).
+    fn wait(&self) -> impl std::future::Future<Output = ()> + 'static {
+        let mut rx = self.rx.clone();
+        async move {
+            let _ = rx.wait_for(|v| *v).await;
+        }
+    }
+
+    /// Ask to stop (the worker's --passes count ran out).
+    fn ask(&self) {
+        let _ = self.tx.send(true);
+    }
+}
+
+/// A lookup that does not start once a stop was asked for. `hold` runs before the lookup is recorded, so
+/// refusing there spends nothing; a stop while the hold is being taken (the profile may be busy) wins too.
+struct Stoppable<'a, L> {
+    inner: &'a L,
+    stop: &'a StopOnSignal,
+}
+
+impl<L: PlatformLookup> PlatformLookup for Stoppable<'_, L> {
+    type Hold = L::Hold;
+
+    async fn hold(&self, intent: &Intent) -> Result<Option<Self::Hold>, String> {
+        if self.stop.stopped() {
+            return Err(STOPPING.into());
+        }
+        let held = tokio::select! {
+            h = self.inner.hold(intent) => h?,
+            _ = self.stop.wait() => return Err(STOPPING.into()),
+        };
+        if self.stop.stopped() {
+            return Err(STOPPING.into());
+        }
+        Ok(held)
+    }
+
+    async fn find(&self, intent: &Intent, hold: &Self::Hold) -> Result<LookupResult, String> {
+        self.inner.find(intent, hold).await
+    }
+}
+
 /// Open the store with a lookup lease that covers one bounded lookup and its recording: a reconcile whose
 /// process dies mid-lookup is parked by the next sweep once this runs out.
 async fn open_for_lookups(ctx: &Context, lookup_timeout_ms: i64) -> Result<Store, CliError> {
@@ -131,10 +227,15 @@ async fn open_for_lookups(ctx: &Context, lookup_timeout_ms: i64) -> Result<Store
 }
 
 pub(crate) async fn run_reconcile(ctx: &Context, args: ReconcileArgs) -> Result<Exit, CliError> {
+    let stop = StopOnSignal::install()?;
     let key = args.key.as_deref().map(parse_key).transpose()?;
     let store = open_for_lookups(ctx, args.lookup_timeout).await?;
     let (lookup, mut policy) =
         lookup_for(ctx, &args.contract, &args.base_url, args.lookup_timeout)?;
+    let lookup = Stoppable {
+        inner: &lookup,
+        stop: &stop,
+    };
     if args.stay {
         policy.not_found = NotFoundPolicy::Stay;
     }
@@ -148,6 +249,12 @@ pub(crate) async fn run_reconcile(ctx: &Context, args: ReconcileArgs) -> Result<
                     return Err(CliError {
                         exit: Exit::Refused,
                         message: format!("too early: a lookup means something in {ms} ms (the contract's propagation window)"),
+                    });
+                }
+                Err(RecoverError::Busy(_)) if stop.stopped() => {
+                    return Err(CliError {
+                        exit: Exit::Interrupted,
+                        message: "stopped by a signal before the lookup started: nothing recorded or spent".into(),
                     });
                 }
                 Err(RecoverError::Busy(why)) => {
@@ -175,6 +282,12 @@ pub(crate) async fn run_reconcile(ctx: &Context, args: ReconcileArgs) -> Result<
         let total = due.len();
         progress(0, total, "");
         for (i, intent) in due.iter().enumerate() {
+            if stop.stopped() {
+                return Err(CliError {
+                    exit: Exit::Interrupted,
+                    message: format!("stopped by a signal: {} of {total} due intents were not looked up (nothing recorded for them)", total - i),
+                });
+            }
             let r = recover::reconcile_one(&store, &lookup, &intent.key, &who, false, policy, Timestamp::now()).await;
             let out = match &r {
                 Ok(r) if json_lines => serde_json::to_string(r).unwrap_or_default(),
@@ -194,26 +307,16 @@ pub(crate) async fn run_reconcile(ctx: &Context, args: ReconcileArgs) -> Result<
 }
 
 pub(crate) async fn run_worker(ctx: &Context, args: WorkerArgs) -> Result<Exit, CliError> {
+    let stop = StopOnSignal::install()?;
     let store = open_for_lookups(ctx, args.lookup_timeout).await?;
     let (lookup, policy) = lookup_for(ctx, &args.contract, &args.base_url, args.lookup_timeout)?;
+    let lookup = Stoppable {
+        inner: &lookup,
+        stop: &stop,
+    };
     let who = format!("worker:{}", std::process::id());
     let max = args.passes;
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let shutdown = {
-        let mut rx = stop_rx.clone();
-        async move {
-            let mut term =
-                match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                    Ok(s) => s,
-                    Err(_) => return,
-                };
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-                _ = rx.wait_for(|v| *v) => {}
-            }
-        }
-    };
+    let shutdown = stop.wait();
     let mut count = 0u64;
     let r = recover::run_worker(
         &store,
@@ -224,9 +327,9 @@ pub(crate) async fn run_worker(ctx: &Context, args: WorkerArgs) -> Result<Exit, 
         shutdown,
         |report: &PassReport| {
             count += 1;
-            println!("{}", serde_json::to_string(report).unwrap_or_default());
+            outln!("{}", serde_json::to_string(report).unwrap_or_default());
             if max.is_some_and(|m| count >= m) {
-                let _ = stop_tx.send(true);
+                stop.ask();
             }
         },
     )
