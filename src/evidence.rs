@@ -1,8 +1,11 @@
 //! Content-addressed evidence: files under `<data-dir>/evidence/sha256/<hh>/<sha256>.<ext>` (files 0600,
-//! dirs 0700), written atomically (temp file + rename), plus the redaction of secrets from write logs.
+//! dirs 0700), written atomically (temp file + rename). Everything is redacted on the way in ([`crate::redact`]):
+//! JSON as JSON, DOM excerpts as HTML (and then stored as plain text, `.txt`, so no browser ever renders a
+//! page's markup from here), other text as text. Screenshots are stored as they are.
 //!
 //! An attempt links its evidence from its history with one `evidence` event per capture point whose
 //! details list [`Item`]s (paths relative to the data dir), as docs/states.md and the store API describe.
+use std::borrow::Cow;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -10,29 +13,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-/// What is written in place of a secret.
-pub const REDACTED: &str = "[redacted]";
-
-/// Header names whose values are secrets (compared lower-case).
-const SECRET_HEADERS: &[&str] = &[
-    "cookie",
-    "set-cookie",
-    "authorization",
-    "proxy-authorization",
-];
-
-/// Whether a header or form field name carries a credential or anti-forgery token.
-pub fn is_secret_name(name: &str) -> bool {
-    let n = name.to_ascii_lowercase();
-    SECRET_HEADERS.contains(&n.as_str())
-        || n.contains("csrf")
-        || n.contains("xsrf")
-        || n.contains("token")
-        || n.contains("authenticity")
-        || n.contains("session")
-        || n.contains("api-key")
-        || n.contains("apikey")
-}
+pub use crate::redact::REDACTED;
 
 /// Errors storing evidence.
 #[derive(Debug, thiserror::Error)]
@@ -73,8 +54,20 @@ impl EvidenceStore {
         }
     }
 
-    /// Store `bytes` (kind `kind`, extension `ext`) and describe it.
+    /// Store `bytes` (kind `kind`, extension `ext`), redacted by what they are ([`inert`]), and describe what
+    /// was stored.
     pub fn put(
+        &self,
+        kind: &str,
+        bytes: &[u8],
+        ext: &str,
+        media_type: &str,
+    ) -> Result<Item, EvidenceError> {
+        let (bytes, ext, media_type) = inert(kind, bytes, ext, media_type);
+        self.put_exact(kind, &bytes, ext, media_type)
+    }
+
+    fn put_exact(
         &self,
         kind: &str,
         bytes: &[u8],
@@ -96,11 +89,46 @@ impl EvidenceStore {
         })
     }
 
-    /// Store a JSON value (pretty-printed).
+    /// Store a JSON value, redacted and pretty-printed.
     pub fn put_json(&self, kind: &str, v: &serde_json::Value) -> Result<Item, EvidenceError> {
-        let text = serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string());
-        self.put(kind, text.as_bytes(), "json", "application/json")
+        let v = crate::redact::json(v);
+        let text = serde_json::to_string_pretty(&v).unwrap_or_else(|_| v.to_string());
+        self.put_exact(kind, text.as_bytes(), "json", "application/json")
     }
+}
+
+/// The media type DOM excerpts are stored and served with: text, never markup.
+pub const EXCERPT_MEDIA_TYPE: &str = "text/plain; charset=utf-8";
+
+/// What is stored for a capture: images as they are; JSON redacted as JSON; HTML (a DOM excerpt) redacted
+/// and turned into plain text (`.txt`, [`EXCERPT_MEDIA_TYPE`]); any other text redacted as text; other bytes
+/// as they are.
+pub fn inert<'a>(
+    kind: &str,
+    bytes: &'a [u8],
+    ext: &'a str,
+    media_type: &'a str,
+) -> (Cow<'a, [u8]>, &'a str, &'a str) {
+    let media = media_type.to_ascii_lowercase();
+    if media.starts_with("image/") {
+        return (Cow::Borrowed(bytes), ext, media_type);
+    }
+    if media.contains("json") || ext == "json" {
+        return (
+            Cow::Owned(crate::redact::json_bytes(bytes)),
+            "json",
+            "application/json",
+        );
+    }
+    if kind == "dom_excerpt" || media.contains("html") || matches!(ext, "html" | "htm" | "xhtml") {
+        let text = crate::redact::html(&String::from_utf8_lossy(bytes));
+        return (Cow::Owned(text.into_bytes()), "txt", EXCERPT_MEDIA_TYPE);
+    }
+    if media.starts_with("text/") {
+        let text = crate::redact::text(&String::from_utf8_lossy(bytes));
+        return (Cow::Owned(text.into_bytes()), ext, media_type);
+    }
+    (Cow::Borrowed(bytes), ext, media_type)
 }
 
 /// Store `bytes` at `<dir>/<hh>/<sha256>.<ext>` (0700 dirs including `dir`'s parent, 0600 file);
@@ -138,96 +166,61 @@ pub fn store_bytes(
     Ok((hash, path))
 }
 
-/// Redact secrets anywhere in a JSON value: header lists (`[[name, value], ...]`), header maps
-/// (`{name: value}`), and any object key that names a secret. Bodies given as strings are redacted as
-/// JSON or urlencoded forms when they parse as such.
-pub fn redact(v: &serde_json::Value) -> serde_json::Value {
-    use serde_json::Value;
-    match v {
-        Value::Object(m) => Value::Object(
-            m.iter()
-                .map(|(k, val)| {
-                    let val = if is_secret_name(k) && !val.is_object() && !val.is_array() {
-                        Value::String(REDACTED.into())
-                    } else if k == "body" {
-                        match val {
-                            Value::String(s) => Value::String(redact_body(s)),
-                            other => redact(other),
-                        }
-                    } else {
-                        redact(val)
-                    };
-                    (k.clone(), val)
-                })
-                .collect(),
-        ),
-        Value::Array(a) => {
-            // A header pair: ["Name", "value"].
-            if a.len() == 2
-                && let (Some(n), Some(_)) = (a[0].as_str(), a[1].as_str())
-                && is_secret_name(n)
-            {
-                return Value::Array(vec![a[0].clone(), Value::String(REDACTED.into())]);
-            }
-            Value::Array(a.iter().map(redact).collect())
-        }
-        other => other.clone(),
-    }
-}
-
-/// Redact token-like fields of a request or response body (JSON or urlencoded); other text is kept.
-pub fn redact_body(s: &str) -> String {
-    if let Ok(v) = serde_json::from_str::<serde_json::Value>(s)
-        && (v.is_object() || v.is_array())
-    {
-        return redact(&v).to_string();
-    }
-    if s.contains('=') && !s.contains(char::is_whitespace) {
-        let pairs: Vec<(String, String)> = url::form_urlencoded::parse(s.as_bytes())
-            .map(|(k, v)| {
-                let v = if is_secret_name(&k) {
-                    REDACTED.to_string()
-                } else {
-                    v.into_owned()
-                };
-                (k.into_owned(), v)
-            })
-            .collect();
-        return url::form_urlencoded::Serializer::new(String::new())
-            .extend_pairs(pairs)
-            .finish();
-    }
-    s.to_string()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
 
     #[test]
-    fn secrets_are_redacted_in_header_lists_maps_and_bodies() {
-        let v = json!({
-            "headers": [["Cookie", "fb_session=abc"], ["Content-Type", "application/json"],
-                        ["x-csrf-token", "t0k"], ["Set-Cookie", "a=b"]],
-            "map": {"Authorization": "Bearer x", "Accept": "*/*"},
-            "body": "{\"text\":\"hi\",\"authenticity_token\":\"zzz\"}",
-            "form": {"body": "text=hi&csrf_token=abc"},
-        });
-        let r = redact(&v).to_string();
-        for secret in [
-            "fb_session=abc",
-            "t0k",
-            "a=b",
-            "Bearer x",
-            "zzz",
-            "csrf_token=abc",
-        ] {
-            assert!(!r.contains(secret), "{secret} leaked: {r}");
+    fn everything_is_redacted_on_the_way_in_and_excerpts_become_text() {
+        let d = tempfile::tempdir().unwrap();
+        let s = EvidenceStore::new(d.path());
+        let log = json!({"headers": [["Cookie", "fb_session=abc"], ["x-csrf-token", "t0k"]],
+                         "body": "{\"text\":\"hi\",\"authenticity_token\":\"zzz\"}"});
+        let a = s.put_json("write_log", &log).unwrap();
+        let raw = s
+            .put(
+                "write_log",
+                log.to_string().as_bytes(),
+                "json",
+                "application/json",
+            )
+            .unwrap();
+        for item in [&a, &raw] {
+            let text = std::fs::read_to_string(d.path().join(&item.path)).unwrap();
+            for secret in ["fb_session=abc", "t0k", "zzz"] {
+                assert!(!text.contains(secret), "{secret} leaked: {text}");
+            }
+            assert!(text.contains("hi"));
         }
-        for kept in ["application/json", "*/*", "hi"] {
-            assert!(r.contains(kept), "{kept} lost: {r}");
-        }
+        let dom = s
+            .put(
+                "dom_excerpt",
+                b"<main><script>var s='S1'</script><b onclick=\"x()\">hi</b></main>",
+                "html",
+                "text/html",
+            )
+            .unwrap();
+        assert!(dom.path.ends_with(".txt"), "{}", dom.path);
+        assert_eq!(dom.media_type, EXCERPT_MEDIA_TYPE);
+        let text = std::fs::read_to_string(d.path().join(&dom.path)).unwrap();
+        assert!(
+            !text.contains("S1") && !text.contains("onclick") && text.contains("hi"),
+            "{text}"
+        );
+        assert_eq!(dom.bytes, text.len() as u64);
+        let png = s
+            .put(
+                "screenshot_readback",
+                b"\x89PNG password=x",
+                "png",
+                "image/png",
+            )
+            .unwrap();
+        assert_eq!(
+            std::fs::read(d.path().join(&png.path)).unwrap(),
+            b"\x89PNG password=x"
+        );
     }
 
     #[test]

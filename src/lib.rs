@@ -12,7 +12,8 @@
 //! - [`recover`]: sweep, one-lookup reconcile, and the unattended worker loop.
 //! - [`review`]: the local review page for people who own parked sends, and its static export.
 //! - [`fixture_platform`]: the bundled fixture platform (pages, hostile variants, fault modes) on loopback.
-//! - [`evidence`]: content-addressed evidence files and the redaction of secrets.
+//! - [`evidence`]: content-addressed evidence files (redacted as they are written).
+//! - [`redact`]: the one redaction layer for everything persisted or printed (store, evidence, review, logs).
 //! - [`failpoint`]: named SIGKILL crash points for the crash matrix (armed by `ONCEPOST_FAILPOINT`).
 //! - [`lock`]: advisory file locks (one per intent, one per account profile) on one host.
 //! - [`publish`]: the publish flow (intent, look-before-write, authorization, one write, read-back, settle).
@@ -31,6 +32,7 @@ pub mod identity;
 pub mod lock;
 pub mod publish;
 pub mod recover;
+pub mod redact;
 pub mod review;
 pub mod store;
 pub mod utc;

@@ -486,7 +486,8 @@ const ELEMENT_JS: &str = r#"
 
 const DOM_EXCERPT_JS: &str = r#"
 () => {
-  const pub = document.querySelector('#publish, button[type=submit], form');
+  // The publish button first: a selector list would pick whichever comes first in the document (a search form).
+  const pub = document.querySelector('#publish') || document.querySelector('button[type=submit]') || document.querySelector('form');
   const root = (pub && (pub.closest('form') || pub.closest('main'))) || document.querySelector('main') || document.body;
   const c = root.cloneNode(true);
   c.querySelectorAll('input[type=hidden]').forEach(e => e.setAttribute('value', '[redacted]'));

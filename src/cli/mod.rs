@@ -158,7 +158,11 @@ pub fn main() -> ExitCode {
     match runtime.block_on(run(cli)) {
         Ok(code) => ExitCode::from(code as u8),
         Err(e) => {
-            errln!("oncepost: {}", output::clean(&e.message));
+            // Error messages may quote a page's URL or answer: printed through the redaction layer too.
+            errln!(
+                "oncepost: {}",
+                output::clean(&crate::redact::text(&e.message))
+            );
             ExitCode::from(e.exit as u8)
         }
     }
@@ -179,15 +183,40 @@ fn usage_error(e: clap::Error) -> ExitCode {
     ExitCode::from(e.exit_code().clamp(0, 255) as u8)
 }
 
+/// Targets that log raw DevTools protocol traffic: CDP messages carry the Cookie header, the page's request
+/// and response bodies (base64, which no text redaction can read) and the DOM.
+const WIRE_TARGETS: &[&str] = &["chromiumoxide", "tungstenite", "async_tungstenite"];
+/// Of those, the modules whose every line quotes a message (`Sending {cmd:?}`, `Command {cmd:?} exceeded...`).
+const WIRE_MESSAGE_TARGETS: &[&str] = &["chromiumoxide::conn", "chromiumoxide::cmd"];
+
+/// Whether a log event may be written at all, whatever `ONCEPOST_LOG` asks for: wire-level crates only at
+/// WARN and above (their debug and trace lines are raw protocol messages), and never the modules that quote
+/// messages.
+fn loggable(meta: &tracing::Metadata<'_>) -> bool {
+    let t = meta.target();
+    let under = |prefix: &&str| t == *prefix || t.starts_with(&format!("{prefix}::"));
+    if WIRE_MESSAGE_TARGETS.iter().any(under) {
+        return false;
+    }
+    !(WIRE_TARGETS.iter().any(under) && *meta.level() > tracing::Level::WARN)
+}
+
+/// Logs go to stderr through the redaction layer ([`crate::redact::RedactingWriter`]), with protocol-level
+/// traffic capped by [`loggable`], so `ONCEPOST_LOG=trace` prints no cookie, CSRF token or page secret.
 fn init_tracing(format: LogFormat) {
+    use tracing_subscriber::Layer;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     let filter = tracing_subscriber::EnvFilter::try_from_env("ONCEPOST_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,chromiumoxide=off"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(|| output::QuietStderr);
+    let cap = tracing_subscriber::filter::filter_fn(loggable);
+    // Redacted, and write errors dropped (a closed stderr never panics: output::QuietStderr).
+    let layer = tracing_subscriber::fmt::layer()
+        .with_writer(|| crate::redact::RedactingWriter::new(output::QuietStderr));
+    let registry = tracing_subscriber::registry().with(filter);
     let _ = match format {
-        LogFormat::Text => builder.try_init(),
-        LogFormat::Json => builder.json().try_init(),
+        LogFormat::Text => registry.with(layer.with_filter(cap)).try_init(),
+        LogFormat::Json => registry.with(layer.json().with_filter(cap)).try_init(),
     };
 }
 

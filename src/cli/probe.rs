@@ -154,7 +154,10 @@ async fn probe(
             std::fs::copy(&path, to).with_context(|| format!("cannot write {}", to.display()))?;
         }
     }
-    let json = serde_json::to_string_pretty(&report)?;
+    // What is stored and printed went through the redaction layer: the page's URLs (tokens in queries) and
+    // messages are the page's, not ours.
+    redact_report(&mut report);
+    let json = serde_json::to_string_pretty(&crate::redact::json(&serde_json::to_value(&report)?))?;
     let (report_hash, report_path) = store(&evidence, json.as_bytes(), "json")?;
     if args.json {
         outln!("{json}");
@@ -182,6 +185,27 @@ fn read_cookies(
 /// Store `bytes` at `<dir>/<hh>/<sha256>.<ext>` (0700 dirs, 0600 file); returns the hash and the path.
 pub fn store(dir: &Path, bytes: &[u8], ext: &str) -> anyhow::Result<(String, PathBuf)> {
     Ok(crate::evidence::store_bytes(dir, bytes, ext)?)
+}
+
+/// Redact the report's page-derived text in place (URLs, problems, step outcomes, guard faults).
+fn redact_report(r: &mut ProbeReport) {
+    use crate::redact::text;
+    r.url = text(&r.url);
+    r.final_url = r.final_url.as_deref().map(text);
+    for p in r.problems.iter_mut().chain(r.guard_faults.iter_mut()) {
+        *p = text(p);
+    }
+    for c in &mut r.locators {
+        for p in &mut c.problems {
+            *p = text(p);
+        }
+    }
+    for s in &mut r.steps {
+        s.outcome = text(&s.outcome);
+    }
+    for w in &mut r.writes {
+        w.url = text(&w.url);
+    }
 }
 
 fn print_human(r: &ProbeReport, report_path: &Path) {
@@ -239,7 +263,7 @@ fn print_human(r: &ProbeReport, report_path: &Path) {
     for d in &r.dialogs {
         outln!(
             "  dialog/popup: {}",
-            serde_json::to_string(d).unwrap_or_default()
+            crate::redact::text(&serde_json::to_string(d).unwrap_or_default())
         );
     }
     outln!(

@@ -265,7 +265,8 @@ pub async fn run(
     } else {
         "intent found"
     });
-    let span = tracing::info_span!("intent", key = %key.as_str());
+    // Field named `delivery`, not `key`: log lines are redacted and `key=...` reads as a credential there.
+    let span = tracing::info_span!("intent", delivery = %key.as_str());
     let outcome = async {
         let it = &created.intent;
         if it.state != Status::Pending {
@@ -552,7 +553,8 @@ async fn attempt(
         before.push(ev.put("screenshot_before_dispatch", &png, "png", "image/png")?);
     }
     if let Ok(html) = html {
-        before.push(ev.put("dom_excerpt", html.as_bytes(), "html", "text/html")?);
+        // Stored redacted and as plain text (.txt): the page's markup is evidence, never a page to open.
+        before.push(ev.put("dom_excerpt", html.as_bytes(), "txt", "text/html")?);
     }
     link("before_dispatch", before).await;
     clock.step("evidence before dispatch");
@@ -646,7 +648,8 @@ async fn attempt(
     clock.step("pressed; create request carried");
     let fence = pressed.fence.clone();
     let log = json!({ "attempt": token, "transport": plan.transport, "entries": pressed.log });
-    let log_item = ev.put_json("write_log", &crate::evidence::redact(&log))?;
+    // put_json redacts (headers, cookies, tokens in URLs and bodies) before anything reaches the disk.
+    let log_item = ev.put_json("write_log", &log)?;
     link("write_log", vec![log_item]).await;
     let verdict = after_dispatch(
         req,
@@ -995,10 +998,11 @@ async fn answer(
         })
         .collect();
     let it = &tl.intent;
+    // The summary is printed and may quote a page's error or URL: redacted like everything printed.
     let summary = if summary.is_empty() {
         format!("{}", it.state)
     } else {
-        summary.to_string()
+        crate::redact::text(summary)
     };
     Ok(PublishOutcome {
         key: key.as_str().to_string(),

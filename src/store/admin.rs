@@ -16,7 +16,7 @@ macro_rules! admin_event {
         .bind($now)
         .bind($actor)
         .bind($action)
-        .bind(details.to_string())
+        .bind($crate::redact::json(&details).to_string())
         .execute($ex)
         .await
         .map_err(map_db)?;
