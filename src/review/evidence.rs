@@ -26,7 +26,7 @@ pub enum EvidenceKind {
     ScreenshotReadback,
     /// The write-request log (JSON, secrets redacted by the writer).
     WriteLog,
-    /// An HTML excerpt of the page (shown as text, never rendered).
+    /// An HTML excerpt of the page (stored, shown, served and exported as text, never rendered).
     DomExcerpt,
     /// The read-back result (JSON).
     Readback,
@@ -71,6 +71,17 @@ impl EvidenceKind {
                 "application/json"
             }
             _ => "text/plain; charset=utf-8",
+        }
+    }
+
+    /// The extension of the file in an export: chosen by kind like the media type, never the stored one, so a
+    /// DOM excerpt stored as `.html` by an older oncepost is still written as text (`.txt`) that no browser
+    /// renders as a page.
+    pub fn export_ext(self) -> &'static str {
+        match self {
+            k if k.is_screenshot() => "png",
+            EvidenceKind::WriteLog | EvidenceKind::Readback | EvidenceKind::ProbeReport => "json",
+            _ => "txt",
         }
     }
 }
@@ -259,76 +270,56 @@ pub fn read_verified(data_dir: &Path, item: &EvidenceItem) -> Result<Vec<u8>, Ev
     Ok(bytes)
 }
 
-/// Keys whose values are secrets wherever they appear (case-insensitive). The writer redacts already; the
-/// page redacts again so a writer's slip does not put a session cookie on a screen.
-const SECRET_KEYS: &[&str] = &[
-    "cookie",
-    "set-cookie",
-    "authorization",
-    "proxy-authorization",
-    "x-csrf-token",
-    "csrf",
-    "csrf_token",
-    "password",
-    "token",
-    "access_token",
-    "refresh_token",
-    "api_key",
-    "secret",
-];
-
-/// The redaction marker.
-pub const REDACTED: &str = "[redacted]";
-
-/// Redact secret values in a JSON document: object members named like a secret, and `{name, value}` pairs
-/// (header lists) whose name is one.
-pub fn redact(v: &mut serde_json::Value) {
-    use serde_json::Value;
-    let secret = |k: &str| SECRET_KEYS.iter().any(|s| s.eq_ignore_ascii_case(k));
-    match v {
-        Value::Object(map) => {
-            let pair_named_secret = map.get("name").and_then(Value::as_str).is_some_and(secret);
-            for (k, val) in map.iter_mut() {
-                if secret(k) || (pair_named_secret && k == "value") {
-                    *val = Value::String(REDACTED.into());
-                } else {
-                    redact(val);
-                }
-            }
+/// The bytes of a verified file as the page shows, serves and exports them: screenshots as they are; JSON
+/// redacted again as JSON; a DOM excerpt redacted again as HTML and handed out as text; anything else
+/// redacted as text. The writer redacts already ([`crate::evidence::inert`]); redacting again here means a
+/// file written before the redaction layer existed, or by another tool, does not put a session on a screen.
+pub fn shown_bytes(kind: EvidenceKind, bytes: &[u8]) -> Vec<u8> {
+    match kind {
+        k if k.is_screenshot() => bytes.to_vec(),
+        EvidenceKind::WriteLog | EvidenceKind::Readback | EvidenceKind::ProbeReport => {
+            crate::redact::json_bytes(bytes)
         }
-        Value::Array(items) => {
-            // A header as a two-element array: ["Cookie", "..."].
-            if items.len() == 2 && items[0].as_str().is_some_and(secret) {
-                items[1] = Value::String(REDACTED.into());
-                return;
-            }
-            items.iter_mut().for_each(redact);
+        EvidenceKind::DomExcerpt => {
+            crate::redact::html(&String::from_utf8_lossy(bytes)).into_bytes()
         }
-        _ => {}
+        _ => crate::redact::text(&String::from_utf8_lossy(bytes)).into_bytes(),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
-    fn redacts_secret_members_pairs_and_tuples() {
-        let mut v = json!({
-            "headers": {"Cookie": "fb_session=abc", "content-type": "application/json"},
-            "list": [{"name": "Authorization", "value": "Bearer x"}, {"name": "accept", "value": "*/*"}],
-            "tuples": [["X-CSRF-Token", "t"], ["accept", "*/*"]],
-            "body": {"text": "hello"}
-        });
-        redact(&mut v);
-        assert_eq!(v["headers"]["Cookie"], REDACTED);
-        assert_eq!(v["headers"]["content-type"], "application/json");
-        assert_eq!(v["list"][0]["value"], REDACTED);
-        assert_eq!(v["list"][1]["value"], "*/*");
-        assert_eq!(v["tuples"][0][1], REDACTED);
-        assert_eq!(v["tuples"][1][1], "*/*");
-        assert_eq!(v["body"]["text"], "hello");
+    fn shown_bytes_are_redacted_by_kind() {
+        let log =
+            br#"{"headers": {"Cookie": "fb_session=abc", "content-type": "application/json"}}"#;
+        let shown = String::from_utf8(shown_bytes(EvidenceKind::WriteLog, log)).unwrap();
+        assert!(
+            !shown.contains("fb_session=abc") && shown.contains("application/json"),
+            "{shown}"
+        );
+        let dom = b"<div><script>alert(1)</script><img src=x onerror=alert(2)>Failed</div>";
+        let shown = String::from_utf8(shown_bytes(EvidenceKind::DomExcerpt, dom)).unwrap();
+        assert!(
+            !shown.contains("alert") && shown.contains("Failed"),
+            "{shown}"
+        );
+        let png = b"\x89PNG token=x";
+        assert_eq!(shown_bytes(EvidenceKind::ScreenshotReadback, png), png);
+    }
+
+    #[test]
+    fn excerpts_are_served_and_exported_as_text() {
+        assert_eq!(
+            EvidenceKind::DomExcerpt.served_media_type(),
+            "text/plain; charset=utf-8"
+        );
+        assert_eq!(EvidenceKind::DomExcerpt.export_ext(), "txt");
+        assert_eq!(EvidenceKind::Unknown.export_ext(), "txt");
+        assert_eq!(EvidenceKind::WriteLog.export_ext(), "json");
+        assert_eq!(EvidenceKind::ScreenshotReadback.export_ext(), "png");
     }
 
     #[test]

@@ -1,10 +1,21 @@
 //! `oncepost review --export DIR`: the same content as the live page, as static HTML that opens from disk.
 //!
 //! Layout: `DIR/index.html` (the list), `DIR/intent-<key>.html` (one per intent), `DIR/evidence/<sha256>.<ext>`
-//! (verified copies of the linked files) and `DIR/thumbs/<sha256>.png`. No forms, no actions. The report
-//! holds unpublished text and evidence, so the folder and its files are private to the owner (0700/0600).
+//! (verified, redacted copies of the linked files: `.png` screenshots, `.json` logs and reports, `.txt` for DOM
+//! excerpts and anything else, so no page's markup is ever written as a file a browser would render) and
+//! `DIR/thumbs/<sha256>.png`. No forms, no actions.
+//!
+//! The report holds unpublished text and evidence, so it is written only into a NEW folder (or an existing
+//! empty one): a non-empty folder, a symbolic link or a file in its place is refused. Nothing is ever
+//! followed or overwritten: the folder is opened `O_NOFOLLOW | O_DIRECTORY`, everything inside is created
+//! relative to that handle with `mkdirat` / `openat(O_CREAT | O_EXCL | O_NOFOLLOW)`, folders 0700 and files
+//! 0600 (set with `fchmod`, whatever the umask).
+use std::collections::HashSet;
+use std::ffi::CString;
+use std::fs::File;
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use super::error::ReviewError;
@@ -34,68 +45,238 @@ fn io_err(path: &Path) -> impl Fn(std::io::Error) -> ReviewError + '_ {
     }
 }
 
-fn write_private(path: &Path, bytes: &[u8]) -> Result<(), ReviewError> {
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)
-        .map_err(io_err(path))?;
-    f.write_all(bytes).map_err(io_err(path))
+fn refuse(path: &Path, why: &str) -> ReviewError {
+    ReviewError::Export {
+        path: path.display().to_string(),
+        message: format!(
+            "{why}; the report is written only into a new (or empty) folder: name one"
+        ),
+    }
 }
 
-/// Write the report of every parked and indeterminate intent into `dir` (created if needed).
+/// A folder of the report, held open: everything in it is created new, relative to this handle.
+struct NewDir {
+    dir: File,
+    path: PathBuf,
+}
+
+fn open_dir_nofollow(path: &Path) -> std::io::Result<File> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+}
+
+fn c_name(name: &str) -> std::io::Result<CString> {
+    if name.is_empty() || name.contains('/') || name == "." || name == ".." {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{name:?} is not a plain file name"),
+        ));
+    }
+    CString::new(name).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))
+}
+
+impl NewDir {
+    /// The report folder: created now (0700), or an existing empty real folder (made 0700). A symbolic link,
+    /// a file or a non-empty folder is refused.
+    fn root(path: &Path) -> Result<NewDir, ReviewError> {
+        let checked = match std::fs::symlink_metadata(path) {
+            Ok(m) if m.file_type().is_symlink() => {
+                return Err(refuse(path, "it is a symbolic link"));
+            }
+            Ok(m) if !m.is_dir() => return Err(refuse(path, "it exists and is not a folder")),
+            Ok(m) => {
+                let mut entries = std::fs::read_dir(path).map_err(io_err(path))?;
+                if entries.next().is_some() {
+                    return Err(refuse(path, "the folder is not empty"));
+                }
+                Some(m)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                // Not recursive: a missing parent is the person's typo, not something to create.
+                std::fs::DirBuilder::new()
+                    .mode(0o700)
+                    .create(path)
+                    .map_err(io_err(path))?;
+                None
+            }
+            Err(e) => return Err(io_err(path)(e)),
+        };
+        let dir = open_dir_nofollow(path).map_err(|e| {
+            if e.raw_os_error() == Some(libc::ELOOP) {
+                refuse(path, "it is a symbolic link")
+            } else {
+                io_err(path)(e)
+            }
+        })?;
+        let meta = dir.metadata().map_err(io_err(path))?;
+        if let Some(m) = checked
+            && (m.dev(), m.ino()) != (meta.dev(), meta.ino())
+        {
+            return Err(refuse(path, "the folder was replaced while it was checked"));
+        }
+        dir.set_permissions(std::fs::Permissions::from_mode(0o700))
+            .map_err(io_err(path))?;
+        Ok(NewDir {
+            dir,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// A new subfolder (0700); an existing entry of that name is refused, never entered.
+    fn subdir(&self, name: &str) -> Result<NewDir, ReviewError> {
+        let path = self.path.join(name);
+        let err = io_err(&path);
+        let c = c_name(name).map_err(&err)?;
+        // SAFETY: `self.dir` is an open directory handle and `c` a NUL-terminated name; mkdirat only reads them.
+        if unsafe { libc::mkdirat(self.dir.as_raw_fd(), c.as_ptr(), 0o700) } != 0 {
+            return Err(err(std::io::Error::last_os_error()));
+        }
+        // SAFETY: as above; the returned descriptor is checked and then owned by the File.
+        let fd = unsafe {
+            libc::openat(
+                self.dir.as_raw_fd(),
+                c.as_ptr(),
+                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            return Err(err(std::io::Error::last_os_error()));
+        }
+        // SAFETY: `fd` is a fresh descriptor that nothing else owns.
+        let dir = unsafe { File::from_raw_fd(fd) };
+        dir.set_permissions(std::fs::Permissions::from_mode(0o700))
+            .map_err(&err)?;
+        drop(err);
+        Ok(NewDir { dir, path })
+    }
+
+    /// A new file (0600) with `bytes`; an existing entry of that name (a file, a planted symbolic link) is
+    /// refused, never followed or overwritten.
+    fn create(&self, name: &str, bytes: &[u8]) -> Result<(), ReviewError> {
+        let path = self.path.join(name);
+        let err = io_err(&path);
+        let c = c_name(name).map_err(&err)?;
+        // SAFETY: `self.dir` is an open directory handle and `c` a NUL-terminated name.
+        let fd = unsafe {
+            libc::openat(
+                self.dir.as_raw_fd(),
+                c.as_ptr(),
+                libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                0o600 as libc::c_uint,
+            )
+        };
+        if fd < 0 {
+            return Err(err(std::io::Error::last_os_error()));
+        }
+        // SAFETY: `fd` is a fresh descriptor that nothing else owns.
+        let mut f = unsafe { File::from_raw_fd(fd) };
+        f.set_permissions(std::fs::Permissions::from_mode(0o600))
+            .map_err(&err)?;
+        f.write_all(bytes).map_err(&err)
+    }
+}
+
+/// Write the report of every parked and indeterminate intent into `dir`, a new folder (or an existing empty
+/// one): see the module docs.
 pub async fn export(
     store: &Store,
     data_dir: &Path,
     dir: &Path,
 ) -> Result<ExportSummary, ReviewError> {
-    // A new report folder is private; an existing folder the person chose keeps its permissions (its new
-    // subfolders and files are private either way).
-    if !dir.is_dir() {
-        crate::browser::private_dir(dir).map_err(io_err(dir))?;
-    }
-    for d in [dir.join("evidence"), dir.join("thumbs")] {
-        crate::browser::private_dir(&d).map_err(io_err(&d))?;
-    }
+    // Read everything first: a store error leaves no half-written folder behind.
     let now = Timestamp::now();
     let list = view::list(store, data_dir, Filter::default(), now).await?;
+    let mut details = Vec::with_capacity(list.cards.len());
+    for card in &list.cards {
+        details.push(view::detail(store, data_dir, &card.intent.key, now).await?);
+    }
+    let root = NewDir::root(dir)?;
+    let ev_dir = root.subdir("evidence")?;
+    let thumb_dir = root.subdir("thumbs")?;
     let mut summary = ExportSummary {
         index: dir.join("index.html"),
         ..ExportSummary::default()
     };
-    for card in &list.cards {
-        let d = view::detail(store, data_dir, &card.intent.key, now).await?;
+    // One screenshot linked from two intents is one file.
+    let mut written: HashSet<String> = HashSet::new();
+    for d in &details {
         let links = evidence::EvidenceLinks::of(&d.timeline);
         for item in &links.items {
             if item.kind == evidence::EvidenceKind::Unknown {
                 continue;
             }
+            let name = format!("{}.{}", item.sha256, item.kind.export_ext());
+            if written.contains(&name) {
+                continue;
+            }
             match evidence::read_verified(data_dir, item) {
                 Ok(bytes) => {
-                    let to = dir
-                        .join("evidence")
-                        .join(format!("{}.{}", item.sha256, item.ext));
-                    write_private(&to, &bytes)?;
+                    ev_dir.create(&name, &evidence::shown_bytes(item.kind, &bytes))?;
                     summary.files += 1;
                     if item.kind.is_screenshot() {
                         let t = thumbs::thumbnail(data_dir, item, &bytes)?;
-                        let to = dir.join("thumbs").join(format!("{}.png", item.sha256));
-                        write_private(&to, &t)?;
+                        thumb_dir.create(&format!("{}.png", item.sha256), &t)?;
                     }
+                    written.insert(name);
                 }
                 Err(_) => summary.problems += 1,
             }
         }
-        let html = pages::intent_page(&Mode::Export, &d, None);
-        let to = dir.join(format!("intent-{}.html", card.intent.key.as_str()));
-        write_private(&to, html.as_bytes())?;
+        let html = pages::intent_page(&Mode::Export, d, None);
+        root.create(
+            &format!("intent-{}.html", d.timeline.intent.key.as_str()),
+            html.as_bytes(),
+        )?;
         summary.intents += 1;
     }
-    write_private(
-        &summary.index,
+    root.create(
+        "index.html",
         pages::list_page(&Mode::Export, &list, None).as_bytes(),
     )?;
     Ok(summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nothing_inside_the_report_is_followed_or_overwritten() {
+        let d = tempfile::tempdir().unwrap();
+        let outside = d.path().join("outside.txt");
+        std::fs::write(&outside, b"keep").unwrap();
+        let root = NewDir::root(&d.path().join("report")).unwrap();
+        // A link planted after the folder was checked (a race): the open refuses it, the target is untouched.
+        std::os::unix::fs::symlink(&outside, d.path().join("report/index.html")).unwrap();
+        assert!(root.create("index.html", b"report").is_err());
+        assert_eq!(std::fs::read(&outside).unwrap(), b"keep");
+        // A dangling link: not created through.
+        std::os::unix::fs::symlink(d.path().join("nowhere"), d.path().join("report/x.html"))
+            .unwrap();
+        assert!(root.create("x.html", b"report").is_err());
+        assert!(!d.path().join("nowhere").exists());
+        // A planted folder link in place of a subfolder.
+        std::fs::create_dir(d.path().join("elsewhere")).unwrap();
+        std::os::unix::fs::symlink(d.path().join("elsewhere"), d.path().join("report/evidence"))
+            .unwrap();
+        assert!(root.subdir("evidence").is_err());
+        // An existing file of the same name is never overwritten; names with a slash are refused.
+        root.create("a.txt", b"one").unwrap();
+        assert!(root.create("a.txt", b"two").is_err());
+        assert_eq!(
+            std::fs::read(d.path().join("report/a.txt")).unwrap(),
+            b"one"
+        );
+        assert!(root.create("../b.txt", b"x").is_err());
+        assert_eq!(
+            std::fs::metadata(d.path().join("report/a.txt"))
+                .unwrap()
+                .permissions()
+                .mode()
+                & 0o777,
+            0o600
+        );
+    }
 }

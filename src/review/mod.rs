@@ -319,9 +319,10 @@ async fn evidence_file(
         tracing::warn!(sha256 = %item.sha256, problem = %e, "evidence not served");
         ReviewError::NotFound
     })?;
+    // Redacted again and typed by kind: an excerpt is text/plain (with nosniff on every response), never HTML.
     Ok((
         [(header::CONTENT_TYPE, item.kind.served_media_type())],
-        bytes,
+        evidence::shown_bytes(item.kind, &bytes),
     )
         .into_response())
 }

@@ -95,7 +95,7 @@ impl Mode<'_> {
     fn evidence(&self, key: &str, item: &EvidenceItem) -> String {
         match self {
             Mode::Live { base, .. } => format!("{base}/intent/{key}/evidence/{}", item.sha256),
-            Mode::Export => format!("evidence/{}.{}", item.sha256, item.ext),
+            Mode::Export => format!("evidence/{}.{}", item.sha256, item.kind.export_ext()),
         }
     }
     fn thumb(&self, key: &str, item: &EvidenceItem) -> String {
@@ -239,7 +239,7 @@ fn why_line(why: &Option<(String, String)>, state: Status) -> String {
                 _ => "Moved here",
             },
             esc(actor),
-            esc(reason)
+            esc(&crate::redact::text(reason))
         ),
         None => String::new(),
     }
@@ -424,14 +424,14 @@ pub fn intent_page(mode: &Mode, d: &Detail, flash: Option<&Flash>) -> String {
         let _ = write!(
             b,
             "<div class=\"meta\">permalink {}</div>",
-            permalink_html(p)
+            permalink_html(&crate::redact::text(p))
         );
     }
     if let Some(r) = &i.redelivery {
         let _ = write!(
             b,
             "<div class=\"meta\">redelivery authorization: <code>{}</code></div>",
-            esc(&r.to_string())
+            esc(&crate::redact::json(r).to_string())
         );
     }
     b.push_str("</section>");
@@ -517,7 +517,7 @@ pub fn intent_page(mode: &Mode, d: &Detail, flash: Option<&Flash>) -> String {
     }
     for e in &d.timeline.events {
         let mut details = e.details.clone();
-        super::evidence::redact(&mut details);
+        crate::redact::json_in_place(&mut details);
         let details = if details.as_object().is_some_and(|m| m.is_empty()) || details.is_null() {
             String::new()
         } else {
@@ -541,7 +541,7 @@ pub fn intent_page(mode: &Mode, d: &Detail, flash: Option<&Flash>) -> String {
                 esc(event_title(e.kind)),
                 e.reason
                     .as_ref()
-                    .map(|r| format!("<br>{}", esc(r)))
+                    .map(|r| format!("<br>{}", esc(&crate::redact::text(r))))
                     .unwrap_or_default(),
                 esc(&e.actor),
                 state,

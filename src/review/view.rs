@@ -165,7 +165,7 @@ pub async fn list(
         let t = match store.timeline(&intent.key).await {
             Ok(t) => t,
             Err(e) => {
-                tracing::error!(key = %intent.key.as_str(), error = %e, "unreadable history");
+                tracing::error!(intent = %intent.key.as_str(), error = %e, "unreadable history");
                 cards.push(Card {
                     intent,
                     attempts: 0,
@@ -285,19 +285,10 @@ fn shots(data_dir: &Path, links: &EvidenceLinks) -> Vec<Shot> {
         .collect()
 }
 
-/// JSON kinds are parsed, redacted again and pretty-printed; everything else is shown as text.
+/// JSON kinds are redacted again and pretty-printed, a DOM excerpt is redacted again as HTML; all of it is
+/// shown as text (escaped by the page).
 fn text_of(kind: EvidenceKind, bytes: &[u8]) -> String {
-    let json_kind = matches!(
-        kind,
-        EvidenceKind::WriteLog | EvidenceKind::Readback | EvidenceKind::ProbeReport
-    );
-    let mut text = match serde_json::from_slice::<serde_json::Value>(bytes) {
-        Ok(mut v) if json_kind => {
-            evidence::redact(&mut v);
-            serde_json::to_string_pretty(&v).unwrap_or_default()
-        }
-        _ => String::from_utf8_lossy(bytes).into_owned(),
-    };
+    let mut text = String::from_utf8_lossy(&evidence::shown_bytes(kind, bytes)).into_owned();
     if text.len() > MAX_TEXT_SHOWN {
         let mut cut = MAX_TEXT_SHOWN;
         while !text.is_char_boundary(cut) {
