@@ -42,6 +42,8 @@ pub enum Misbehaviour {
     DuplicateMatch,
     /// The compose form appears only ~3 s after load.
     SlowForm,
+    /// Credentials in the DOM, the create request and its answer (see `super::secrets`).
+    PlantsSecrets,
 }
 
 /// One hostile variant.
@@ -136,5 +138,9 @@ pub const HOSTILE_VARIANTS: &[HostileVariant] = &[
     HostileVariant {
         name: "slow",
         misbehaviour: Misbehaviour::SlowForm,
+    },
+    HostileVariant {
+        name: "secrets",
+        misbehaviour: Misbehaviour::PlantsSecrets,
     },
 ];

@@ -25,6 +25,7 @@ mod live;
 mod pages;
 mod posts;
 mod routes;
+mod secrets;
 mod stats;
 
 use std::net::SocketAddr;
@@ -39,6 +40,7 @@ use tokio::task::JoinHandle;
 pub use fault::{DEFAULT_DELAY_MS, Fault, FaultMode, MAX_DELAY_MS, UnknownFaultMode};
 pub use hostile::{HOSTILE_VARIANTS, HostileVariant, Misbehaviour, Trigger};
 pub use posts::{Post, STATE_FILE};
+pub use secrets::{PAGE_SECRETS, PlantedSecret, RESPONSE_SECRETS};
 pub use stats::Stats;
 
 /// How long shutdown waits for open connections to finish before dropping them.

@@ -72,6 +72,10 @@ const HOSTILE: &[(&str, &str)] = &[
         include_str!("../../fixtures/hostile/duplicate-match.html"),
     ),
     ("slow", include_str!("../../fixtures/hostile/slow.html")),
+    (
+        "secrets",
+        include_str!("../../fixtures/hostile/secrets.html"),
+    ),
 ];
 
 /// Who is looking at a page: the account name and the CSRF token for their session.

@@ -99,7 +99,16 @@ pub(crate) async fn handle(
             let posts = shared.lock_state().newest_first();
             json(StatusCode::OK, &serde_json::json!(posts_json(&posts)))
         }
-        (&Method::POST, ["api", "posts"]) => create(req, shared, control, session, viewer).await,
+        (&Method::POST, ["api", "posts"]) => {
+            // The `secrets` variant's create request gets credentials planted in its answer.
+            let plant = super::secrets::wants(req.headers());
+            let r = create(req, shared, control, session, viewer).await;
+            if plant {
+                super::secrets::plant_into(r).await
+            } else {
+                r
+            }
+        }
         (&Method::POST, ["api", "drafts"]) | (&Method::POST, ["api", "sink", _]) => {
             // Drain (bounded) so keep-alive connections stay usable; the content does not matter.
             let _ = read_body(req).await;
