@@ -450,3 +450,50 @@ async fn control_without_the_door_the_channels_page_reaches_the_platform() {
     );
     assert!(s.udp_datagrams >= 1, "{s:?}");
 }
+
+/// A "read" that carries the draft (an analytics pixel: `GET /api/pixel?d=<what was typed>` on every
+/// keystroke) is a write: from the fill until the press it is failed before it leaves, in a probe and in a
+/// publish, and the publish still goes out once. The platform saw no pixel with the text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_get_that_carries_the_typed_text_is_a_write_and_never_leaves() {
+    let env = Env::start(Fault::new(FaultMode::Normal)).await;
+    let contract = env.contract(Some("pixel"), None);
+    let c = contract.to_string_lossy().into_owned();
+    let base = env.platform.base_url();
+    let (code, out, err) = env
+        .run(&[
+            "probe",
+            "--json",
+            "--contract",
+            &c,
+            "--base-url",
+            &base,
+            "--account",
+            "alice",
+            "--fill",
+        ])
+        .await;
+    assert_eq!(code, 3, "{out} {err}");
+    let v: Value = serde_json::from_str(&out).unwrap_or(Value::Null);
+    let carried = v["writes"]
+        .as_array()
+        .map(|w| w.iter().filter(|w| w["carried_typed_text"] == true).count())
+        .unwrap_or(0);
+    assert!(carried >= 1, "the pixel is reported as a write: {v}");
+    assert_eq!(env.stats().writes_to("GET /api/pixel"), 0, "probe");
+
+    let text = unique("the pixel must not see this");
+    let (code, v, err) = env.publish(&contract, &text).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["state"], "published", "{v}");
+    assert_eq!(env.copies(&text), 1);
+    assert_eq!(env.stats().writes_to("GET /api/pixel"), 0, "publish");
+    let key = v["key"].as_str().unwrap().to_string();
+    let intent = env.show(&key).await;
+    assert!(
+        alarms(&intent)
+            .iter()
+            .any(|a| a.to_string().contains("/api/pixel")),
+        "{intent}"
+    );
+}

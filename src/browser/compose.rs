@@ -210,6 +210,7 @@ impl<'a> ComposePage<'a> {
                 });
                 continue;
             }
+            self.session.write_guard().watch_typed(text);
             out.push(pp.fill(f, text).await?);
         }
         Ok(out)

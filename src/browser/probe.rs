@@ -359,6 +359,7 @@ pub async fn run(
     }
     if let Some(text) = &opts.fill {
         for f in &plan.fields {
+            guard.watch_typed(text);
             let out = probe_page.fill(f, text).await?;
             if !out.ok && f.required {
                 problems.push(format!("fill {}: {}", f.name, out.outcome));
@@ -402,8 +403,15 @@ pub async fn run(
     let writes = guard.writes_since(mark);
     for w in &writes {
         problems.push(format!(
-            "write attempted and blocked: {} {} ({})",
-            w.method, w.url, w.resource_type
+            "write attempted and blocked: {} {} ({}){}",
+            w.method,
+            w.url,
+            w.resource_type,
+            if w.carried_typed_text {
+                ", a read carrying the typed text"
+            } else {
+                ""
+            }
         ));
     }
     let refused_channels = guard.door().sinkhole().page_knocks_since(knock_mark);

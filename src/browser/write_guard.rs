@@ -47,6 +47,9 @@ pub struct WriteAttempt {
     pub frame_id: String,
     /// Whether the guard managed to fail it (false = the answer could not be delivered).
     pub blocked: bool,
+    /// A GET/HEAD failed because its URL carried text oncepost typed into the page before the press (a
+    /// "read" that sends the draft: an analytics pixel, a draft-sync GET).
+    pub carried_typed_text: bool,
 }
 
 #[derive(Debug, Default)]
@@ -55,6 +58,8 @@ struct Log {
     faults: Vec<String>,
     paused: usize,
     takeover: Option<Takeover>,
+    /// What oncepost typed into the page, watched from the fill until the press (see `watch_typed`).
+    typed: Vec<String>,
 }
 
 /// The create-request takeover, armed by one press (see `transport.rs`): the first paused request matching
@@ -155,6 +160,8 @@ impl WriteGuard {
         let (tx, rx) = oneshot::channel();
         let knocks_mark = self.door.sinkhole().mark();
         if let Ok(mut l) = self.log.lock() {
+            // From the press on the text may be read back legitimately (a search by it).
+            l.typed.clear();
             let (faults_mark, writes_mark) = (l.faults.len(), l.writes.len());
             l.takeover = Some(Takeover {
                 pattern,
@@ -216,6 +223,21 @@ impl WriteGuard {
             .into())
     }
 
+    /// Watch `value`, just typed into the page: until the press, a GET/HEAD whose URL carries it is a write
+    /// (the page sending the draft by a "read") and is failed before it leaves. Values under
+    /// [`MIN_WATCHED_CHARS`] are not watched (too likely in an ordinary URL).
+    pub(crate) fn watch_typed(&self, value: &str) {
+        let v = value.trim();
+        if v.chars().count() < MIN_WATCHED_CHARS {
+            return;
+        }
+        // A long text is recognised by its beginning: a URL may carry a cut copy.
+        let needle: String = v.chars().take(WATCHED_PREFIX_CHARS).collect();
+        if let Ok(mut l) = self.log.lock() {
+            l.typed.push(needle);
+        }
+    }
+
     /// The session's door (the sinkhole's ledger of refused channels).
     pub fn door(&self) -> &Door {
         &self.door
@@ -246,6 +268,27 @@ impl WriteGuard {
     }
 }
 
+/// Typed values shorter than this are not watched in URLs.
+pub const MIN_WATCHED_CHARS: usize = 8;
+/// How much of a typed value is looked for in a URL.
+const WATCHED_PREFIX_CHARS: usize = 32;
+
+/// Whether `url` carries one of `typed` (raw, percent-decoded, or form-decoded with `+` as space).
+fn carries_typed(url: &str, typed: &[String]) -> bool {
+    if typed.is_empty() {
+        return false;
+    }
+    let decoded = percent_encoding::percent_decode_str(url)
+        .decode_utf8_lossy()
+        .into_owned();
+    let form = percent_encoding::percent_decode_str(&url.replace('+', " "))
+        .decode_utf8_lossy()
+        .into_owned();
+    typed.iter().any(|t| {
+        url.contains(t.as_str()) || decoded.contains(t.as_str()) || form.contains(t.as_str())
+    })
+}
+
 /// Whether a method is a read the guard lets through.
 pub fn is_read(method: &str) -> bool {
     method.eq_ignore_ascii_case("GET") || method.eq_ignore_ascii_case("HEAD")
@@ -255,6 +298,24 @@ pub fn is_read(method: &str) -> bool {
 /// cancels the request inside Chromium.
 fn target_gone(e: &super::BrowserError) -> bool {
     e.to_string().contains("Invalid InterceptionId")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_url_carrying_typed_text_is_recognised_in_every_encoding() {
+        let typed = vec!["Quarterly results".to_string()];
+        assert!(carries_typed(
+            "http://x/p?d=Quarterly%20results%20are",
+            &typed
+        ));
+        assert!(carries_typed("http://x/p?d=Quarterly+results", &typed));
+        assert!(carries_typed("http://x/Quarterly results", &typed));
+        assert!(!carries_typed("http://x/p?d=Quarterly", &typed));
+        assert!(!carries_typed("http://x/p?d=Quarterly+results", &[]));
+    }
 }
 
 #[derive(Clone)]
@@ -296,7 +357,12 @@ impl Answerer {
                 .await;
             return;
         }
-        if is_read(&method) {
+        let carries = is_read(&method)
+            && log
+                .lock()
+                .map(|l| carries_typed(&ev.request.url, &l.typed))
+                .unwrap_or(false);
+        if is_read(&method) && !carries {
             // oncepost fetches the read itself: Chromium has no route out (door/).
             let r = match self.door.reads().fetch(ev).await {
                 ReadAnswer::Fulfill {
@@ -360,6 +426,7 @@ impl Answerer {
                 resource_type: format!("{:?}", ev.resource_type),
                 frame_id: ev.frame_id.inner().clone(),
                 blocked,
+                carried_typed_text: carries,
             };
             if extra && let Some(t) = l.takeover.as_mut() {
                 t.extras.push(attempt.clone());

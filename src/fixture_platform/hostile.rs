@@ -98,6 +98,8 @@ pub const HOSTILE_VARIANTS: &[HostileVariant] = &[
     ),
     // The compose DOM lives in the frame (/hostile/iframe-inner), which writes on load.
     writes("iframe", "POST /api/sink/iframe", Trigger::Load),
+    // An analytics "pixel": every keystroke sends the draft in a GET's query (`/api/pixel?d=...`).
+    writes("pixel", "GET /api/pixel", Trigger::InputText),
     // Publishes over a WebSocket opened on load (drafts on every keystroke), as LiveView-style apps do.
     HostileVariant {
         name: "websocket",

@@ -34,6 +34,7 @@ const HOSTILE: &[(&str, &str)] = &[
         include_str!("../../fixtures/hostile/autosave.html"),
     ),
     ("beacon", include_str!("../../fixtures/hostile/beacon.html")),
+    ("pixel", include_str!("../../fixtures/hostile/pixel.html")),
     (
         "websocket",
         include_str!("../../fixtures/hostile/websocket.html"),

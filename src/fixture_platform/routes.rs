@@ -88,6 +88,15 @@ pub(crate) async fn handle(
             None => html(StatusCode::NOT_FOUND, pages::not_found(&viewer, &path)),
         },
         (&Method::GET, ["__lab", "resend"]) => html(StatusCode::OK, pages::lab_resend(&viewer)),
+        (&Method::GET, ["api", "pixel"]) => {
+            // A "read" that sends data: counted as a write when it carries any `d`.
+            if query_param(&req, "d").is_some_and(|d| !d.is_empty()) {
+                shared
+                    .lock_stats()
+                    .record_other_write("GET /api/pixel".into());
+            }
+            respond(StatusCode::NO_CONTENT, "image/gif", Bytes::new())
+        }
         (&Method::GET, ["api", "live"]) => {
             let account = match session {
                 Some(_) if viewer.account != ANONYMOUS => viewer.account.clone(),
