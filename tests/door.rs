@@ -497,3 +497,38 @@ async fn a_get_that_carries_the_typed_text_is_a_write_and_never_leaves() {
         "{intent}"
     );
 }
+
+/// The account's browser profile keeps its login but not the URLs it visited: a token in a visited URL's
+/// query (here the login URL's `access_token`) is in no file of the profile after the publish.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_profile_keeps_no_visited_url_with_its_token() {
+    let env = Env::start(Fault::new(FaultMode::Normal)).await;
+    let token = format!("tok{}", uuid::Uuid::new_v4().simple());
+    let contract = repo("selectors/fixture.toml");
+    let base = env.platform.base_url();
+    let text = unique("history");
+    let mut args = env.publish_args(&contract, &text);
+    let i = args.iter().position(|a| a == "--login-url").unwrap();
+    args[i + 1] = format!("{base}/login?account=alice&access_token={token}");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, out, err) = env.run(&args).await;
+    assert_eq!(code, 0, "{out} {err}");
+    let profiles = env.home().join("profiles");
+    let files = walk(&profiles);
+    assert!(
+        files.len() > 10,
+        "the profile exists: {} files",
+        files.len()
+    );
+    let hits: Vec<_> = files
+        .iter()
+        .filter(|p| p.is_file())
+        .filter(|p| {
+            std::fs::read(p).is_ok_and(|b| b.windows(token.len()).any(|w| w == token.as_bytes()))
+        })
+        .collect();
+    assert!(
+        hits.is_empty(),
+        "the visited URL's token is kept in {hits:?}"
+    );
+}

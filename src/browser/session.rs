@@ -183,6 +183,8 @@ pub struct BrowserSession {
     guard: WriteGuard,
     /// The Chromium guard process (None: launched directly, without the crash guarantee).
     guard_process: Option<tokio::process::Child>,
+    /// The profile, scrubbed of browsing history when the session closes.
+    profile_dir: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for BrowserSession {
@@ -204,6 +206,8 @@ impl BrowserSession {
             dir: opts.profile_dir.clone(),
             message: e.to_string(),
         })?;
+        // Left over by a session that was killed before it could scrub.
+        scrub_history(&opts.profile_dir);
         // The door opens before Chromium starts: its command line points the browser's only route out at it.
         let door = Door::open().await?;
         let (browser, handler, pid, guard_child) = match &opts.guard {
@@ -279,6 +283,7 @@ impl BrowserSession {
             executable,
             guard,
             guard_process: guard_child,
+            profile_dir: Some(opts.profile_dir.clone()),
         })
     }
 
@@ -338,7 +343,51 @@ impl BrowserSession {
             // Chromium is gone; the guard follows (it ends with its connections, or on its stdin closing).
             super::guard::stop(&mut g).await;
         }
+        if let Some(dir) = &self.profile_dir {
+            scrub_history(dir);
+        }
         // Dropping the last handle reaps a directly launched child (chromiumoxide sets kill_on_drop).
+    }
+}
+
+/// What a profile keeps of the URLs it visited (with their query strings: an `access_token=` permalink was
+/// found in `Default/History`, `Sessions/` and `segmentation_platform/`). Logins live in `Cookies` and
+/// `Local Storage`, which stay.
+const HISTORY: &[&str] = &[
+    "Default/History",
+    "Default/History-journal",
+    "Default/Visited Links",
+    "Default/Top Sites",
+    "Default/Top Sites-journal",
+    "Default/Shortcuts",
+    "Default/Shortcuts-journal",
+    "Default/Network Action Predictor",
+    "Default/Network Action Predictor-journal",
+    "Default/Favicons",
+    "Default/Favicons-journal",
+    "Default/Sessions",
+    "Default/Session Storage",
+    "Default/Current Session",
+    "Default/Current Tabs",
+    "Default/Last Session",
+    "Default/Last Tabs",
+    "segmentation_platform",
+    "Default/segmentation_platform",
+];
+
+/// Remove what the profile remembers of visited URLs (never the login: cookies and local storage stay).
+fn scrub_history(profile: &Path) {
+    for rel in HISTORY {
+        let p = profile.join(rel);
+        match std::fs::symlink_metadata(&p) {
+            Ok(m) if m.is_dir() => {
+                let _ = std::fs::remove_dir_all(&p);
+            }
+            Ok(_) => {
+                let _ = std::fs::remove_file(&p);
+            }
+            Err(_) => {}
+        }
     }
 }
 
