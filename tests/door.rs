@@ -110,6 +110,30 @@ impl Env {
         (code, serde_json::from_str(&out).unwrap_or(Value::Null), err)
     }
 
+    /// `probe --json --fill` (observing 1.5 s after the checks) of `contract`; it must exit 3 (a write was
+    /// attempted). The report.
+    async fn probe_fill(&self, contract: &Path) -> Value {
+        let c = contract.to_string_lossy().into_owned();
+        let base = self.platform.base_url();
+        let (code, out, err) = self
+            .run(&[
+                "probe",
+                "--json",
+                "--contract",
+                &c,
+                "--base-url",
+                &base,
+                "--account",
+                "alice",
+                "--fill",
+                "--observe-ms",
+                "1500",
+            ])
+            .await;
+        assert_eq!(code, 3, "{out} {err}");
+        serde_json::from_str(&out).unwrap_or(Value::Null)
+    }
+
     async fn show(&self, key: &str) -> Value {
         let (code, out, err) = self.run(&["intents", "show", "--json", key]).await;
         assert_eq!(code, 0, "intents show: {out} {err}");
@@ -253,30 +277,8 @@ async fn a_press_that_sends_nothing_is_failed_with_the_doors_ledger_as_proof() {
 async fn every_channel_from_every_context_is_refused_and_reported_by_a_probe() {
     let env = Env::start(Fault::new(FaultMode::Normal)).await;
     let contract = env.contract(Some("channels"), None);
-    let c = contract.to_string_lossy().into_owned();
-    let base = env.platform.base_url();
-    let (code, out, err) = env
-        .run(&[
-            "probe",
-            "--json",
-            "--contract",
-            &c,
-            "--base-url",
-            &base,
-            "--account",
-            "alice",
-            "--fill",
-            "--observe-ms",
-            "1500",
-        ])
-        .await;
-    assert_eq!(code, 3, "{out} {err}");
-    let v: Value = serde_json::from_str(&out).unwrap_or(Value::Null);
-    let report = if v.get("report").is_some() {
-        &v["report"]
-    } else {
-        &v
-    };
+    let v = env.probe_fill(&contract).await;
+    let report = &v;
     assert_eq!(report["verdict"], "write_attempted", "{v}");
     let refused = report["refused_channels"]
         .as_array()
@@ -458,23 +460,7 @@ async fn control_without_the_door_the_channels_page_reaches_the_platform() {
 async fn a_get_that_carries_the_typed_text_is_a_write_and_never_leaves() {
     let env = Env::start(Fault::new(FaultMode::Normal)).await;
     let contract = env.contract(Some("pixel"), None);
-    let c = contract.to_string_lossy().into_owned();
-    let base = env.platform.base_url();
-    let (code, out, err) = env
-        .run(&[
-            "probe",
-            "--json",
-            "--contract",
-            &c,
-            "--base-url",
-            &base,
-            "--account",
-            "alice",
-            "--fill",
-        ])
-        .await;
-    assert_eq!(code, 3, "{out} {err}");
-    let v: Value = serde_json::from_str(&out).unwrap_or(Value::Null);
+    let v = env.probe_fill(&contract).await;
     let carried = v["writes"]
         .as_array()
         .map(|w| w.iter().filter(|w| w["carried_typed_text"] == true).count())

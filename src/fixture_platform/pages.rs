@@ -39,9 +39,10 @@ const HOSTILE: &[(&str, &str)] = &[
         "websocket",
         include_str!("../../fixtures/hostile/websocket.html"),
     ),
+    // The same page; it opens its WebSocket only on the click when served under this name.
     (
         "websocket-on-publish",
-        include_str!("../../fixtures/hostile/websocket-on-publish.html"),
+        include_str!("../../fixtures/hostile/websocket.html"),
     ),
     (
         "channels",

@@ -567,18 +567,7 @@ async fn attempt(
         .sinkhole()
         .page_knocks_since(knock_mark);
     if !knocks.is_empty() {
-        for k in &knocks {
-            let _ = store
-                .note(
-                    key,
-                    EventKind::SideEffectAlarm,
-                    &req.owner,
-                    "the page tried a channel oncepost refuses; refused before any byte left",
-                    json!({ "attempt": token, "channel": k, "what": k.describe() }),
-                    Timestamp::now(),
-                )
-                .await;
-        }
+        alarm_refused_channels(store, key, &req.owner, &token, &knocks).await;
         page.close().await;
         let landing = settle::land(Verdict::ChannelRefused {
             report: json!({
@@ -711,18 +700,7 @@ async fn attempt(
         .door()
         .sinkhole()
         .page_knocks_since(knock_mark);
-    for k in &late_knocks {
-        let _ = store
-            .note(
-                key,
-                EventKind::SideEffectAlarm,
-                &req.owner,
-                "the page tried a channel oncepost refuses; refused before any byte left",
-                json!({ "attempt": token, "channel": k, "what": k.describe() }),
-                Timestamp::now(),
-            )
-            .await;
-    }
+    alarm_refused_channels(store, key, &req.owner, &token, &late_knocks).await;
     page.close().await;
     let landing = settle::land(verdict);
     let (pressed, summary) = finish(store, &fence, key, &req.owner, landing, true).await?;
@@ -754,6 +732,28 @@ async fn attempt(
         return Ok((pressed, format!("{summary}; parked: {why}")));
     }
     Ok((pressed, summary))
+}
+
+/// One side-effect alarm per channel the door refused (best effort: the outcome does not wait on it).
+async fn alarm_refused_channels(
+    store: &Store,
+    key: &DeliveryKey,
+    owner: &str,
+    attempt: &str,
+    knocks: &[browser::door::Knock],
+) {
+    for k in knocks {
+        let _ = store
+            .note(
+                key,
+                EventKind::SideEffectAlarm,
+                owner,
+                "the page tried a channel oncepost refuses; refused before any byte left",
+                json!({ "attempt": attempt, "channel": k, "what": k.describe() }),
+                Timestamp::now(),
+            )
+            .await;
+    }
 }
 
 type Prepared<'s> =
