@@ -871,6 +871,14 @@ async fn actions_change_the_store_and_bad_input_changes_nothing() {
     // table, shown on the page.
     let (_, new_page, _) = get(&page_of(&new.key)).await;
     assert!(!new_page.contains("<form") && new_page.contains("nothing here waits"));
+    // ... and says which command sends it (nothing publishes it by itself).
+    assert!(
+        new_page.contains(&format!(
+            "oncepost publish --key {} --contract CONTRACT",
+            new.key
+        )),
+        "{new_page}"
+    );
     let before_new = event_count(&s.store, &new.key).await;
     let (status, body) = post(
         &format!("{}/found", page_of(&new.key)),

@@ -240,20 +240,42 @@ pub(crate) async fn run_redeliver(ctx: &Context, args: RedeliverArgs) -> Result<
     let created = store
         .redeliver(&key, &args.by, &args.reason, Timestamp::now())
         .await?;
+    let it = &created.intent;
+    let next = it.next_step();
     if args.json {
-        print_json(&json!({ "created": created.created, "intent": created.intent }))?;
-    } else if created.created {
+        print_json(&json!({ "created": created.created, "intent": it, "next": next }))?;
+        return Ok(Exit::Ok);
+    }
+    let by = it
+        .redelivery
+        .as_ref()
+        .and_then(|r| r["by"].as_str())
+        .unwrap_or("?")
+        .to_string();
+    if created.created {
         outln!(
-            "new intent {} (pending) redelivers {}",
-            created.intent.key,
-            key
+            "new intent {} (pending) redelivers {key}, authorized by {}",
+            it.key,
+            clean(&by)
+        );
+    } else if by == args.by.trim() {
+        outln!(
+            "{key} already has its redelivery {} ({}), authorized by you; nothing new was created",
+            it.key,
+            it.state
         );
     } else {
         outln!(
-            "already authorized as {} ({}); nothing new was created",
-            created.intent.key,
-            created.intent.state
+            "{key} already has its redelivery {} ({}), authorized by {}; nothing new was created \
+             (one redelivery per consumed intent)",
+            it.key,
+            it.state,
+            clean(&by)
         );
+    }
+    outln!("next: {}", clean(&next.says));
+    if let Some(c) = &next.command {
+        outln!("  {}", clean(c));
     }
     Ok(Exit::Ok)
 }

@@ -5,6 +5,9 @@
 //! presses publish again. Concurrent identical commands on one host meet at a per-intent lock file
 //! (`<data-dir>/locks/<key>.lock`, flock) before any browser starts: one proceeds, the others answer 13
 //! (or wait with `--wait`). Across hosts the store's claim lease decides the same way.
+//!
+//! `--key K` publishes an intent that already exists (a redelivery, a retried failed one) with what it
+//! recorded; the contract and base URL are not recorded, so they stay required.
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -23,14 +26,19 @@ use super::{CliError, Context, Exit, LogFormat};
 
 /// Arguments of `oncepost publish`.
 #[derive(Debug, clap::Args)]
-#[command(group(clap::ArgGroup::new("body").required(true).args(["text", "text_file"])))]
+#[command(group(clap::ArgGroup::new("body").required(true).args(["text", "text_file", "key"])))]
 pub struct PublishArgs {
     /// The platform contract (selectors/NAME.toml).
     #[arg(long)]
     pub contract: PathBuf,
+    /// Publish this existing pending intent (a redelivery, or a failed one re-opened by `retry`) with the
+    /// account, target, text and fields it recorded. The intent does not record the contract or the base
+    /// URL: give them.
+    #[arg(long, conflicts_with_all = ["account", "target", "text", "text_file", "fields"])]
+    pub key: Option<String>,
     /// The publishing account (registered with `oncepost accounts add`).
-    #[arg(long)]
-    pub account: String,
+    #[arg(long, required_unless_present = "key")]
+    pub account: Option<String>,
     /// The target's identity (empty: a post on the account's own feed).
     #[arg(long, default_value = "")]
     pub target: String,
@@ -69,13 +77,42 @@ pub struct PublishArgs {
     pub no_look_before_write: bool,
 }
 
-/// Run `oncepost publish`.
-pub async fn run(ctx: &Context, args: PublishArgs, log: LogFormat) -> Result<Exit, CliError> {
-    account_arg(&args.account)?;
+/// What `publish` asks for: from the flags, or from the intent `--key` names.
+struct Asked {
+    account: String,
+    target: String,
+    text: String,
+    fields: BTreeMap<String, String>,
+    existing: Option<DeliveryKey>,
+}
+
+/// `--key K`: the account, target, text and fields the intent recorded.
+async fn asked_by_key(ctx: &Context, key: &str) -> Result<Asked, CliError> {
+    let key = super::intents::parse_key(key)?;
+    let intent = ctx.open_store().await?.intent(&key).await?;
+    if intent.action != crate::identity::ActionKind::Post {
+        return Err(CliError::bad_input(format!(
+            "intent {key} is a {}; publish sends posts only",
+            intent.action
+        )));
+    }
+    let Some(text) = intent.request.text.clone() else {
+        return Err(CliError::bad_input(format!("intent {key} records no text")));
+    };
+    Ok(Asked {
+        account: intent.account,
+        target: intent.target,
+        text,
+        fields: intent.request.fields,
+        existing: Some(key),
+    })
+}
+
+fn asked_by_flags(args: &PublishArgs) -> Result<Asked, CliError> {
     let text = match (&args.text, &args.text_file) {
         (Some(t), _) => t.clone(),
         (None, Some(f)) => read_text_file(f)?,
-        (None, None) => return Err(CliError::bad_input("give --text or --text-file")),
+        (None, None) => return Err(CliError::bad_input("give --text, --text-file or --key")),
     };
     check_text_size("the post text", &text).map_err(CliError::bad_input)?;
     let mut fields = BTreeMap::new();
@@ -86,6 +123,25 @@ pub async fn run(ctx: &Context, args: PublishArgs, log: LogFormat) -> Result<Exi
         check_text_size(&format!("--field {}", clean(k.trim())), v).map_err(CliError::bad_input)?;
         fields.insert(k.trim().to_string(), v.to_string());
     }
+    let Some(account) = args.account.clone() else {
+        return Err(CliError::bad_input("give --account (or --key)"));
+    };
+    account_arg(&account)?;
+    Ok(Asked {
+        account,
+        target: args.target.clone(),
+        text,
+        fields,
+        existing: None,
+    })
+}
+
+/// Run `oncepost publish`.
+pub async fn run(ctx: &Context, args: PublishArgs, log: LogFormat) -> Result<Exit, CliError> {
+    let asked = match &args.key {
+        Some(k) => asked_by_key(ctx, k).await?,
+        None => asked_by_flags(&args)?,
+    };
     let mut options = PublishOptions {
         look_before_write: !args.no_look_before_write,
         success_timeout: ms(args.success_timeout),
@@ -94,21 +150,26 @@ pub async fn run(ctx: &Context, args: PublishArgs, log: LogFormat) -> Result<Exi
     options.transport.timeout = ms(args.request_timeout);
     let req = PublishRequest {
         contract_path: args.contract.clone(),
-        account: args.account.clone(),
-        target: args.target.clone(),
-        text,
-        fields,
+        account: asked.account,
+        target: asked.target,
+        text: asked.text,
+        fields: asked.fields,
         base_url: args.base_url.clone(),
         data_dir: ctx.data_dir.clone(),
         owner: publish::owner_id(),
         login_url: args.login_url.clone(),
         options,
     };
-    let outcome = match publish_once(ctx, &req, args.wait, ms(args.wait_timeout), log).await {
+    let existing = asked.existing.as_ref();
+    let r = publish_locked(ctx, &req, existing, args.wait, ms(args.wait_timeout), log).await;
+    let outcome = match r {
         Ok(o) => o,
         Err(e) if e.exit == Exit::InProgressElsewhere && args.json => {
             // Still one JSON object on stdout: the intent as it stands.
-            let key = intent_key(&req).ok();
+            let key = match existing {
+                Some(k) => Some(k.clone()),
+                None => intent_key(&req).ok(),
+            };
             let state = match &key {
                 Some(k) => match ctx.open_store().await {
                     Ok(store) => store.intent(k).await.ok().map(|i| i.state),
@@ -128,6 +189,24 @@ pub async fn run(ctx: &Context, args: PublishArgs, log: LogFormat) -> Result<Exi
         Err(e) => return Err(e),
     };
     print_outcome(&outcome, args.json);
+    if existing.is_some() && !outcome.pressed && !args.json {
+        // `--key` on an intent that was not pending: nothing was pressed; say what would move it on.
+        if outcome.state != Status::Published {
+            let step = ctx
+                .open_store()
+                .await?
+                .intent(
+                    &DeliveryKey::parse(&outcome.key)
+                        .ok_or_else(|| CliError::internal(format!("odd key {}", outcome.key)))?,
+                )
+                .await?
+                .next_step();
+            outln!("  next: {}", clean(&step.says));
+            if let Some(c) = step.command {
+                outln!("    {}", clean(&c));
+            }
+        }
+    }
     Ok(exit_of(outcome.state))
 }
 
@@ -177,7 +256,22 @@ pub async fn publish_once(
     wait_timeout: Duration,
     log: LogFormat,
 ) -> Result<PublishOutcome, CliError> {
-    let key = intent_key(req)?;
+    publish_locked(ctx, req, None, wait, wait_timeout, log).await
+}
+
+/// [`publish_once`], or with `existing`, the publish of that existing intent (`--key`).
+async fn publish_locked(
+    ctx: &Context,
+    req: &PublishRequest,
+    existing: Option<&DeliveryKey>,
+    wait: bool,
+    wait_timeout: Duration,
+    log: LogFormat,
+) -> Result<PublishOutcome, CliError> {
+    let key = match existing {
+        Some(k) => k.clone(),
+        None => intent_key(req)?,
+    };
     ctx.ensure_data_dir()?;
     let store = ctx.open_store().await?;
     let deadline = Instant::now() + wait_timeout;
@@ -196,7 +290,10 @@ pub async fn publish_once(
     loop {
         let lock = IntentLock::try_take(&ctx.data_dir, &key)?;
         let r = match &lock {
-            Some(_) => publish::run(req, &store, &progress).await,
+            Some(_) => match existing {
+                Some(k) => publish::run_existing(req, k, &store, &progress).await,
+                None => publish::run(req, &store, &progress).await,
+            },
             None => Err(PublishError::Store(StoreError::LeaseHeld {
                 owner: "another oncepost process on this host".into(),
                 expires_at: 0,

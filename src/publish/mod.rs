@@ -249,6 +249,28 @@ pub async fn run(
     store: &Store,
     progress: Progress<'_>,
 ) -> Result<PublishOutcome, PublishError> {
+    run_intent(req, None, store, progress).await
+}
+
+/// Publish an intent that already exists (a redelivery, or a failed one re-opened by `retry`) under its own
+/// key. `req` must ask for exactly what the intent recorded (build it from the intent); a pending intent is
+/// published like any other, anything else is answered as it stands with nothing pressed. A redelivery skips
+/// look-before-write: the copy it would find is the one the person knowingly asked to send again.
+pub async fn run_existing(
+    req: &PublishRequest,
+    key: &DeliveryKey,
+    store: &Store,
+    progress: Progress<'_>,
+) -> Result<PublishOutcome, PublishError> {
+    run_intent(req, Some(key), store, progress).await
+}
+
+async fn run_intent(
+    req: &PublishRequest,
+    existing: Option<&DeliveryKey>,
+    store: &Store,
+    progress: Progress<'_>,
+) -> Result<PublishOutcome, PublishError> {
     let mut clock = Clock {
         t0: Instant::now(),
         last: Instant::now(),
@@ -258,7 +280,35 @@ pub async fn run(
     let contract = Contract::load(&req.contract_path)?;
     let plan = contract.publish_plan(&req.base_url)?;
     let new = new_intent(req, &contract)?;
-    let created = store.create_intent(&new, Timestamp::now()).await?;
+    let adjusted: PublishRequest;
+    let mut req = req;
+    let created = match existing {
+        None => store.create_intent(&new, Timestamp::now()).await?,
+        Some(key) => {
+            let intent = store.intent(key).await?;
+            if (
+                &intent.account,
+                intent.action,
+                &intent.target,
+                &intent.request,
+            ) != (&new.account, new.action, &new.target, &new.request)
+            {
+                return Err(PublishError::BadInput(format!(
+                    "intent {key} records another account, target or request than this publish asks for"
+                )));
+            }
+            if intent.redelivery_of.is_some() && req.options.look_before_write {
+                let mut r = req.clone();
+                r.options.look_before_write = false;
+                adjusted = r;
+                req = &adjusted;
+            }
+            crate::store::Created {
+                intent,
+                created: false,
+            }
+        }
+    };
     let key = created.intent.key.clone();
     clock.step(if created.created {
         "intent created"

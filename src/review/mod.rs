@@ -280,10 +280,12 @@ fn done_message(code: &str) -> Option<String> {
         match code {
             "found" => "Recorded: published, confirmed by you.",
             "redelivered" => {
-                "Redelivery authorized: this is the new send, pending; the publisher will pick it up."
+                "Redelivery authorized: this is the new send, pending. Nothing has been sent: it goes out \
+                 when someone runs the publish command shown below."
             }
             "redelivered-again" => {
-                "You had already authorized this redelivery with the same reason: nothing new was created."
+                "That send already had its redelivery (one per send): this is it, and nothing new was \
+                 created."
             }
             "kept" => "Note recorded; the send stays parked.",
             "parked" => "Parked with your note.",

@@ -563,12 +563,18 @@ pub fn intent_page(mode: &Mode, d: &Detail, flash: Option<&Flash>) -> String {
         if matches!(i.state, Status::Parked | Status::Indeterminate) {
             b.push_str(&actions_html(base, csrf, by, i));
         } else {
-            // Only parked and indeterminate sends wait for a person; the others belong to the machines.
+            // Only parked and indeterminate sends wait for a person; the others belong to the machines, and
+            // the page says which command moves them on (nothing publishes a pending send by itself).
+            let next = i.next_step();
             let _ = write!(
                 b,
                 "<section id=\"actions\"><p class=\"meta\">This send is {}: nothing here waits for a \
-person.</p></section>",
-                esc(i.state.label())
+person.</p><p id=\"next-step\">What happens next: {}</p>{}</section>",
+                esc(i.state.label()),
+                esc(&next.says),
+                next.command
+                    .map(|c| format!("<pre><code>{}</code></pre>", esc(&c)))
+                    .unwrap_or_default()
             );
         }
     }
@@ -615,8 +621,9 @@ store's history with your name; nothing is ever deleted.</p><div class=\"actions
     let _ = write!(
         out,
         "<form id=\"redeliver-form\" method=\"post\" action=\"{}\"><h3>Authorize redelivery</h3>\
-<p>You checked: it is NOT on the platform. A new send is created, carrying your authorization; this one stays as \
-it is.</p>{hidden}{who}<label>Why<textarea name=\"reason\" required></textarea></label>\
+<p>You checked: it is NOT on the platform. A new send is created, pending, carrying your authorization; this one \
+stays as it is. Nothing is sent until someone runs <code>oncepost publish --key</code> with the new send's key \
+(shown on its page). One redelivery per send: if one exists, you get that one.</p>{hidden}{who}<label>Why<textarea name=\"reason\" required></textarea></label>\
 <button type=\"submit\" class=\"secondary\">Authorize one more copy</button></form>",
         action("redeliver")
     );

@@ -34,8 +34,8 @@ use sqlx::sqlite::{
 pub use error::{AuthorizeRefusal, StoreError};
 pub use model::{
     Account, AttemptRecord, Begun, Claim, Created, DispatchAuthorization, EventRecord, Fence,
-    Intent, NewAccount, NewIntent, NotFoundPolicy, Policy, ReconcileOutcome, ReconcileTicket,
-    Settlement, SweepReport, Switch, SwitchScope, Timeline, Timestamp,
+    Intent, NewAccount, NewIntent, NextStep, NotFoundPolicy, Policy, ReconcileOutcome,
+    ReconcileTicket, Settlement, SweepReport, Switch, SwitchScope, Timeline, Timestamp,
 };
 pub use state::{EventKind, IllegalTransition, Status};
 

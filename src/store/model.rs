@@ -121,6 +121,68 @@ pub struct Intent {
     pub updated_at: i64,
 }
 
+/// What happens next to an intent, and which command does it: printed by `redeliver` and shown on the review
+/// page, so a person is never told that something will happen by itself when nothing will.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NextStep {
+    /// One or two sentences for a person.
+    pub says: String,
+    /// The command that moves it on, if a command does (CONTRACT and URL stand for the platform's contract file
+    /// and base URL, which the intent does not record).
+    pub command: Option<String>,
+}
+
+impl Intent {
+    /// What moves this intent on from its current state. Nothing publishes a pending intent by itself
+    /// (`worker` sweeps and reconciles; it never presses publish): `publish --key` does.
+    pub fn next_step(&self) -> NextStep {
+        let k = self.key.as_str();
+        let p = &self.platform;
+        let publish = format!("oncepost publish --key {k} --contract CONTRACT --base-url URL");
+        let (says, command) = match self.state {
+            Status::Pending => (
+                format!(
+                    "Nothing has been sent. It is sent once, when someone runs the command below with the \
+                     contract and base URL of platform {p} (the account, text and fields come from the \
+                     intent); no worker does it by itself."
+                ),
+                Some(publish),
+            ),
+            Status::Authorized => (
+                "A publish is sending it now. Its worker settles it; if that worker stopped, `oncepost sweep` \
+                 makes it indeterminate once the dispatch lease runs out. Nothing re-sends it."
+                    .to_string(),
+                None,
+            ),
+            Status::Published => (
+                "Published; nothing more happens. For one more copy a person authorizes a redelivery."
+                    .to_string(),
+                Some(format!(
+                    "oncepost redeliver {k} --by NAME --reason WHY"
+                )),
+            ),
+            Status::Failed => (
+                "Not sent (proven). It is sent only if someone re-opens it and publishes it again.".to_string(),
+                Some(format!("oncepost retry {k} && {publish}")),
+            ),
+            Status::Indeterminate => (
+                "Nobody knows whether it was sent; it is never re-sent. A lookup on the platform decides \
+                 (a running `oncepost worker` runs one automatically after the propagation window)."
+                    .to_string(),
+                Some(format!(
+                    "oncepost reconcile --key {k} --contract CONTRACT --base-url URL"
+                )),
+            ),
+            Status::Parked => (
+                "A person decides, on the review page: found it (published), or authorize a redelivery."
+                    .to_string(),
+                Some("oncepost review".to_string()),
+            ),
+        };
+        NextStep { says, command }
+    }
+}
+
 /// The result of `create_intent`.
 #[derive(Debug, Clone, Serialize)]
 pub struct Created {
