@@ -186,7 +186,7 @@ impl Store {
         read_pool!(self, |ex| {
             let rows = sqlx::query(
                 "SELECT name, platform, credential_version, revoked, min_interval_ms, dup_window_ms, \
-                 last_dispatch_at FROM accounts ORDER BY name",
+                 last_dispatch_at, handle FROM accounts ORDER BY name",
             )
             .fetch_all(ex)
             .await
@@ -201,6 +201,7 @@ impl Store {
                         min_interval_ms: col(r, "min_interval_ms")?,
                         dup_window_ms: col(r, "dup_window_ms")?,
                         last_dispatch_at: col(r, "last_dispatch_at")?,
+                        handle: col(r, "handle")?,
                     })
                 })
                 .collect()

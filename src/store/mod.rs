@@ -15,6 +15,7 @@
 //! work on both); where they differ (the generation source, the duplicate-text constraint) the difference is in
 //! [`Dialect`] and in the per-backend migrations.
 mod admin;
+mod binding;
 mod error;
 mod model;
 mod ops;
@@ -31,6 +32,7 @@ use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
 
+pub use binding::MAX_HANDLE_CHARS;
 pub use error::{AuthorizeRefusal, StoreError};
 pub use model::{
     Account, AttemptRecord, Begun, Claim, Created, DispatchAuthorization, EventRecord, Fence,

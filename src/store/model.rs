@@ -115,6 +115,13 @@ pub struct Intent {
     pub platform_id: Option<String>,
     /// The post's permalink, once known.
     pub permalink: Option<String>,
+    /// The platform of the contract this intent is bound to (set by the first publish; for intents from
+    /// before the binding existed, the account's platform). Lookups through another platform never touch it.
+    pub contract_platform: Option<String>,
+    /// The origin (`scheme://host[:port]`) of the base URL it was published at, once bound (None: not recorded).
+    pub base_origin: Option<String>,
+    /// The contract version (hash) its latest attempt ran with (None: never begun).
+    pub contract_version: Option<String>,
     /// Created (ms).
     pub created_at: i64,
     /// Last changed (ms).
@@ -425,6 +432,9 @@ pub struct Account {
     pub dup_window_ms: i64,
     /// Last authorized dispatch (ms).
     pub last_dispatch_at: Option<i64>,
+    /// The account's own handle on its platform, as items show their author (None: not recorded, so a post
+    /// found by search can only be a lead for a person).
+    pub handle: Option<String>,
 }
 
 /// Settings for a new account.

@@ -19,7 +19,7 @@ fn is_one_redelivery(e: &sqlx::Error) -> bool {
 pub(crate) const INTENT_COLUMNS: &str = "id, delivery_key, state, account, platform, action_kind, target, \
     request_json, content_hash, source_ref, redelivery_of, redelivery_json, generation, epoch, lease_owner, \
     lease_expires_at, current_attempt, attempt_count, max_attempts, reconcile_count, lookup_expires_at, platform_id, permalink, \
-    created_at, updated_at, contract_hash, credential_version";
+    created_at, updated_at, contract_hash, credential_version, contract_platform, base_origin";
 
 /// An intent row plus the columns callers do not see.
 pub(crate) struct IntentRow {
@@ -70,6 +70,9 @@ where
         lookup_expires_at: col(row, "lookup_expires_at")?,
         platform_id: col(row, "platform_id")?,
         permalink: col(row, "permalink")?,
+        contract_platform: col(row, "contract_platform")?,
+        base_origin: col(row, "base_origin")?,
+        contract_version: col(row, "contract_hash")?,
         created_at: col(row, "created_at")?,
         updated_at: col(row, "updated_at")?,
     };
@@ -129,6 +132,7 @@ macro_rules! insert_event {
         .map_err($crate::store::map_db)?;
     }};
 }
+pub(crate) use insert_event;
 
 /// The target state the state table gives, or a `WrongState` error for `operation`.
 fn transition(
@@ -498,6 +502,7 @@ impl Store {
                      AND epoch = (SELECT m.epoch FROM store_meta m WHERE m.id = 1) \
                      AND NOT EXISTS (SELECT 1 FROM switches s WHERE s.engaged = 1 AND (s.scope = 'global' \
                          OR (s.scope = 'platform' AND s.name = intents.platform) \
+                         OR (s.scope = 'platform' AND s.name = intents.contract_platform) \
                          OR (s.scope = 'account' AND s.name = intents.account))) \
                      RETURNING id, account",
                 )
@@ -614,6 +619,7 @@ impl Store {
             let applies = sw.engaged
                 && (sw.scope == "global"
                     || (sw.scope == "platform" && sw.name == it.platform)
+                    || (sw.scope == "platform" && it.contract_platform.as_ref() == Some(&sw.name))
                     || (sw.scope == "account" && sw.name == it.account));
             if applies {
                 return Ok(AuthorizeRefusal::KillSwitch {
