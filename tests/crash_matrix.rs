@@ -351,7 +351,18 @@ impl Cell {
             arrivals_before_round2: 0,
         };
         let r = cell
-            .run(&["accounts", "add", "alice", "--platform", "fixture"], None)
+            .run(
+                &[
+                    "accounts",
+                    "add",
+                    "alice",
+                    "--platform",
+                    "fixture",
+                    "--handle",
+                    "alice",
+                ],
+                None,
+            )
             .await;
         if r.end != End::Code(0) {
             cell.trouble.push(format!(

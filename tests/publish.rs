@@ -39,7 +39,15 @@ impl Env {
             contract,
         };
         let (code, out, err) = env
-            .run(&["accounts", "add", "alice", "--platform", "fixture"])
+            .run(&[
+                "accounts",
+                "add",
+                "alice",
+                "--platform",
+                "fixture",
+                "--handle",
+                "alice",
+            ])
             .await;
         assert_eq!(code, 0, "accounts add: {out} {err}");
         env
@@ -360,8 +368,28 @@ async fn look_before_write_finds_the_post_and_presses_nothing() {
     let env = Env::start(Fault::default()).await;
     let text = unique("already there");
     let base = env.platform.base_url();
-    // Post it directly, the way an earlier lost run would have.
-    let page = reqwest::get(format!("{base}/compose"))
+    // Post it directly as alice, the way an earlier lost run of hers would have (her session cookie, so the
+    // post shows her as its author: only her own post settles her intent).
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let login = client
+        .get(format!("{base}/login?account=alice"))
+        .send()
+        .await
+        .unwrap();
+    let cookie = login.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_string();
+    let page = client
+        .get(format!("{base}/compose"))
+        .header("cookie", &cookie)
+        .send()
         .await
         .unwrap()
         .text()
@@ -375,8 +403,9 @@ async fn look_before_write_finds_the_post_and_presses_nothing() {
         .next()
         .unwrap()
         .to_string();
-    let r = reqwest::Client::new()
+    let r = client
         .post(format!("{base}/api/posts"))
+        .header("cookie", &cookie)
         .header("x-csrf-token", token)
         .header("content-type", "application/json")
         .body(serde_json::json!({ "text": text, "title": "" }).to_string())

@@ -30,7 +30,15 @@ impl Env {
             contract: contract.display().to_string(),
         };
         let (code, _, err) = env
-            .run(&["accounts", "add", "alice", "--platform", "fixture"])
+            .run(&[
+                "accounts",
+                "add",
+                "alice",
+                "--platform",
+                "fixture",
+                "--handle",
+                "alice",
+            ])
             .await;
         assert_eq!(code, 0, "{err}");
         env
@@ -54,6 +62,8 @@ impl Env {
 
     async fn publish(&self, text: &str) -> (i32, Value) {
         let base = self.platform.base_url();
+        // Logged in, so the post shows alice as its author (the lookup settles only on her own posts).
+        let login = format!("{base}/login?account=alice");
         let (code, out, err) = self
             .run(&[
                 "publish",
@@ -64,6 +74,8 @@ impl Env {
                 "alice",
                 "--base-url",
                 &base,
+                "--login-url",
+                &login,
                 "--text",
                 text,
             ])

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use common::{Backend, test_db};
+use oncepost::contract::Binding;
 use oncepost::fixture_platform::{FixtureConfig, FixturePlatform, RunningPlatform};
 use oncepost::identity::{ActionKind, CanonicalRequest, DeliveryKey, normalize_text};
 use oncepost::recover::{self, LookupResult, PlatformLookup, ReconcilePolicy, RecoverError};
@@ -19,10 +20,25 @@ use serde_json::json;
 struct ApiLookup {
     base: String,
     calls: Arc<AtomicUsize>,
+    binding: Binding,
+}
+
+/// The platform this lookup reads: the fixture platform, as the intents' attempts began ("c").
+fn fixture_binding(base: &str) -> Binding {
+    Binding {
+        platform: "fixture".into(),
+        version: "c".into(),
+        origin: base.into(),
+        allowed_origins: vec![base.into()],
+    }
 }
 
 impl PlatformLookup for ApiLookup {
     type Hold = ();
+
+    fn binding(&self) -> &Binding {
+        &self.binding
+    }
 
     async fn hold(&self, _intent: &Intent) -> Result<Option<()>, String> {
         Ok(Some(()))
@@ -173,6 +189,7 @@ async fn setup(
     let lookup = ApiLookup {
         base: p.base_url(),
         calls: calls.clone(),
+        binding: fixture_binding(&p.base_url()),
     };
     (db, p, dir, lookup, calls)
 }
@@ -212,6 +229,10 @@ struct BusyFirst {
 
 impl PlatformLookup for BusyFirst {
     type Hold = ();
+
+    fn binding(&self) -> &Binding {
+        self.inner.binding()
+    }
 
     async fn hold(&self, intent: &Intent) -> Result<Option<()>, String> {
         if self.asked.fetch_add(1, Ordering::SeqCst) == 0 {
@@ -403,6 +424,7 @@ async fn worker_sweeps_reconciles_and_stops_cleanly(b: Backend) {
     let lookup = ApiLookup {
         base: p.base_url(),
         calls: calls.clone(),
+        binding: fixture_binding(&p.base_url()),
     };
     // a worker that authorized and then crashed: its lease (1 ms) expires
     let key = db

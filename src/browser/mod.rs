@@ -38,7 +38,9 @@ pub use locator::{
     StepAction, Strategy,
 };
 pub use probe::{ProbeOptions, ProbePlan, ProbeReport, ProbeVerdict};
-pub use readback::{ReadVerdict, Readback, ReadbackPlan, TextRule};
+pub use readback::{
+    Alarm, Authorship, Candidate, LeadReason, ReadVerdict, Readback, ReadbackPlan, TextRule,
+};
 pub use session::{BrowserSession, LaunchOptions, Liveness, find_chromium};
 pub use transport::{
     CreatePattern, DispatchOutcome, OneShotSender, TransportMode, TransportOptions, UrlMatch,

@@ -3,8 +3,15 @@
 //! and, later, by `oncepost reconcile`.
 //!
 //! A read-back page only reads: it is opened under the session's write guard like every page, navigated,
-//! and one evaluation lists the post items (CSS) with their id and text (`textContent`, so line breaks and
-//! long texts come back whole). Text is compared by the contract's rule after trim + NFC + LF.
+//! and one evaluation lists the post items (CSS) with their id, text (`textContent`, so line breaks and long
+//! texts come back whole), author and first link. Text is compared by the contract's rule after trim + NFC + LF.
+//!
+//! A text match is not enough: another account may have posted the same text. A search match settles only
+//! when the item shows the account's own handle (the contract says where an item shows its author, the
+//! account records its handle); any other text match is a [`ReadVerdict::Lead`] for a person, never a
+//! finding. By permalink, the id came from this attempt's own create answer, so an item that does not show
+//! its author is taken as ours, but one showing another author is a lead. Ids and links taken from a page
+//! must be http(s) inside the contract's `origins.allowed`; anything else is an [`Alarm`], never a finding.
 use std::time::{Duration, Instant};
 
 use base64::Engine;
@@ -69,6 +76,169 @@ pub struct ReadbackPlan {
     pub propagation_ms: u64,
     /// CSS selectors blacked out in the screenshot.
     pub masks: Vec<String>,
+    /// CSS, inside an item, of the element showing its author (None: the contract declares none).
+    pub author_css: Option<String>,
+    /// Read the author from this attribute of that element instead of its text.
+    pub author_attribute: Option<String>,
+    /// The publishing account's handle (None: not recorded; search matches are then leads only).
+    pub handle: Option<String>,
+    /// Origins (`scheme://host[:port]`) a permalink may point into (`origins.allowed`, expanded).
+    pub allowed_origins: Vec<String>,
+}
+
+/// The reason of an evidence event recording an id or link a page supplied that was refused (an alarm).
+pub const ALARM_REASON: &str = "the page supplied an id or link outside the platform (not http(s) inside origins.allowed); refused";
+
+/// Longest id taken from a page (ids are short tokens; anything longer is not one).
+pub const MAX_ID_CHARS: usize = 256;
+
+/// Whether an id taken from a page can be one: non-empty, bounded, no whitespace or control characters.
+pub fn check_id(id: &str) -> Result<(), String> {
+    if id.is_empty() || id.chars().count() > MAX_ID_CHARS {
+        return Err(format!("an id must be 1-{MAX_ID_CHARS} characters"));
+    }
+    if id.chars().any(|c| c.is_control() || c.is_whitespace()) {
+        return Err("an id cannot hold whitespace or control characters".into());
+    }
+    Ok(())
+}
+
+/// Whether a link taken from a page may be recorded as a permalink: an absolute http(s) URL without
+/// credentials whose origin is one of `allowed`.
+pub fn check_link(link: &str, allowed: &[String]) -> Result<(), String> {
+    let u = url::Url::parse(link).map_err(|e| format!("not an absolute URL: {e}"))?;
+    if !matches!(u.scheme(), "http" | "https") {
+        return Err(format!("scheme {:?} is not http(s)", u.scheme()));
+    }
+    if !u.username().is_empty() || u.password().is_some() {
+        return Err("a permalink cannot carry credentials".into());
+    }
+    let origin = u.origin().ascii_serialization();
+    if !allowed.contains(&origin) {
+        return Err(format!(
+            "origin {origin} is not in the contract's origins.allowed ({})",
+            allowed.join(", ")
+        ));
+    }
+    Ok(())
+}
+
+/// A handle as compared: trimmed, NFC, without one leading `@` (platforms show `@name` or `name`).
+pub fn normalize_handle(h: &str) -> String {
+    let n = normalize_text(h);
+    n.strip_prefix('@').unwrap_or(&n).trim().to_string()
+}
+
+/// Whether an item's shown author is the account's handle (exactly, after [`normalize_handle`]).
+pub fn same_author(handle: &str, shown: &str) -> bool {
+    let (a, b) = (normalize_handle(handle), normalize_handle(shown));
+    !a.is_empty() && a == b
+}
+
+/// How an item's authorship was judged.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "authorship", rename_all = "snake_case")]
+pub enum Authorship {
+    /// The item shows the account's handle.
+    Ours {
+        /// As shown.
+        author: String,
+    },
+    /// The item shows another author.
+    OtherAuthor {
+        /// As shown.
+        author: String,
+    },
+    /// The contract declares no author element, so no item can show one.
+    NotDeclared,
+    /// The item has no (non-empty) author element.
+    NotShown,
+    /// The account records no handle to compare with.
+    NoHandle {
+        /// As shown.
+        author: String,
+    },
+}
+
+impl Authorship {
+    fn author(&self) -> Option<String> {
+        match self {
+            Authorship::Ours { author }
+            | Authorship::OtherAuthor { author }
+            | Authorship::NoHandle { author } => Some(author.clone()),
+            Authorship::NotDeclared | Authorship::NotShown => None,
+        }
+    }
+}
+
+/// Why a text match is a lead and not a finding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LeadReason {
+    /// The item shows another author.
+    OtherAuthor,
+    /// The contract declares no author element.
+    AuthorNotDeclared,
+    /// The item shows no author.
+    AuthorNotShown,
+    /// The account records no handle.
+    NoHandle,
+    /// Its id or link was refused (not http(s) inside `origins.allowed`): an alarm.
+    LinkRefused,
+    /// It carries neither an id nor a link to record.
+    NoIdOrLink,
+}
+
+impl LeadReason {
+    fn of(a: &Authorship) -> Option<LeadReason> {
+        match a {
+            Authorship::Ours { .. } => None,
+            Authorship::OtherAuthor { .. } => Some(LeadReason::OtherAuthor),
+            Authorship::NotDeclared => Some(LeadReason::AuthorNotDeclared),
+            Authorship::NotShown => Some(LeadReason::AuthorNotShown),
+            Authorship::NoHandle { .. } => Some(LeadReason::NoHandle),
+        }
+    }
+
+    /// One line for a person.
+    pub fn describe(self) -> &'static str {
+        match self {
+            LeadReason::OtherAuthor => "it shows another author",
+            LeadReason::AuthorNotDeclared => {
+                "the contract declares no author element (readback.author)"
+            }
+            LeadReason::AuthorNotShown => "it shows no author",
+            LeadReason::NoHandle => {
+                "the account records no handle (oncepost accounts set-handle NAME HANDLE)"
+            }
+            LeadReason::LinkRefused => "its id or link points outside the platform (an alarm)",
+            LeadReason::NoIdOrLink => "it carries neither an id nor a link",
+        }
+    }
+}
+
+/// A post with the sent text that cannot be settled on: evidence for a person.
+#[derive(Debug, Clone, Serialize)]
+pub struct Candidate {
+    /// Its id as the page gave it (unchecked when the reason is `link_refused`).
+    pub id: Option<String>,
+    /// Its permalink when it passed the checks, else None (the refused value is in the alarm).
+    pub permalink: Option<String>,
+    /// The author it shows, if any.
+    pub author: Option<String>,
+    /// Why it is only a lead.
+    pub why: LeadReason,
+}
+
+/// Something a page supplied that oncepost refused to record: a link or id outside the platform.
+#[derive(Debug, Clone, Serialize)]
+pub struct Alarm {
+    /// `id` or `permalink`.
+    pub what: String,
+    /// The refused value, as text (it is never opened or rendered as a link).
+    pub value: String,
+    /// Why it was refused.
+    pub why: String,
 }
 
 impl ReadbackPlan {
@@ -94,18 +264,28 @@ pub struct ShownItem {
     pub text: Option<String>,
     /// Its first link (absolute), if any.
     pub href: Option<String>,
+    /// The author it shows (text or attribute of the contract's author element), if any.
+    #[serde(default)]
+    pub author: Option<String>,
 }
 
 /// What a read-back concluded.
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "verdict", rename_all = "snake_case")]
 pub enum ReadVerdict {
-    /// The post is there with the sent text.
+    /// The post is there with the sent text, and it is this account's.
     Match {
         /// Its id.
         id: Option<String>,
-        /// Its permalink.
+        /// Its permalink (checked: http(s) inside `origins.allowed`).
         permalink: Option<String>,
+        /// How it is known to be this account's.
+        authorship: Authorship,
+    },
+    /// Posts with the sent text are there, but none can be shown to be this account's: a lead for a person.
+    Lead {
+        /// What was seen, in page order.
+        candidates: Vec<Candidate>,
     },
     /// The post is there (by id) with a different text.
     Mismatch {
@@ -131,6 +311,8 @@ pub struct Readback {
     pub items: Vec<ShownItem>,
     /// How many reads it took (propagation retries).
     pub reads: u32,
+    /// Ids and links the page supplied that were refused (outside the platform): each is an alarm.
+    pub alarms: Vec<Alarm>,
     /// Screenshot of the final read (masked), when one was taken.
     #[serde(skip)]
     pub png: Option<Vec<u8>>,
@@ -145,8 +327,10 @@ const ITEMS_JS: &str = r#"
   return { dpr: window.devicePixelRatio || 1, masks, items: found.map(el => {
     const t = el.querySelector(p.text);
     const a = el.querySelector('a[href]');
+    const au = p.author ? el.querySelector(p.author) : null;
+    const author = au ? (p.author_attribute ? au.getAttribute(p.author_attribute) : au.textContent) : null;
     return { id: p.id_attribute ? el.getAttribute(p.id_attribute) : null,
-             text: t ? t.textContent : null, href: a ? a.href : null };
+             text: t ? t.textContent : null, href: a ? a.href : null, author };
   }) };
 }
 "#;
@@ -165,9 +349,9 @@ async fn read_once(
     plan: &ReadbackPlan,
     url: &str,
     navigation_timeout: Duration,
-    judge: &dyn Fn(&[ShownItem]) -> ReadVerdict,
+    judge: &dyn Fn(&[ShownItem]) -> Judged,
     shoot: &dyn Fn(&ReadVerdict) -> bool,
-) -> Result<(Vec<ShownItem>, ReadVerdict, Option<Vec<u8>>), BrowserError> {
+) -> Result<(Vec<ShownItem>, Judged, Option<Vec<u8>>), BrowserError> {
     let live = session.liveness();
     let page = live
         .call(
@@ -195,6 +379,7 @@ async fn read_once(
             &serde_json::json!({
                 "item": plan.item_css, "text": plan.text_css,
                 "id_attribute": plan.id_attribute, "masks": plan.masks,
+                "author": plan.author_css, "author_attribute": plan.author_attribute,
             }),
         )
         .await?;
@@ -211,7 +396,7 @@ async fn read_once(
             }
         }
         let verdict = judge(&listed.items);
-        if !shoot(&verdict) {
+        if !shoot(&verdict.0) {
             return Ok((listed.items, verdict, None));
         }
         let params = CaptureScreenshotParams::builder()
@@ -236,6 +421,195 @@ async fn read_once(
     result
 }
 
+/// A verdict and the alarms raised while reaching it.
+type Judged = (ReadVerdict, Vec<Alarm>);
+
+impl ReadbackPlan {
+    /// How `item`'s authorship compares with the account's handle.
+    pub fn authorship(&self, item: &ShownItem) -> Authorship {
+        if self.author_css.is_none() {
+            return Authorship::NotDeclared;
+        }
+        let Some(shown) = item
+            .author
+            .as_deref()
+            .map(normalize_handle)
+            .filter(|a| !a.is_empty())
+        else {
+            return Authorship::NotShown;
+        };
+        match &self.handle {
+            None => Authorship::NoHandle { author: shown },
+            Some(h) if same_author(h, &shown) => Authorship::Ours { author: shown },
+            Some(_) => Authorship::OtherAuthor { author: shown },
+        }
+    }
+
+    /// The id and permalink to record for a search item, both checked; a refused one is an alarm.
+    fn link_of(&self, item: &ShownItem) -> Result<(Option<String>, Option<String>), Alarm> {
+        match (&item.id, &item.href) {
+            (Some(id), _) => {
+                check_id(id).map_err(|why| Alarm {
+                    what: "id".into(),
+                    value: id.clone(),
+                    why,
+                })?;
+                let link = self.permalink_of(id);
+                check_link(&link, &self.allowed_origins).map_err(|why| Alarm {
+                    what: "permalink".into(),
+                    value: link.clone(),
+                    why,
+                })?;
+                Ok((Some(id.clone()), Some(link)))
+            }
+            (None, Some(href)) => {
+                check_link(href, &self.allowed_origins).map_err(|why| Alarm {
+                    what: "permalink".into(),
+                    value: href.clone(),
+                    why,
+                })?;
+                Ok((None, Some(href.clone())))
+            }
+            (None, None) => Ok((None, None)),
+        }
+    }
+
+    /// The search judge: the first text match that shows this account's handle, with a recordable link,
+    /// is a match; any other text match is a lead; no text match is not found.
+    pub fn judge_search(&self, sent: &str, items: &[ShownItem]) -> (ReadVerdict, Vec<Alarm>) {
+        let mut candidates = Vec::new();
+        let mut alarms = Vec::new();
+        for i in items.iter().filter(|i| {
+            i.text
+                .as_deref()
+                .is_some_and(|t| self.compare.matches(sent, t))
+        }) {
+            let authorship = self.authorship(i);
+            let author = authorship.author();
+            let why = match self.link_of(i) {
+                Err(alarm) => {
+                    alarms.push(alarm);
+                    candidates.push(Candidate {
+                        id: i.id.clone(),
+                        permalink: None,
+                        author,
+                        why: LeadReason::LinkRefused,
+                    });
+                    continue;
+                }
+                Ok((None, None)) => LeadReason::of(&authorship).unwrap_or(LeadReason::NoIdOrLink),
+                Ok((id, permalink)) => match LeadReason::of(&authorship) {
+                    None => {
+                        return (
+                            ReadVerdict::Match {
+                                id,
+                                permalink,
+                                authorship,
+                            },
+                            alarms,
+                        );
+                    }
+                    Some(why) => {
+                        candidates.push(Candidate {
+                            id,
+                            permalink,
+                            author,
+                            why,
+                        });
+                        continue;
+                    }
+                },
+            };
+            candidates.push(Candidate {
+                id: i.id.clone(),
+                permalink: None,
+                author,
+                why,
+            });
+        }
+        if candidates.is_empty() {
+            (ReadVerdict::NotFound, alarms)
+        } else {
+            (ReadVerdict::Lead { candidates }, alarms)
+        }
+    }
+
+    /// The permalink judge for post `id` (from this attempt's own create answer): the item with that id
+    /// (or the page's only item without one). The text must match; an item showing another author is a lead;
+    /// one that shows no author (or no handle is recorded) is taken as ours, the create answer being the
+    /// proof of authorship. A refused id or permalink is an alarm and a lead.
+    pub fn judge_permalink(&self, id: &str, sent: &str, items: &[ShownItem]) -> Judged {
+        let url = self.permalink_of(id);
+        let item = items
+            .iter()
+            .find(|i| i.id.as_deref() == Some(id))
+            .or_else(|| items.first().filter(|i| i.id.is_none()));
+        let Some(i) = item else {
+            return (ReadVerdict::NotFound, Vec::new());
+        };
+        let shown = i.text.clone().unwrap_or_default();
+        if !self.compare.matches(sent, &shown) {
+            return (
+                ReadVerdict::Mismatch {
+                    id: Some(id.to_string()),
+                    shown,
+                },
+                Vec::new(),
+            );
+        }
+        let authorship = self.authorship(i);
+        let refused = check_id(id)
+            .map_err(|why| Alarm {
+                what: "id".into(),
+                value: id.to_string(),
+                why,
+            })
+            .and_then(|()| {
+                check_link(&url, &self.allowed_origins).map_err(|why| Alarm {
+                    what: "permalink".into(),
+                    value: url.clone(),
+                    why,
+                })
+            });
+        if let Err(alarm) = refused {
+            let lead = Candidate {
+                id: Some(id.to_string()),
+                permalink: None,
+                author: authorship.author(),
+                why: LeadReason::LinkRefused,
+            };
+            return (
+                ReadVerdict::Lead {
+                    candidates: vec![lead],
+                },
+                vec![alarm],
+            );
+        }
+        if let Authorship::OtherAuthor { author } = &authorship {
+            let lead = Candidate {
+                id: Some(id.to_string()),
+                permalink: Some(url),
+                author: Some(author.clone()),
+                why: LeadReason::OtherAuthor,
+            };
+            return (
+                ReadVerdict::Lead {
+                    candidates: vec![lead],
+                },
+                Vec::new(),
+            );
+        }
+        (
+            ReadVerdict::Match {
+                id: Some(id.to_string()),
+                permalink: Some(url),
+                authorship,
+            },
+            Vec::new(),
+        )
+    }
+}
+
 /// Read post `id` back from its permalink, re-reading "not found" until `propagation_ms` passed.
 pub async fn by_id(
     session: &BrowserSession,
@@ -251,35 +625,14 @@ pub async fn by_id(
         "permalink",
         &url,
         navigation_timeout,
-        |items| {
-            let item = items
-                .iter()
-                .find(|i| i.id.as_deref() == Some(id))
-                .or_else(|| items.first().filter(|i| i.id.is_none()));
-            match item {
-                None => ReadVerdict::NotFound,
-                Some(i) => {
-                    let shown = i.text.clone().unwrap_or_default();
-                    if plan.compare.matches(sent, &shown) {
-                        ReadVerdict::Match {
-                            id: Some(id.to_string()),
-                            permalink: Some(url.clone()),
-                        }
-                    } else {
-                        ReadVerdict::Mismatch {
-                            id: Some(id.to_string()),
-                            shown,
-                        }
-                    }
-                }
-            }
-        },
+        |items| plan.judge_permalink(id, sent, items),
     )
     .await
 }
 
-/// Look for `sent` through the search page (exact under the contract's rule). `wait_for_propagation`:
-/// re-read "not found" until `propagation_ms` passed (after a create); false for look-before-write.
+/// Look for `sent` through the search page (exact under the contract's rule, authored by the account's
+/// handle). `wait_for_propagation`: re-read "not found" and leads until `propagation_ms` passed (after a
+/// create: the account's own post may not be listed yet); false for look-before-write and reconcile.
 pub async fn by_search(
     session: &BrowserSession,
     plan: &ReadbackPlan,
@@ -292,28 +645,9 @@ pub async fn by_search(
     if !wait_for_propagation {
         p.propagation_ms = 0;
     }
-    read_until(
-        session,
-        &p,
-        "search",
-        &url,
-        navigation_timeout,
-        |items| match items.iter().find(|i| {
-            i.text
-                .as_deref()
-                .is_some_and(|t| plan.compare.matches(sent, t))
-        }) {
-            Some(i) => ReadVerdict::Match {
-                id: i.id.clone(),
-                permalink: i
-                    .id
-                    .as_deref()
-                    .map(|id| plan.permalink_of(id))
-                    .or_else(|| i.href.clone()),
-            },
-            None => ReadVerdict::NotFound,
-        },
-    )
+    read_until(session, &p, "search", &url, navigation_timeout, |items| {
+        plan.judge_search(sent, items)
+    })
     .await
 }
 
@@ -323,7 +657,7 @@ async fn read_until(
     by: &str,
     url: &str,
     navigation_timeout: Duration,
-    judge: impl Fn(&[ShownItem]) -> ReadVerdict,
+    judge: impl Fn(&[ShownItem]) -> Judged,
 ) -> Result<Readback, BrowserError> {
     let until = Instant::now() + Duration::from_millis(plan.propagation_ms);
     let mut reads = 0;
@@ -333,15 +667,25 @@ async fn read_until(
         // a look-before-write that found nothing (propagation 0).
         let last = Instant::now() >= until;
         let keep_not_found = plan.propagation_ms > 0;
-        let shoot =
-            |v: &ReadVerdict| !matches!(v, ReadVerdict::NotFound) || (last && keep_not_found);
-        let (items, verdict, png) =
+        let shoot = |v: &ReadVerdict| match v {
+            ReadVerdict::Match { .. } | ReadVerdict::Mismatch { .. } => true,
+            ReadVerdict::Lead { .. } => last,
+            ReadVerdict::NotFound => last && keep_not_found,
+        };
+        let (items, (verdict, alarms), png) =
             read_once(session, plan, url, navigation_timeout, &judge, &shoot).await?;
-        if !matches!(verdict, ReadVerdict::NotFound) || Instant::now() >= until {
+        // A lead is re-read like "not found" while the window lasts: the account's own post may not be
+        // listed yet, and another account's post with the same text proves nothing about it.
+        let settled = matches!(
+            verdict,
+            ReadVerdict::Match { .. } | ReadVerdict::Mismatch { .. }
+        );
+        if settled || Instant::now() >= until {
             let items = items
                 .into_iter()
                 .map(|mut i| {
                     i.text = i.text.map(|t| t.chars().take(500).collect());
+                    i.author = i.author.map(|t| t.chars().take(200).collect());
                     i
                 })
                 .collect();
@@ -351,9 +695,169 @@ async fn read_until(
                 verdict,
                 items,
                 reads,
+                alarms,
                 png,
             });
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(handle: Option<&str>) -> ReadbackPlan {
+        ReadbackPlan {
+            permalink: "http://127.0.0.1:9/p/{id}".into(),
+            search: "http://127.0.0.1:9/search?q={text}".into(),
+            item_css: vec!["article.post".into()],
+            text_css: ".post-text".into(),
+            id_attribute: Some("data-post-id".into()),
+            id_from_link: None,
+            compare: TextRule::ExactNfc,
+            propagation_ms: 0,
+            masks: Vec::new(),
+            author_css: Some(".post-author".into()),
+            author_attribute: None,
+            handle: handle.map(String::from),
+            allowed_origins: vec!["http://127.0.0.1:9".into()],
+        }
+    }
+
+    fn item(id: Option<&str>, text: &str, author: Option<&str>, href: Option<&str>) -> ShownItem {
+        ShownItem {
+            id: id.map(String::from),
+            text: Some(text.into()),
+            href: href.map(String::from),
+            author: author.map(String::from),
+        }
+    }
+
+    #[test]
+    fn a_search_match_settles_only_on_the_accounts_own_item() {
+        let items = [
+            item(Some("bob1"), "same", Some("bob"), None),
+            item(Some("al1"), "same", Some(" @alice "), None),
+        ];
+        match plan(Some("alice")).judge_search("same", &items).0 {
+            ReadVerdict::Match { id, permalink, .. } => {
+                assert_eq!(id.as_deref(), Some("al1"));
+                assert_eq!(permalink.as_deref(), Some("http://127.0.0.1:9/p/al1"));
+            }
+            other => panic!("{other:?}"),
+        }
+        // Only Bob's: a lead naming him.
+        match plan(Some("alice")).judge_search("same", &items[..1]).0 {
+            ReadVerdict::Lead { candidates } => {
+                assert_eq!(candidates[0].why, LeadReason::OtherAuthor);
+                assert_eq!(candidates[0].author.as_deref(), Some("bob"));
+            }
+            other => panic!("{other:?}"),
+        }
+        // No handle, no author element, no author shown: leads.
+        let why = |p: ReadbackPlan, items: &[ShownItem]| match p.judge_search("same", items).0 {
+            ReadVerdict::Lead { candidates } => candidates[0].why,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(why(plan(None), &items[1..]), LeadReason::NoHandle);
+        let mut undeclared = plan(Some("alice"));
+        undeclared.author_css = None;
+        assert_eq!(why(undeclared, &items[1..]), LeadReason::AuthorNotDeclared);
+        let unsigned = [item(Some("x"), "same", Some("  "), None)];
+        assert_eq!(
+            why(plan(Some("alice")), &unsigned),
+            LeadReason::AuthorNotShown
+        );
+        assert!(matches!(
+            plan(Some("alice")).judge_search("other", &items).0,
+            ReadVerdict::NotFound
+        ));
+    }
+
+    #[test]
+    fn links_outside_the_platform_are_alarms_and_never_findings() {
+        let p = plan(Some("alice"));
+        for bad in [
+            "javascript:alert(document.domain)",
+            "https://evil.example/p/1",
+            "http://user:pw@127.0.0.1:9/p/1",
+            "data:text/html,hi",
+        ] {
+            let items = [item(None, "same", Some("alice"), Some(bad))];
+            let (v, alarms) = p.judge_search("same", &items);
+            assert!(
+                matches!(&v, ReadVerdict::Lead { candidates } if candidates[0].why == LeadReason::LinkRefused),
+                "{bad}: {v:?}"
+            );
+            assert_eq!(alarms.len(), 1, "{bad}");
+            assert_eq!(alarms[0].value, bad);
+        }
+        let items = [item(Some("a b"), "same", Some("alice"), None)];
+        let (v, alarms) = p.judge_search("same", &items);
+        assert!(matches!(v, ReadVerdict::Lead { .. }), "{v:?}");
+        assert_eq!(alarms[0].what, "id");
+        let good = [item(
+            None,
+            "same",
+            Some("alice"),
+            Some("http://127.0.0.1:9/p/z"),
+        )];
+        assert!(matches!(
+            p.judge_search("same", &good).0,
+            ReadVerdict::Match { .. }
+        ));
+        // By permalink: an id that cannot be one, or a template leaving the platform.
+        let (v, alarms) = p.judge_permalink("x\ny", "same", &[item(None, "same", None, None)]);
+        assert!(
+            matches!(v, ReadVerdict::Lead { .. }) && alarms.len() == 1,
+            "{v:?}"
+        );
+        let mut off = plan(Some("alice"));
+        off.permalink = "https://evil.example/p/{id}".into();
+        let (v, alarms) =
+            off.judge_permalink("ok", "same", &[item(Some("ok"), "same", None, None)]);
+        assert!(
+            matches!(v, ReadVerdict::Lead { .. }) && alarms.len() == 1,
+            "{v:?}"
+        );
+    }
+
+    #[test]
+    fn by_permalink_another_author_is_a_lead_and_an_unsigned_item_is_ours() {
+        let p = plan(Some("alice"));
+        let bobs = [item(Some("id1"), "same", Some("bob"), None)];
+        assert!(matches!(
+            p.judge_permalink("id1", "same", &bobs).0,
+            ReadVerdict::Lead { candidates } if candidates[0].why == LeadReason::OtherAuthor
+        ));
+        let hers = [item(Some("id1"), "same", Some("alice"), None)];
+        assert!(matches!(
+            p.judge_permalink("id1", "same", &hers).0,
+            ReadVerdict::Match {
+                authorship: Authorship::Ours { .. },
+                ..
+            }
+        ));
+        // The id came from this attempt's create answer: without an author shown (or a handle), it is ours.
+        let unsigned = [item(Some("id1"), "same", None, None)];
+        assert!(matches!(
+            p.judge_permalink("id1", "same", &unsigned).0,
+            ReadVerdict::Match {
+                authorship: Authorship::NotShown,
+                ..
+            }
+        ));
+        assert!(matches!(
+            plan(None).judge_permalink("id1", "same", &bobs).0,
+            ReadVerdict::Match {
+                authorship: Authorship::NoHandle { .. },
+                ..
+            }
+        ));
+        assert!(matches!(
+            p.judge_permalink("id1", "changed", &hers).0,
+            ReadVerdict::Mismatch { .. }
+        ));
     }
 }

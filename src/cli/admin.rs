@@ -3,7 +3,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use serde_json::json;
 
 use super::context::{account_arg, actor, parse_duration_ms};
-use super::output::{clean, outln};
+use super::output::{clean, errln, outln};
 use super::{CliError, Context, Exit};
 use crate::store::{Account, NewAccount, SwitchScope, Timestamp};
 
@@ -51,6 +51,28 @@ pub enum AccountsCmd {
         /// Exact duplicate-text window (e.g. 24h); 0s turns it off.
         #[arg(long, default_value = "24h", value_parser = parse_duration_ms)]
         dup_window: i64,
+        /// The account's own handle on the platform, as its posts show their author (a leading @ is
+        /// dropped). A post found by search settles an intent only when it shows this handle; without
+        /// one, every post found by search is a lead for a person (parked).
+        #[arg(long)]
+        handle: Option<String>,
+        /// Who [default: $USER].
+        #[arg(long)]
+        by: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Record (or with --clear, remove) the handle an account posts as on its platform.
+    SetHandle {
+        /// Account name.
+        name: String,
+        /// The handle, as the platform shows a post's author (a leading @ is dropped).
+        #[arg(required_unless_present = "clear", conflicts_with = "clear")]
+        handle: Option<String>,
+        /// Remove the recorded handle (search matches become leads only).
+        #[arg(long)]
+        clear: bool,
         /// Who [default: $USER].
         #[arg(long)]
         by: Option<String>,
@@ -111,6 +133,18 @@ pub enum StoreCmd {
     },
 }
 
+/// A handle as given on the command line: trimmed, one leading `@` dropped (platforms show `@name` or
+/// `name`; the comparison ignores it too).
+fn handle_arg(h: &str) -> Result<String, CliError> {
+    let n = crate::browser::readback::normalize_handle(h);
+    if n.is_empty() {
+        return Err(CliError::bad_input(
+            "--handle: give the handle the platform shows as a post's author",
+        ));
+    }
+    Ok(n)
+}
+
 fn print_account(a: &Account, json_out: bool) -> Result<(), CliError> {
     if json_out {
         outln!(
@@ -119,9 +153,10 @@ fn print_account(a: &Account, json_out: bool) -> Result<(), CliError> {
         );
     } else {
         outln!(
-            "{}  platform={} credential_version={} revoked={} min_interval={}ms dup_window={}ms",
+            "{}  platform={} handle={} credential_version={} revoked={} min_interval={}ms dup_window={}ms",
             clean(&a.name),
             clean(&a.platform),
+            clean(a.handle.as_deref().unwrap_or("-")),
             a.credential_version,
             a.revoked,
             a.min_interval_ms,
@@ -180,14 +215,16 @@ pub(crate) async fn run_accounts(ctx: &Context, cmd: AccountsCmd) -> Result<Exit
             platform,
             min_interval,
             dup_window,
+            handle,
             by,
             json,
         } => {
             account_arg(&name)?;
-            let a = store
+            let handle = handle.as_deref().map(handle_arg).transpose()?;
+            let mut a = store
                 .add_account(
                     &NewAccount {
-                        name,
+                        name: name.clone(),
                         platform,
                         min_interval_ms: min_interval,
                         dup_window_ms: dup_window,
@@ -196,7 +233,37 @@ pub(crate) async fn run_accounts(ctx: &Context, cmd: AccountsCmd) -> Result<Exit
                     now,
                 )
                 .await?;
+            if let Some(h) = &handle {
+                a = store
+                    .set_account_handle(&name, Some(h), &actor(&by), now)
+                    .await?;
+            } else if !json {
+                errln!(
+                    "note: no --handle recorded for {}: a post found by search can only be a lead for a \
+                     person (parked); record one with `oncepost accounts set-handle NAME HANDLE`",
+                    clean(&name)
+                );
+            }
             print_account(&a, json)?;
+        }
+        AccountsCmd::SetHandle {
+            name,
+            handle,
+            clear,
+            by,
+            json,
+        } => {
+            let handle = if clear {
+                None
+            } else {
+                handle.as_deref().map(handle_arg).transpose()?
+            };
+            print_account(
+                &store
+                    .set_account_handle(account_arg(&name)?, handle.as_deref(), &actor(&by), now)
+                    .await?,
+                json,
+            )?
         }
         AccountsCmd::Rotate { name, by, json } => print_account(
             &store

@@ -48,6 +48,12 @@ pub async fn run(ctx: &Context, args: DemoArgs, log: LogFormat) -> Result<Exit, 
         Ok(_) | Err(StoreError::AccountExists(_)) => {}
         Err(e) => return Err(e.into()),
     }
+    // Fixturebook shows the login name as a post's author: the demo logs in as `demo`.
+    if store.account("demo").await?.handle.is_none() {
+        store
+            .set_account_handle("demo", Some("demo"), "demo", Timestamp::now())
+            .await?;
+    }
     let demo_dir = ctx.data_dir.join("demo");
     super::context::create_private_dir(&demo_dir)?;
     let contract_path = demo_dir.join("fixture.toml");

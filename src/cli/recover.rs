@@ -35,7 +35,12 @@ pub struct ReconcileArgs {
     /// A person asks for one more lookup (recorded as their action; also on parked intents).
     #[arg(long, requires = "key")]
     pub again: bool,
-    /// Leave a not-found intent indeterminate instead of parking it.
+    /// A person who has checked the contract accepts that it is another version (or the base URL another
+    /// origin) than the one the intent's last attempt ran with; recorded in the intent's history with --by.
+    /// Never accepts another platform.
+    #[arg(long, requires = "key")]
+    pub accept_contract_change: bool,
+    /// Leave a not-found intent indeterminate instead of parking it (a lead is always parked).
     #[arg(long)]
     pub stay: bool,
     /// Who (recorded in history) [default: $USER, or "reconciler" for --due].
@@ -71,6 +76,7 @@ pub struct WorkerArgs {
 
 fn lookup_for(
     ctx: &Context,
+    store: &Store,
     contract: &std::path::Path,
     base_url: &str,
     timeout_ms: i64,
@@ -79,9 +85,14 @@ fn lookup_for(
     let plan = c
         .publish_plan(base_url)
         .map_err(|e| CliError::bad_input(e.to_string()))?;
+    let binding = c
+        .binding(base_url)
+        .map_err(|e| CliError::bad_input(e.to_string()))?;
     ctx.ensure_data_dir()?;
     let lookup = BrowserLookup::new(
         plan.readback,
+        binding,
+        store.clone(),
         &ctx.data_dir,
         Duration::from_millis(timeout_ms.max(1) as u64),
     );
@@ -113,6 +124,10 @@ fn line(r: &Reconciled) -> String {
     let what = match &r.outcome {
         crate::store::ReconcileOutcome::Found { permalink, .. } => {
             format!("found {}", clean_or_dash(permalink.as_deref()))
+        }
+        crate::store::ReconcileOutcome::NotFound { evidence } if evidence.get("lead").is_some() => {
+            "not found; a post with this text is there but not shown to be this account's (a lead, parked)"
+                .to_string()
         }
         crate::store::ReconcileOutcome::NotFound { .. } => "not found".to_string(),
         crate::store::ReconcileOutcome::Unavailable { error } => {
@@ -199,6 +214,10 @@ struct Stoppable<'a, L> {
 impl<L: PlatformLookup> PlatformLookup for Stoppable<'_, L> {
     type Hold = L::Hold;
 
+    fn binding(&self) -> &crate::contract::Binding {
+        self.inner.binding()
+    }
+
     async fn hold(&self, intent: &Intent) -> Result<Option<Self::Hold>, String> {
         if self.stop.stopped() {
             return Err(STOPPING.into());
@@ -230,8 +249,13 @@ pub(crate) async fn run_reconcile(ctx: &Context, args: ReconcileArgs) -> Result<
     let stop = StopOnSignal::install()?;
     let key = args.key.as_deref().map(parse_key).transpose()?;
     let store = open_for_lookups(ctx, args.lookup_timeout).await?;
-    let (lookup, mut policy) =
-        lookup_for(ctx, &args.contract, &args.base_url, args.lookup_timeout)?;
+    let (lookup, mut policy) = lookup_for(
+        ctx,
+        &store,
+        &args.contract,
+        &args.base_url,
+        args.lookup_timeout,
+    )?;
     let lookup = Stoppable {
         inner: &lookup,
         stop: &stop,
@@ -242,7 +266,8 @@ pub(crate) async fn run_reconcile(ctx: &Context, args: ReconcileArgs) -> Result<
     async {
         if let Some(key) = key {
             let who = actor(&args.by);
-            let r = recover::reconcile_one(&store, &lookup, &key, &who, args.again, policy, Timestamp::now()).await;
+            let asked = recover::Asked { again: args.again, accept_contract_change: args.accept_contract_change };
+            let r = recover::reconcile_asked(&store, &lookup, &key, &who, asked, policy, Timestamp::now()).await;
             let r = match r {
                 Ok(r) => r,
                 Err(RecoverError::TooEarly(ms)) => {
@@ -263,6 +288,10 @@ pub(crate) async fn run_reconcile(ctx: &Context, args: ReconcileArgs) -> Result<
                         message: format!("lookup not started, nothing recorded: {why}"),
                     });
                 }
+                Err(e @ RecoverError::OtherPlatform(_)) => return Err(CliError::bad_input(e.to_string())),
+                Err(e @ RecoverError::ContractChanged(_)) => {
+                    return Err(CliError { exit: Exit::Refused, message: e.to_string() });
+                }
                 Err(RecoverError::Store(e)) => return Err(e.into()),
             };
             if args.json {
@@ -277,7 +306,8 @@ pub(crate) async fn run_reconcile(ctx: &Context, args: ReconcileArgs) -> Result<
             });
         }
         let who = args.by.clone().unwrap_or_else(|| "reconciler".into());
-        let due = recover::due_for_reconcile(&store, policy.propagation_ms, Timestamp::now()).await?;
+        // Only this contract's platform: another platform's intents are neither looked up nor listed.
+        let due = recover::due_through(&store, lookup.binding(), policy.propagation_ms, Timestamp::now()).await?;
         let json_lines = args.json || !std::io::stdout().is_terminal();
         let total = due.len();
         progress(0, total, "");
@@ -309,7 +339,13 @@ pub(crate) async fn run_reconcile(ctx: &Context, args: ReconcileArgs) -> Result<
 pub(crate) async fn run_worker(ctx: &Context, args: WorkerArgs) -> Result<Exit, CliError> {
     let stop = StopOnSignal::install()?;
     let store = open_for_lookups(ctx, args.lookup_timeout).await?;
-    let (lookup, policy) = lookup_for(ctx, &args.contract, &args.base_url, args.lookup_timeout)?;
+    let (lookup, policy) = lookup_for(
+        ctx,
+        &store,
+        &args.contract,
+        &args.base_url,
+        args.lookup_timeout,
+    )?;
     let lookup = Stoppable {
         inner: &lookup,
         stop: &stop,

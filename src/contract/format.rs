@@ -265,6 +265,13 @@ pub struct Readback {
     /// Regex over an item's link `href` whose group `id` is the id; exclusive with `id_attribute`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id_from_link: Option<String>,
+    /// CSS selector, inside an item, of the element showing the item's author (its handle). Without it no
+    /// search match can be shown to be the account's own: every one is a lead for a person.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub author: Option<String>,
+    /// Read the author from this attribute of the `author` element instead of its text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub author_attribute: Option<String>,
     /// How published text is compared with what was sent.
     #[serde(default)]
     pub compare: TextCompare,

@@ -7,6 +7,7 @@
 //! [`Contract::hash`] is the contract version attempts carry: sha256 over a canonical JSON serialization
 //! of the parsed contract (defaults filled in, keys sorted), so comments and formatting do not change it.
 //! The browser module never sees these types: [`Contract::probe_plan`] converts into browser-level types.
+mod binding;
 mod format;
 mod plan;
 mod spans;
@@ -17,6 +18,7 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
+pub use binding::{Binding, BindingCheck, origin_of};
 pub use format::*;
 pub use plan::{PlanError, PublishPlan};
 pub use spans::{KeyPath, PathPart};

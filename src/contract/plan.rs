@@ -310,6 +310,11 @@ impl Contract {
             },
             propagation_ms: rb.propagation_ms,
             masks: self.evidence.mask.clone(),
+            author_css: rb.author.clone(),
+            author_attribute: rb.author_attribute.clone(),
+            // Per account: the publish flow and the lookup fill it in from the account's record.
+            handle: None,
+            allowed_origins: probe.allowed_origins.clone(),
         };
         Ok(PublishPlan {
             probe,

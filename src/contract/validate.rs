@@ -505,6 +505,31 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
             "id_attribute = \"data-post-id\" or id_from_link = '/p/(?P<id>\\w+)'",
         ),
     }
+    if let Some(a) = &c.readback.author
+        && a.trim().is_empty()
+    {
+        k.err(
+            rb.key("author"),
+            "empty author selector",
+            "CSS selector, inside an item, of the element showing its author's handle (e.g. \".post-author\")",
+        );
+    }
+    if let Some(a) = &c.readback.author_attribute {
+        if c.readback.author.is_none() {
+            k.err(
+                rb.key("author_attribute"),
+                "author_attribute needs author",
+                "add author = \"CSS of the element\" that carries the attribute",
+            );
+        }
+        if a.trim().is_empty() {
+            k.err(
+                rb.key("author_attribute"),
+                "empty attribute name",
+                "the attribute of the author element holding the handle, e.g. data-handle",
+            );
+        }
+    }
     if c.readback.propagation_ms > 600_000 {
         k.err(
             rb.key("propagation_ms"),

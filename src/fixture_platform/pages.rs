@@ -289,6 +289,65 @@ pub fn search(viewer: &Viewer, query: &str, results: &[(Post, bool)]) -> String 
     layout(viewer, "search", "Search", query, &main)
 }
 
+/// Where `/hostile/search` links each result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostileLink {
+    /// `javascript:alert(document.domain)`.
+    Javascript,
+    /// The same path on another site, `https://evil.example/p/ID`.
+    Offsite,
+}
+
+impl HostileLink {
+    /// `?link=js` or `?link=offsite`.
+    pub fn from_param(p: &str) -> Option<HostileLink> {
+        match p {
+            "js" => Some(HostileLink::Javascript),
+            "offsite" => Some(HostileLink::Offsite),
+            _ => None,
+        }
+    }
+
+    fn href(self, post: &Post) -> String {
+        match self {
+            HostileLink::Javascript => "javascript:alert(document.domain)".into(),
+            HostileLink::Offsite => format!("https://evil.example/p/{}", escape(&post.id)),
+        }
+    }
+}
+
+/// `GET /hostile/search?link=js|offsite&q=`: the real results, author and text included, but without
+/// `data-post-id` and with the permalink pointing at `link`.
+pub fn hostile_search(
+    viewer: &Viewer,
+    query: &str,
+    results: &[(Post, bool)],
+    link: HostileLink,
+) -> String {
+    let mut main = format!(
+        "<h2 class=\"section-title\">{} results for “{}”</h2>\n<div id=\"search-results\">\n",
+        results.len(),
+        escape(query)
+    );
+    for (p, _) in results {
+        main.push_str(&format!(
+            r#"<article class="post">
+  <div class="post-head"><span class="avatar">{init}</span><div><span class="post-author">{author}</span><br><a class="permalink" href="{href}"><time class="post-time" datetime="{at}">{shown}</time></a></div></div>
+  <p class="post-text">{text}</p>
+</article>
+"#,
+            init = escape(&initial(&p.account)),
+            author = escape(&p.account),
+            href = link.href(p),
+            at = escape(&p.created_at),
+            shown = escape(&human_time(&p.created_at)),
+            text = escape(&p.text),
+        ));
+    }
+    main.push_str("</div>");
+    layout(viewer, "search", "Search", query, &main)
+}
+
 /// The 404 page.
 pub fn not_found(viewer: &Viewer, path: &str) -> String {
     let main = format!(

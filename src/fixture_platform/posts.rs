@@ -32,6 +32,10 @@ pub struct Post {
     pub created_at: String,
     /// Insertion order; the feed is newest (highest) first.
     pub seq: u64,
+    /// Creation time in milliseconds since the epoch (0 in state files written before it was kept), for
+    /// the search's simulated index lag (`/search?lag_ms=N`).
+    #[serde(default)]
+    pub created_ms: i64,
 }
 
 /// Everything persisted.
@@ -86,13 +90,15 @@ impl PlatformState {
     pub fn add_post(&mut self, text: String, title: Option<String>, account: String) -> Post {
         let seq = self.next_seq;
         self.next_seq += 1;
+        let created_ms = now_ms();
         let post = Post {
             id: new_post_id(),
             text,
             title,
             account,
-            created_at: now_rfc3339(),
+            created_at: format_rfc3339(created_ms as u64 / 1000, (created_ms % 1000) as u32),
             seq,
+            created_ms,
         };
         self.posts.push(post.clone());
         post
@@ -147,12 +153,12 @@ pub fn ensure_dir(dir: &Path) -> Result<PathBuf, FixtureError> {
     Ok(dir.to_path_buf())
 }
 
-/// Current time as RFC 3339 UTC with milliseconds, e.g. `2026-11-30T15:20:11.123Z`.
-pub fn now_rfc3339() -> String {
+/// Milliseconds since the epoch now.
+pub fn now_ms() -> i64 {
     let d = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default();
-    format_rfc3339(d.as_secs(), d.subsec_millis())
+    (d.as_secs() as i64).saturating_mul(1000) + i64::from(d.subsec_millis())
 }
 
 /// Format seconds since the epoch (UTC) as RFC 3339 with milliseconds.

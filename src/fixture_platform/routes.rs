@@ -71,8 +71,22 @@ pub(crate) async fn handle(
         }
         (&Method::GET, ["search"]) => {
             let q = query_param(&req, "q").unwrap_or_default();
-            let results = search(&shared, &q);
+            let results = search(&shared, &q, lag_ms(&req));
             html(StatusCode::OK, pages::search(&viewer, &q, &results))
+        }
+        // A hostile search: the real results, each without an id and linked to `?link=` (a `javascript:`
+        // URL, another site's page); the read-back must refuse the link, never record it.
+        (&Method::GET, ["hostile", "search"]) => {
+            let q = query_param(&req, "q").unwrap_or_default();
+            let link = query_param(&req, "link").unwrap_or_default();
+            let results = search(&shared, &q, lag_ms(&req));
+            match pages::HostileLink::from_param(&link) {
+                Some(link) => html(
+                    StatusCode::OK,
+                    pages::hostile_search(&viewer, &q, &results, link),
+                ),
+                None => html(StatusCode::NOT_FOUND, pages::not_found(&viewer, &path)),
+            }
         }
         (&Method::GET, ["static", "style.css"]) => {
             asset("text/css; charset=utf-8", pages::STYLE_CSS)
@@ -345,16 +359,29 @@ async fn reset(shared: &Arc<Shared>) -> Resp {
     }
 }
 
-/// Posts whose text contains `q` (exact matches flagged), newest first. Empty `q` finds nothing.
-fn search(shared: &Arc<Shared>, q: &str) -> Vec<(super::Post, bool)> {
+/// Longest simulated search-index lag accepted.
+const MAX_LAG_MS: i64 = 60_000;
+
+/// `?lag_ms=N`: the search leaves out posts younger than N ms, as a platform's search index lags behind
+/// its posts (what a read-back's propagation window is for).
+fn lag_ms(req: &Request<Incoming>) -> i64 {
+    query_param(req, "lag_ms")
+        .and_then(|v| v.parse::<i64>().ok())
+        .map_or(0, |v| v.clamp(0, MAX_LAG_MS))
+}
+
+/// Posts whose text contains `q` (exact matches flagged), newest first, leaving out those younger than
+/// `lag_ms`. Empty `q` finds nothing.
+fn search(shared: &Arc<Shared>, q: &str, lag_ms: i64) -> Vec<(super::Post, bool)> {
     if q.is_empty() {
         return Vec::new();
     }
+    let now = super::posts::now_ms();
     shared
         .lock_state()
         .newest_first()
         .into_iter()
-        .filter(|p| p.text.contains(q))
+        .filter(|p| p.text.contains(q) && now - p.created_ms >= lag_ms)
         .map(|p| {
             let exact = p.text == q;
             (p, exact)

@@ -17,6 +17,7 @@
 //! Every outcome goes through [`settle::land`], the table of docs/states.md. Errors before authorization
 //! settle failed (nothing can have left: the write guard fails every write and nothing was pressed); after
 //! authorization they settle indeterminate, never failed.
+mod bind;
 pub mod settle;
 
 use std::collections::BTreeMap;
@@ -240,6 +241,23 @@ pub fn new_intent(req: &PublishRequest, contract: &Contract) -> Result<NewIntent
     })
 }
 
+/// Record each refused id or link of a read-back as an alarm (an evidence event); best effort, like the
+/// other evidence notes (the verdict never depends on it).
+async fn record_alarms(store: &Store, key: &DeliveryKey, actor: &str, rb: &browser::Readback) {
+    for alarm in &rb.alarms {
+        let _ = store
+            .note(
+                key,
+                EventKind::Evidence,
+                actor,
+                &format!("alarm: {}", browser::readback::ALARM_REASON),
+                json!({ "alarm": alarm, "lookup": rb.url }),
+                Timestamp::now(),
+            )
+            .await;
+    }
+}
+
 /// How long the after-response capture may wait for the page to land (it may be navigating).
 const AFTER_RESPONSE_SHOT: Duration = Duration::from_secs(6);
 
@@ -278,8 +296,13 @@ async fn run_intent(
         progress,
     };
     let contract = Contract::load(&req.contract_path)?;
-    let plan = contract.publish_plan(&req.base_url)?;
+    let mut plan = contract.publish_plan(&req.base_url)?;
+    let binding = contract.binding(&req.base_url)?;
     let new = new_intent(req, &contract)?;
+    let account = bind::account_for(store, &req.account, &binding, &req.contract_path).await?;
+    // Search matches settle only on items showing this account's handle (none recorded: leads only).
+    plan.readback.handle = account.handle.clone();
+    let plan = plan;
     let adjusted: PublishRequest;
     let mut req = req;
     let created = match existing {
@@ -310,6 +333,7 @@ async fn run_intent(
         }
     };
     let key = created.intent.key.clone();
+    bind::bind_or_refuse(store, &created.intent, &binding).await?;
     clock.step(if created.created {
         "intent created"
     } else {
@@ -477,7 +501,12 @@ async fn with_session(
                 return Err(e.into());
             }
         };
-        if let ReadVerdict::Match { id, permalink } = &rb.verdict {
+        record_alarms(store, key, &req.owner, &rb).await;
+        let found = matches!(
+            rb.verdict,
+            ReadVerdict::Match { .. } | ReadVerdict::Lead { .. }
+        );
+        if found {
             if let Ok(p) = opened {
                 p.close().await;
             }
@@ -486,20 +515,56 @@ async fn with_session(
             if let Some(png) = &rb.png {
                 items.push(ev.put("screenshot_readback", png, "png", "image/png")?);
             }
+            if let ReadVerdict::Match {
+                id,
+                permalink,
+                authorship,
+            } = &rb.verdict
+            {
+                store
+                    .record_found_before_write(
+                        key,
+                        &req.owner,
+                        id.as_deref(),
+                        permalink.as_deref(),
+                        json!({ "lookup": rb.url, "items": items, "authorship": authorship }),
+                        Timestamp::now(),
+                    )
+                    .await?;
+                return Ok((
+                    None,
+                    false,
+                    "found on the platform before writing: nothing pressed".into(),
+                ));
+            }
+            // The text is there but not shown to be this account's: maybe its own earlier post, maybe another
+            // account's. Neither pressing (a possible second copy) nor settling (someone else's post) is safe:
+            // a person decides, with the candidates.
+            let candidates = match &rb.verdict {
+                ReadVerdict::Lead { candidates } => candidates.clone(),
+                _ => Vec::new(),
+            };
+            let why = candidates
+                .first()
+                .map(|c| c.why.describe())
+                .unwrap_or("authorship not shown");
             store
-                .record_found_before_write(
+                .park_lead(
                     key,
                     &req.owner,
-                    id.as_deref(),
-                    permalink.as_deref(),
-                    json!({ "lookup": rb.url, "items": items }),
+                    &format!(
+                        "lead: a post with this text is on the platform but {why}; nothing pressed, a person decides"
+                    ),
+                    json!({ "lookup": rb.url, "items": items, "lead": candidates, "alarms": rb.alarms }),
                     Timestamp::now(),
                 )
                 .await?;
             return Ok((
                 None,
                 false,
-                "found on the platform before writing: nothing pressed".into(),
+                format!(
+                    "parked before writing: a post with this text is on the platform but {why}"
+                ),
             ));
         }
     }
@@ -934,14 +999,29 @@ where
         items.push(i);
     }
     link("readback", items).await;
+    // Ids and links the read-back page supplied that point outside the platform: alarms, never findings.
+    for alarm in &rb.alarms {
+        let items = ev
+            .put_json("alarm", &serde_json::to_value(alarm).unwrap_or_default())
+            .map(|i| vec![i])
+            .unwrap_or_default();
+        link(
+            &format!("alarm: {}", browser::readback::ALARM_REASON),
+            items,
+        )
+        .await;
+    }
     match &rb.verdict {
-        ReadVerdict::Match { id, permalink } => Verdict::Published {
+        ReadVerdict::Match { id, permalink, .. } => Verdict::Published {
             platform_id: id.clone().or(seen.id.clone()),
             permalink: permalink.clone(),
             readback: rb_json,
         },
         ReadVerdict::Mismatch { .. } => Verdict::ReadbackMismatch {
             readback: json!({ "sent_chars": text.chars().count(), "readback": rb_json }),
+        },
+        ReadVerdict::Lead { candidates } => Verdict::ReadbackLead {
+            readback: json!({ "lead": candidates, "readback": rb_json }),
         },
         ReadVerdict::NotFound => Verdict::ReadbackNotFound { readback: rb_json },
     }

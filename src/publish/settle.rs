@@ -42,6 +42,12 @@ pub enum Verdict {
         /// Both texts and the read-back.
         readback: Value,
     },
+    /// Posts with the text were read back, but none shows this account as its author (another author, no
+    /// author shown, no handle recorded, a link outside the platform): a lead for a person.
+    ReadbackLead {
+        /// The candidates and the read-back.
+        readback: Value,
+    },
     /// A 4xx the contract declares a definitive rejection.
     Rejected {
         /// Status.
@@ -143,6 +149,10 @@ pub fn land(v: Verdict) -> Landing {
         },
         Verdict::ReadbackMismatch { readback } => Landing::Parked {
             reason: "readback_mismatch".into(),
+            details: json!({ "readback": readback }),
+        },
+        Verdict::ReadbackLead { readback } => Landing::Parked {
+            reason: "readback_lead".into(),
             details: json!({ "readback": readback }),
         },
         Verdict::Rejected { status, body } => Landing::Failed(json!({

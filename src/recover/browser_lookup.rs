@@ -11,27 +11,35 @@ use serde_json::json;
 
 use super::{LookupResult, PlatformLookup};
 use crate::browser::{self, BrowserSession, LaunchOptions, ReadVerdict, ReadbackPlan};
+use crate::contract::Binding;
 use crate::evidence::EvidenceStore;
 use crate::failpoint::{self, FailPoint};
-use crate::store::Intent;
+use crate::store::{Intent, Store};
 
 /// Looks posts up through the platform's search page, as the contract describes it.
 pub struct BrowserLookup {
     plan: ReadbackPlan,
+    binding: Binding,
+    store: Store,
     profiles: PathBuf,
     evidence: EvidenceStore,
     navigation_timeout: Duration,
 }
 
 impl BrowserLookup {
-    /// A lookup with the contract's read-back plan; browser profiles under `data_dir/profiles/<account>`.
+    /// A lookup with the contract's read-back plan and binding; browser profiles under
+    /// `data_dir/profiles/<account>`; each account's handle read from `store` at each lookup.
     pub fn new(
         plan: ReadbackPlan,
+        binding: Binding,
+        store: Store,
         data_dir: &std::path::Path,
         navigation_timeout: Duration,
     ) -> Self {
         BrowserLookup {
             plan,
+            binding,
+            store,
             profiles: data_dir.join("profiles"),
             evidence: EvidenceStore::new(data_dir),
             navigation_timeout,
@@ -46,6 +54,10 @@ impl BrowserLookup {
 
 impl PlatformLookup for BrowserLookup {
     type Hold = crate::lock::FileLock;
+
+    fn binding(&self) -> &Binding {
+        &self.binding
+    }
 
     /// One Chromium per profile: wait (at most half the lookup bound) for a publish of this account on
     /// this host to finish with the profile.
@@ -64,24 +76,36 @@ impl PlatformLookup for BrowserLookup {
                 intent.action
             ));
         };
+        // The handle as recorded now: a search match settles only on an item showing it.
+        let account = self
+            .store
+            .account(&intent.account)
+            .await
+            .map_err(|e| format!("cannot read account {:?}: {e}", intent.account))?;
+        let mut plan = self.plan.clone();
+        plan.handle = account.handle;
         let opts = LaunchOptions::new(
             crate::lock::profile_dir(&self.profiles, &intent.account).map_err(|e| e.to_string())?,
         );
         let session = BrowserSession::launch(&opts)
             .await
             .map_err(|e| e.to_string())?;
-        let r = self.look(&session, &text).await;
+        let r = self.look(&session, &plan, &text).await;
         session.close().await;
         r
     }
 }
 
 impl BrowserLookup {
-    async fn look(&self, session: &BrowserSession, text: &str) -> Result<LookupResult, String> {
-        let rb =
-            browser::readback::by_search(session, &self.plan, text, false, self.navigation_timeout)
-                .await
-                .map_err(|e| e.to_string())?;
+    async fn look(
+        &self,
+        session: &BrowserSession,
+        plan: &ReadbackPlan,
+        text: &str,
+    ) -> Result<LookupResult, String> {
+        let rb = browser::readback::by_search(session, plan, text, false, self.navigation_timeout)
+            .await
+            .map_err(|e| e.to_string())?;
         // The lookup (recorded as started) has read the platform; what it saw is not recorded yet.
         failpoint::hit(FailPoint::DuringReconcile);
         let mut items = Vec::new();
@@ -99,10 +123,28 @@ impl BrowserLookup {
             items.push(item);
         }
         let evidence = json!({ "url": rb.url, "by": rb.by, "reads": rb.reads, "items": items });
+        let alarms: Vec<serde_json::Value> = rb
+            .alarms
+            .iter()
+            .filter_map(|a| serde_json::to_value(a).ok())
+            .collect();
         Ok(match rb.verdict {
-            ReadVerdict::Match { id, permalink } => LookupResult::Found {
-                platform_id: id,
+            ReadVerdict::Match {
+                id,
                 permalink,
+                authorship,
+            } => {
+                let mut evidence = evidence;
+                evidence["authorship"] = serde_json::to_value(&authorship).unwrap_or_default();
+                LookupResult::Found {
+                    platform_id: id,
+                    permalink,
+                    evidence,
+                }
+            }
+            ReadVerdict::Lead { candidates } => LookupResult::Lead {
+                candidates: serde_json::to_value(&candidates).unwrap_or_default(),
+                alarms,
                 evidence,
             },
             ReadVerdict::Mismatch { .. } | ReadVerdict::NotFound => {

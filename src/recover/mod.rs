@@ -10,6 +10,12 @@
 //!
 //! The lookup is a trait so that this module never touches the browser itself: the CLI passes the browser's
 //! read-back, tests may pass a lookup that reads the fixture platform's JSON API.
+//!
+//! Every lookup declares the platform it reads ([`PlatformLookup::binding`]): an intent of another platform is
+//! never looked up or recorded through it (the worker and `--due` do not even list it), and an intent whose
+//! last attempt ran with another contract version, or that was published at another origin, is looked up only
+//! when a person accepts the change (recorded in its history). A found post whose permalink is not http(s)
+//! inside the contract's `origins.allowed` is an alarm and a lead, never a finding.
 mod browser_lookup;
 
 use std::future::Future;
@@ -17,9 +23,14 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use serde_json::json;
+
+use crate::browser::readback::{ALARM_REASON, check_id, check_link};
+use crate::contract::{Binding, BindingCheck};
 use crate::identity::DeliveryKey;
 use crate::store::{
-    Intent, NotFoundPolicy, ReconcileOutcome, Status, Store, StoreError, SweepReport, Timestamp,
+    EventKind, Intent, NotFoundPolicy, ReconcileOutcome, Status, Store, StoreError, SweepReport,
+    Timestamp,
 };
 
 pub use browser_lookup::BrowserLookup;
@@ -42,12 +53,25 @@ pub enum LookupResult {
         /// What the lookup saw.
         evidence: serde_json::Value,
     },
+    /// Posts with the text are there, but none can be shown to be this account's (another author, no author
+    /// shown, no handle recorded, a link outside the platform): a lead for a person, never a finding.
+    Lead {
+        /// The candidates (id, permalink, author, why), as evidence.
+        candidates: serde_json::Value,
+        /// Ids or links the page supplied that were refused: each is recorded as an alarm.
+        alarms: Vec<serde_json::Value>,
+        /// What the lookup saw.
+        evidence: serde_json::Value,
+    },
 }
 
 /// Reads the platform to find an intent's post. Implementations must never write to the platform.
 pub trait PlatformLookup {
     /// What a lookup holds while it runs (the browser lookup: the account's profile lock).
     type Hold;
+    /// The platform, contract version and origin this lookup reads: only intents of that platform are
+    /// looked up through it.
+    fn binding(&self) -> &Binding;
     /// Take what the lookup needs, BEFORE the lookup is recorded (which spends the automatic one):
     /// `Ok(None)` means busy now (for example a publish of the same account holds the browser profile);
     /// nothing is recorded and a later pass tries again.
@@ -73,6 +97,24 @@ pub enum RecoverError {
     /// The lookup could not start now (its browser profile is busy); nothing was recorded or spent.
     #[error("not started, nothing recorded: {0}")]
     Busy(String),
+    /// The intent belongs to another platform than the lookup's contract: never touched through it.
+    #[error("not looked up, nothing recorded: {0}")]
+    OtherPlatform(BindingCheck),
+    /// Same platform, another contract version or origin: refused unless a person accepts the change.
+    #[error(
+        "not looked up, nothing recorded: {0}; a person who has checked the contract runs it again with \
+         --accept-contract-change (recorded in the intent's history)"
+    )]
+    ContractChanged(BindingCheck),
+}
+
+/// What a person asks of one reconcile, beyond the automatic lookup.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Asked {
+    /// One more lookup (also on a parked intent), recorded as theirs.
+    pub again: bool,
+    /// Look up through another contract version or origin than the intent's, recorded as theirs.
+    pub accept_contract_change: bool,
 }
 
 /// The result of reconciling one intent.
@@ -110,7 +152,35 @@ pub async fn reconcile_one<L: PlatformLookup>(
     policy: ReconcilePolicy,
     now: Timestamp,
 ) -> Result<Reconciled, RecoverError> {
+    let asked = Asked {
+        again,
+        accept_contract_change: false,
+    };
+    reconcile_asked(store, lookup, key, actor, asked, policy, now).await
+}
+
+/// [`reconcile_one`] with everything a person may ask. The binding is checked first: an intent of another
+/// platform is refused whatever was asked; another contract version or origin only with
+/// `accept_contract_change`, which is recorded (who, which versions and origins) before the lookup.
+pub async fn reconcile_asked<L: PlatformLookup>(
+    store: &Store,
+    lookup: &L,
+    key: &DeliveryKey,
+    actor: &str,
+    asked: Asked,
+    policy: ReconcilePolicy,
+    now: Timestamp,
+) -> Result<Reconciled, RecoverError> {
+    let again = asked.again;
     let intent = store.intent(key).await?;
+    let accepted = match lookup.binding().check_intent(&intent) {
+        BindingCheck::Same => None,
+        c @ BindingCheck::OtherPlatform { .. } => return Err(RecoverError::OtherPlatform(c)),
+        c @ BindingCheck::Changed { .. } if !asked.accept_contract_change => {
+            return Err(RecoverError::ContractChanged(c));
+        }
+        c @ BindingCheck::Changed { .. } => Some(c),
+    };
     let due_at = intent.updated_at + policy.propagation_ms;
     if intent.state == Status::Indeterminate && !again && now.0 < due_at {
         return Err(RecoverError::TooEarly(due_at - now.0));
@@ -125,28 +195,76 @@ pub async fn reconcile_one<L: PlatformLookup>(
         }
         Err(e) => return Err(RecoverError::Busy(e)),
     };
+    if let Some(BindingCheck::Changed { version, origin }) = &accepted {
+        // The person's acceptance is history: who looked through which contract, before the lookup runs.
+        let b = lookup.binding();
+        store
+            .note(
+                key,
+                EventKind::Note,
+                actor,
+                "contract change accepted for a reconcile lookup",
+                json!({
+                    "accept_contract_change": true,
+                    "version": version.as_ref().map(|(r, g)| json!({ "recorded": r, "given": g })),
+                    "origin": origin.as_ref().map(|(r, g)| json!({ "recorded": r, "given": g })),
+                    "platform": b.platform,
+                }),
+                now,
+            )
+            .await?;
+    }
     // Recorded before the lookup runs: a crash during the lookup leaves a visible, spent ticket (the
     // sweeper parks it once its lookup lease runs out).
     let ticket = store.start_reconcile(key, actor, again, now).await?;
     let found = lookup.find(&intent, &hold);
-    let outcome = match tokio::time::timeout(policy.lookup_timeout, found).await {
-        Ok(Ok(LookupResult::Found {
+    let mut policy = policy;
+    let result = match tokio::time::timeout(policy.lookup_timeout, found).await {
+        Ok(Ok(r)) => Ok(refuse_outside(r, lookup.binding())),
+        Ok(Err(e)) => Err(e),
+        Err(_) => Err(format!(
+            "lookup timed out after {} ms",
+            policy.lookup_timeout.as_millis()
+        )),
+    };
+    if let Ok(LookupResult::Lead { alarms, .. }) = &result {
+        for alarm in alarms {
+            let _ = store
+                .note(
+                    key,
+                    EventKind::Evidence,
+                    actor,
+                    &format!("alarm: {ALARM_REASON}"),
+                    json!({ "alarm": alarm, "lookup": ticket.number }),
+                    Timestamp::now().max(now),
+                )
+                .await;
+        }
+    }
+    let outcome = match result {
+        Ok(LookupResult::Found {
             platform_id,
             permalink,
             evidence,
-        })) => ReconcileOutcome::Found {
+        }) => ReconcileOutcome::Found {
             platform_id,
             permalink,
             evidence,
         },
-        Ok(Ok(LookupResult::NotFound { evidence })) => ReconcileOutcome::NotFound { evidence },
-        Ok(Err(error)) => ReconcileOutcome::Unavailable { error },
-        Err(_) => ReconcileOutcome::Unavailable {
-            error: format!(
-                "lookup timed out after {} ms",
-                policy.lookup_timeout.as_millis()
-            ),
-        },
+        Ok(LookupResult::NotFound { evidence }) => ReconcileOutcome::NotFound { evidence },
+        Ok(LookupResult::Lead {
+            candidates,
+            alarms,
+            evidence,
+        }) => {
+            // Not this account's post as far as anyone can show: for the state table a lookup that did not
+            // find it, with the lead attached, and always parked (a person decides, even with --stay).
+            policy.not_found = NotFoundPolicy::Park;
+            ReconcileOutcome::NotFound {
+                evidence: json!({ "lead": candidates, "alarms": alarms, "lookup": evidence }),
+            }
+        }
+        Err(error) => ReconcileOutcome::Unavailable { error },
     };
     let state = store
         .record_reconcile(
@@ -164,6 +282,43 @@ pub async fn reconcile_one<L: PlatformLookup>(
     })
 }
 
+/// A found post is a finding only with an id or permalink that stays inside the platform: whatever lookup
+/// produced it, a permalink that is not http(s) inside `origins.allowed` (a `javascript:` URL, another site)
+/// or an id that cannot be one turns it into a lead with an alarm.
+fn refuse_outside(r: LookupResult, binding: &Binding) -> LookupResult {
+    let LookupResult::Found {
+        platform_id,
+        permalink,
+        evidence,
+    } = r
+    else {
+        return r;
+    };
+    let mut alarms = Vec::new();
+    if let Some(id) = &platform_id
+        && let Err(why) = check_id(id)
+    {
+        alarms.push(json!({ "what": "id", "value": id, "why": why }));
+    }
+    if let Some(link) = &permalink
+        && let Err(why) = check_link(link, &binding.allowed_origins)
+    {
+        alarms.push(json!({ "what": "permalink", "value": link, "why": why }));
+    }
+    if alarms.is_empty() {
+        return LookupResult::Found {
+            platform_id,
+            permalink,
+            evidence,
+        };
+    }
+    LookupResult::Lead {
+        candidates: json!([{ "id": platform_id, "permalink": null, "why": "link_refused" }]),
+        alarms,
+        evidence,
+    }
+}
+
 /// Every indeterminate intent whose propagation window has passed and that has had no lookup yet.
 pub async fn due_for_reconcile(
     store: &Store,
@@ -175,6 +330,22 @@ pub async fn due_for_reconcile(
         .await?
         .into_iter()
         .filter(|i| i.reconcile_count == 0 && i.updated_at + propagation_ms <= now.0)
+        .collect())
+}
+
+/// [`due_for_reconcile`], only the intents of `binding`'s platform: another platform's intents are not
+/// looked up through it, nor listed (an intent of the same platform with another contract version or origin
+/// is listed, and refused with [`RecoverError::ContractChanged`] when reconciled).
+pub async fn due_through(
+    store: &Store,
+    binding: &Binding,
+    propagation_ms: i64,
+    now: Timestamp,
+) -> Result<Vec<Intent>, StoreError> {
+    Ok(due_for_reconcile(store, propagation_ms, now)
+        .await?
+        .into_iter()
+        .filter(|i| !matches!(binding.check_intent(i), BindingCheck::OtherPlatform { .. }))
         .collect())
 }
 
@@ -203,7 +374,7 @@ pub async fn pass<L: PlatformLookup>(
         sweep,
         ..PassReport::default()
     };
-    for intent in due_for_reconcile(store, policy.propagation_ms, now).await? {
+    for intent in due_through(store, lookup.binding(), policy.propagation_ms, now).await? {
         match reconcile_one(store, lookup, &intent.key, actor, false, policy, now).await {
             Ok(r) => report.reconciled.push(r),
             Err(e) => report.skipped.push((intent.key.clone(), e.to_string())),

@@ -1,0 +1,423 @@
+//! Authorship through the real binary and real Chromium: two accounts post the same text on Fixturebook, and
+//! another account's post is never taken as this account's, by look-before-write, by read-back through search
+//! or by reconcile. It is a lead for a person (parked, the candidate in the history); the account's own post is
+//! still found among the others (published with its own id).
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use oncepost::fixture_platform::{
+    Fault, FaultMode, FixtureConfig, FixturePlatform, RunningPlatform,
+};
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_oncepost");
+
+fn fixture_contract() -> String {
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("selectors/fixture.toml"))
+        .unwrap()
+}
+
+struct Env {
+    dir: tempfile::TempDir,
+    platform: RunningPlatform,
+    contract: PathBuf,
+}
+
+impl Env {
+    async fn start() -> Env {
+        let dir = tempfile::tempdir().unwrap();
+        let platform = FixturePlatform::start(FixtureConfig::new(dir.path().join("platform")))
+            .await
+            .unwrap();
+        let contract = dir.path().join("fixture.toml");
+        std::fs::write(&contract, fixture_contract()).unwrap();
+        let env = Env {
+            dir,
+            platform,
+            contract,
+        };
+        env.account("alice", Some("alice")).await;
+        env
+    }
+
+    async fn account(&self, name: &str, handle: Option<&str>) {
+        let mut args = vec!["accounts", "add", name, "--platform", "fixture"];
+        if let Some(h) = handle {
+            args.extend(["--handle", h]);
+        }
+        let (code, out, err) = self.run(&args).await;
+        assert_eq!(code, 0, "accounts add: {out} {err}");
+    }
+
+    /// A contract file next to the store: the fixture contract with `edit` applied.
+    fn contract_with(&self, name: &str, edit: impl Fn(String) -> String) -> PathBuf {
+        let p = self.dir.path().join(name);
+        let text = edit(fixture_contract());
+        assert_ne!(text, fixture_contract(), "the edit changed nothing");
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    /// A contract whose success signal carries no id (the "Saved." status), so the read-back goes through
+    /// the search, whose index lags `lag_ms` behind the posts.
+    fn search_readback_contract(&self, lag_ms: u64) -> PathBuf {
+        self.contract_with(&format!("search-{lag_ms}.toml"), |t| {
+            t.replace(
+                "[[success]]\nurl_regex = '/p/(?P<id>[a-z0-9]+)$'\n\n[[success]]\nresponse_status = 201\njson_field = \"id\"\n",
+                "[[success]]\nelement = { strategies = [{ css = \"#compose-status.ok\" }] }\n",
+            )
+            .replace(
+                "search = \"{base_url}/search?q={text}\"",
+                &format!("search = \"{{base_url}}/search?lag_ms={lag_ms}&q={{text}}\""),
+            )
+        })
+    }
+
+    async fn run(&self, args: &[&str]) -> (i32, String, String) {
+        let out = tokio::process::Command::new(BIN)
+            .args(args)
+            .env("ONCEPOST_HOME", self.dir.path())
+            .env_remove("ONCEPOST_STORE")
+            .env_remove("ONCEPOST_BASE_URL")
+            .kill_on_drop(true)
+            .output()
+            .await
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    /// `oncepost publish --json` of `text` as `account`, logged in as that account.
+    async fn publish(
+        &self,
+        account: &str,
+        contract: &Path,
+        text: &str,
+        extra: &[&str],
+    ) -> (i32, Value, String) {
+        let base = self.platform.base_url();
+        let login = format!("{base}/login?account={account}");
+        let c = contract.display().to_string();
+        let mut args = vec![
+            "publish",
+            "--json",
+            "--contract",
+            &c,
+            "--account",
+            account,
+            "--base-url",
+            &base,
+            "--login-url",
+            &login,
+            "--text",
+            text,
+        ];
+        args.extend_from_slice(extra);
+        let (code, out, err) = self.run(&args).await;
+        let v = serde_json::from_str(&out).unwrap_or(Value::Null);
+        (code, v, err)
+    }
+
+    async fn reconcile(&self, key: &str) -> (i32, Value, String) {
+        let base = self.platform.base_url();
+        let c = self.contract.display().to_string();
+        let (code, out, err) = self
+            .run(&[
+                "reconcile",
+                "--json",
+                "--contract",
+                &c,
+                "--base-url",
+                &base,
+                "--key",
+                key,
+            ])
+            .await;
+        (code, serde_json::from_str(&out).unwrap_or(Value::Null), err)
+    }
+
+    async fn show(&self, key: &str) -> Value {
+        let (code, out, err) = self.run(&["intents", "show", key, "--json"]).await;
+        assert_eq!(code, 0, "{err}");
+        serde_json::from_str(&out).unwrap()
+    }
+
+    /// Post `text` on the platform directly as `account` (its session cookie), as its own earlier run or
+    /// another person would have. Returns the post id.
+    async fn post_as(&self, account: &str, text: &str) -> String {
+        let base = self.platform.base_url();
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap();
+        let login = client
+            .get(format!("{base}/login?account={account}"))
+            .send()
+            .await
+            .unwrap();
+        let cookie = login.headers()["set-cookie"]
+            .to_str()
+            .unwrap()
+            .split(';')
+            .next()
+            .unwrap()
+            .to_string();
+        let page = client
+            .get(format!("{base}/compose"))
+            .header("cookie", &cookie)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let token = page
+            .split("name=\"csrf-token\" content=\"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap()
+            .to_string();
+        let r: Value = client
+            .post(format!("{base}/api/posts"))
+            .header("cookie", &cookie)
+            .header("x-csrf-token", token)
+            .header("content-type", "application/json")
+            .body(serde_json::json!({ "text": text, "title": "" }).to_string())
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .map(|b| serde_json::from_str(&b).unwrap())
+            .unwrap();
+        r["id"].as_str().unwrap().to_string()
+    }
+
+    fn post_id_of(&self, account: &str, text: &str) -> String {
+        self.platform
+            .posts()
+            .into_iter()
+            .find(|p| p.account == account && p.text == text)
+            .unwrap_or_else(|| panic!("no post of {account} with {text:?}"))
+            .id
+    }
+}
+
+fn unique(label: &str) -> String {
+    format!("{label} {}", uuid::Uuid::new_v4().simple())
+}
+
+fn kinds(t: &Value) -> Vec<String> {
+    t["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Every candidate recorded in the intent's history (`lead` arrays anywhere in event details).
+fn leads(t: &Value) -> Vec<Value> {
+    fn walk(v: &Value, out: &mut Vec<Value>) {
+        match v {
+            Value::Object(m) => {
+                for (k, x) in m {
+                    if k == "lead"
+                        && let Some(a) = x.as_array()
+                    {
+                        out.extend(a.iter().cloned());
+                    } else {
+                        walk(x, out);
+                    }
+                }
+            }
+            Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    for e in t["events"].as_array().unwrap() {
+        walk(&e["details"], &mut out);
+    }
+    out
+}
+
+/// Bob posted the text first; Alice's look-before-write finds it. It is not hers: her intent is parked as a
+/// lead with Bob's post attached, nothing is pressed, and nothing is settled on Bob's permalink.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn look_before_write_never_takes_another_authors_post() {
+    let env = Env::start().await;
+    let text = unique("Quarterly results are out today");
+    let bobs = env.post_as("bob", &text).await;
+    let (code, v, err) = env.publish("alice", &env.contract, &text, &[]).await;
+    assert_eq!(code, 12, "{v} {err}");
+    assert_eq!(v["state"], "parked");
+    assert_eq!(v["pressed"], false);
+    assert_eq!(v["permalink"], Value::Null, "settled on someone's post");
+    assert_eq!(v["platform_id"], Value::Null);
+    let t = env.show(v["key"].as_str().unwrap()).await;
+    assert!(!kinds(&t).contains(&"found_before_write".to_string()));
+    assert!(!kinds(&t).contains(&"authorized".to_string()));
+    let lead = leads(&t);
+    assert_eq!(lead.len(), 1, "{t}");
+    assert_eq!(lead[0]["author"], "bob");
+    assert_eq!(lead[0]["why"], "other_author");
+    assert_eq!(lead[0]["id"], bobs.as_str());
+    assert_eq!(env.platform.stats().create_arrivals, 1, "only Bob's post");
+}
+
+/// Alice's own earlier post is found before writing even though Bob's newer post with the same text comes
+/// first in the search: published with her post's id, nothing pressed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn look_before_write_finds_the_accounts_own_post_among_others() {
+    let env = Env::start().await;
+    let text = unique("Quarterly results are out today");
+    let hers = env.post_as("alice", &text).await;
+    let bobs = env.post_as("bob", &text).await;
+    let (code, v, err) = env.publish("alice", &env.contract, &text, &[]).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["pressed"], false);
+    assert_eq!(v["platform_id"], hers.as_str(), "not Bob's {bobs}");
+    assert!(
+        v["permalink"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("/p/{hers}"))
+    );
+    assert_eq!(env.platform.stats().create_arrivals, 2);
+}
+
+/// Without a recorded handle nothing can show a post is the account's own: its own post with the text is a
+/// lead (no_handle), not a settlement.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_handle_a_text_match_is_only_a_lead() {
+    let env = Env::start().await;
+    env.account("carol", None).await;
+    let text = unique("no handle recorded");
+    env.post_as("carol", &text).await;
+    let (code, v, err) = env.publish("carol", &env.contract, &text, &[]).await;
+    assert_eq!(code, 12, "{v} {err}");
+    let lead = leads(&env.show(v["key"].as_str().unwrap()).await);
+    assert_eq!(lead[0]["why"], "no_handle", "{lead:?}");
+    assert_eq!(lead[0]["author"], "carol");
+    assert_eq!(v["permalink"], Value::Null);
+}
+
+/// Read-back through search after Alice's create: her post is not listed within the propagation window (the
+/// index lags), Bob's older post with the same text is. Never published on Bob's post: parked as a lead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_back_by_search_never_takes_another_authors_post() {
+    let env = Env::start().await;
+    let contract = env.search_readback_contract(4_000);
+    let text = unique("same words, two people");
+    let bobs = env.post_as("bob", &text).await;
+    tokio::time::sleep(Duration::from_millis(4_100)).await;
+    env.platform
+        .set_fault(Fault::new(FaultMode::NoSuccessSignal));
+    let (code, v, err) = env
+        .publish("alice", &contract, &text, &["--no-look-before-write"])
+        .await;
+    assert_eq!(code, 12, "{v} {err}");
+    assert_eq!(v["pressed"], true);
+    assert_eq!(v["permalink"], Value::Null, "settled on someone's post");
+    let t = env.show(v["key"].as_str().unwrap()).await;
+    assert!(!kinds(&t).contains(&"published".to_string()), "{t}");
+    let reasons: Vec<&str> = t["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["reason"].as_str())
+        .collect();
+    assert!(reasons.contains(&"readback_lead"), "{reasons:?}");
+    let lead = leads(&t);
+    assert!(
+        lead.iter()
+            .any(|c| c["id"] == bobs.as_str() && c["author"] == "bob"),
+        "{lead:?}"
+    );
+    // Alice's post did go out, once; the person deciding sees both.
+    env.post_id_of("alice", &text);
+    assert_eq!(env.platform.stats().create_arrivals, 2);
+}
+
+/// The same race where Alice's post shows up within the window: Bob's is listed first and is skipped, and
+/// the intent is published with her post's id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_back_by_search_finds_the_accounts_own_post() {
+    let env = Env::start().await;
+    let contract = env.search_readback_contract(700);
+    let text = unique("same words, two people");
+    let bobs = env.post_as("bob", &text).await;
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    env.platform
+        .set_fault(Fault::new(FaultMode::NoSuccessSignal));
+    let (code, v, err) = env
+        .publish("alice", &contract, &text, &["--no-look-before-write"])
+        .await;
+    assert_eq!(code, 0, "{v} {err}");
+    let hers = env.post_id_of("alice", &text);
+    assert_eq!(v["platform_id"], hers.as_str(), "not Bob's {bobs}");
+}
+
+/// Reconcile: Alice's create never arrived (reset before read), Bob's post has the text. The lookup finds
+/// only Bob's: a lead, parked with it attached, never published on it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reconcile_never_takes_another_authors_post() {
+    let env = Env::start().await;
+    let text = unique("reconcile same text");
+    let bobs = env.post_as("bob", &text).await;
+    env.platform
+        .set_fault(Fault::new(FaultMode::ResetBeforeRead));
+    let (code, v, err) = env
+        .publish("alice", &env.contract, &text, &["--no-look-before-write"])
+        .await;
+    assert_eq!(code, 10, "{v} {err}");
+    let key = v["key"].as_str().unwrap().to_string();
+    tokio::time::sleep(Duration::from_millis(2_100)).await;
+    let (code, r, err) = env.reconcile(&key).await;
+    assert_eq!(code, 12, "{r} {err}");
+    assert_eq!(r["state"], "parked");
+    assert_eq!(r["outcome"]["result"], "not_found");
+    let lead = r["outcome"]["evidence"]["lead"].as_array().unwrap();
+    assert_eq!(lead[0]["id"], bobs.as_str());
+    assert_eq!(lead[0]["author"], "bob");
+    let t = env.show(&key).await;
+    assert_eq!(t["intent"]["permalink"], Value::Null);
+    assert_eq!(t["intent"]["platform_id"], Value::Null);
+    assert_eq!(
+        env.platform.stats().create_arrivals,
+        2,
+        "bob's and the reset"
+    );
+}
+
+/// Reconcile: Alice's create was committed (then a 500), and Bob posted the same text afterwards, so his post
+/// comes first in the search. The lookup publishes her intent with her post's id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reconcile_finds_the_accounts_own_post_not_anothers() {
+    let env = Env::start().await;
+    let text = unique("reconcile same text");
+    env.platform.set_fault(Fault::new(FaultMode::CommitThen500));
+    let (code, v, err) = env
+        .publish("alice", &env.contract, &text, &["--no-look-before-write"])
+        .await;
+    assert_eq!(code, 10, "{v} {err}");
+    let key = v["key"].as_str().unwrap().to_string();
+    env.platform.set_fault(Fault::default());
+    let bobs = env.post_as("bob", &text).await;
+    tokio::time::sleep(Duration::from_millis(2_100)).await;
+    let (code, r, err) = env.reconcile(&key).await;
+    assert_eq!(code, 0, "{r} {err}");
+    let hers = env.post_id_of("alice", &text);
+    assert_eq!(
+        r["outcome"]["platform_id"],
+        hers.as_str(),
+        "not Bob's {bobs}"
+    );
+    assert_eq!(r["outcome"]["evidence"]["authorship"]["author"], "alice");
+}
