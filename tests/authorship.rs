@@ -350,10 +350,11 @@ async fn read_back_by_search_never_takes_another_authors_post() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn read_back_by_search_finds_the_accounts_own_post() {
     let env = Env::start().await;
-    let contract = env.search_readback_contract(700);
+    // Her post is listed 1.5 s after its create, within the 2 s window; the first reads show only Bob's.
+    let contract = env.search_readback_contract(1_500);
     let text = unique("same words, two people");
     let bobs = env.post_as("bob", &text).await;
-    tokio::time::sleep(Duration::from_millis(800)).await;
+    tokio::time::sleep(Duration::from_millis(1_600)).await;
     env.platform
         .set_fault(Fault::new(FaultMode::NoSuccessSignal));
     let (code, v, err) = env
@@ -362,6 +363,20 @@ async fn read_back_by_search_finds_the_accounts_own_post() {
     assert_eq!(code, 0, "{v} {err}");
     let hers = env.post_id_of("alice", &text);
     assert_eq!(v["platform_id"], hers.as_str(), "not Bob's {bobs}");
+    // The read-back saw Bob's post first and read again (a lead is not an answer while the window lasts).
+    let t = env.show(v["key"].as_str().unwrap()).await;
+    let reads = t["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["kind"] == "published")
+        .map(|e| {
+            e["details"]["readback"]["readback"]["reads"]
+                .as_u64()
+                .unwrap_or(0)
+        })
+        .unwrap_or(0);
+    assert!(reads > 1, "{t}");
 }
 
 /// Reconcile: Alice's create never arrived (reset before read), Bob's post has the text. The lookup finds

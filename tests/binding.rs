@@ -253,15 +253,20 @@ async fn publish_refuses_an_account_of_another_platform() {
     assert_eq!(env.platform.stats().create_arrivals, 0);
 }
 
-/// The intent records its contract's platform and its base URL's origin; the same post through another
-/// deployment of the platform (another origin) is refused, exit 2, and touches nothing.
+/// The intent records its contract's platform and its base URL's origin; publishing it through another
+/// deployment of the platform (another origin) is refused, exit 2, and touches nothing there.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_intent_is_bound_to_its_platform_and_origin() {
     let env = Env::start().await;
     let text = unique("bound");
+    // Rejected first (failed, proven not sent), then retried: pending again, bound to this origin.
+    env.platform.set_fault(Fault::new(FaultMode::Reject4xx));
     let (code, v, err) = env.publish("alice", &env.contract, &text).await;
-    assert_eq!(code, 0, "{v} {err}");
+    env.platform.set_fault(Fault::default());
+    assert_eq!(code, 11, "{v} {err}");
     let key = v["key"].as_str().unwrap().to_string();
+    let (code, _, err) = env.run(&["retry", &key, "--by", "ops"]).await;
+    assert_eq!(code, 0, "{err}");
     let t = env.show(&key).await;
     assert_eq!(t["intent"]["contract_platform"], "fixture");
     assert_eq!(t["intent"]["base_origin"], env.platform.base_url().as_str());
@@ -288,6 +293,15 @@ async fn an_intent_is_bound_to_its_platform_and_origin() {
         "{err}"
     );
     assert_eq!(staging.stats().create_arrivals, 0);
+    assert_eq!(env.show(&key).await["intent"]["state"], "pending");
+    // At its own origin it goes out.
+    let (code, v, err) = env.publish("alice", &env.contract, &text).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(
+        env.platform.stats().create_arrivals,
+        2,
+        "the rejection and the post"
+    );
 }
 
 /// `reconcile --key K` through another platform's contract: exit 2, nothing recorded, the intent as it was.

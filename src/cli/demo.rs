@@ -62,11 +62,29 @@ pub async fn run(ctx: &Context, args: DemoArgs, log: LogFormat) -> Result<Exit, 
             CliError::internal(format!("cannot write {}: {e}", contract_path.display()))
         })?;
     }
-    let platform = FixturePlatform::start(FixtureConfig::new(
-        ctx.data_dir.join(super::fixtures::FIXTURE_SUBDIR),
-    ))
-    .await
-    .map_err(|e| CliError::internal(format!("cannot start the fixture platform: {e}")))?;
+    // The same port as the last run when it is free: an intent is bound to the origin it was published at,
+    // and a rerun of an unsettled demo intent must find the same one.
+    let port_file = demo_dir.join("port");
+    let last_port = std::fs::read_to_string(&port_file)
+        .ok()
+        .and_then(|p| p.trim().parse::<u16>().ok());
+    let mut config = FixtureConfig::new(ctx.data_dir.join(super::fixtures::FIXTURE_SUBDIR));
+    config.port = last_port.unwrap_or(0);
+    let platform = match FixturePlatform::start(config.clone()).await {
+        Ok(p) => p,
+        Err(_) if config.port != 0 => {
+            config.port = 0;
+            FixturePlatform::start(config).await.map_err(|e| {
+                CliError::internal(format!("cannot start the fixture platform: {e}"))
+            })?
+        }
+        Err(e) => {
+            return Err(CliError::internal(format!(
+                "cannot start the fixture platform: {e}"
+            )));
+        }
+    };
+    let _ = std::fs::write(&port_file, platform.addr().port().to_string());
     let base = platform.base_url();
     errln!("oncepost demo: Fixturebook serving at {base}");
     let req = PublishRequest {

@@ -31,26 +31,29 @@ pub async fn account_for(
     Ok(account)
 }
 
-/// Record the binding on a pending intent (first publish), then refuse (bad input) an intent bound to another
-/// platform or origin. The contract version is not compared here: each attempt records its own, and the store
-/// refuses to authorize an attempt whose contract changed under it.
+/// Record the binding on a pending intent (first publish), then refuse (bad input) to act on an intent bound
+/// to another platform or origin. A settled or in-flight intent is only answered (nothing is read or pressed
+/// for it), so only the platform is checked for it. The contract version is not compared here: each attempt
+/// records its own, and the store refuses to authorize an attempt whose contract changed under it.
 pub async fn bind_or_refuse(
     store: &Store,
     intent: &Intent,
     binding: &Binding,
 ) -> Result<(), PublishError> {
-    let bound = if intent.state == Status::Pending {
+    let acting = intent.state == Status::Pending;
+    let bound = if acting {
         store
             .bind_intent(&intent.key, &binding.platform, &binding.origin)
             .await?
     } else {
         intent.clone()
     };
+    let origin = bound.base_origin.as_deref().filter(|_| acting);
     let platform = bound
         .contract_platform
         .as_deref()
         .unwrap_or(&bound.platform);
-    match binding.check(platform, None, bound.base_origin.as_deref()) {
+    match binding.check(platform, None, origin) {
         BindingCheck::Same => Ok(()),
         other => Err(PublishError::BadInput(format!(
             "intent {} is bound elsewhere: {other}; it is never published through another platform or \
