@@ -32,7 +32,15 @@ impl Env {
         let platform = FixturePlatform::start(cfg).await.expect("platform starts");
         let env = Env { dir, platform };
         let (code, out, err) = env
-            .run(&["accounts", "add", "alice", "--platform", "fixture"])
+            .run(&[
+                "accounts",
+                "add",
+                "alice",
+                "--platform",
+                "fixture",
+                "--handle",
+                "alice",
+            ])
             .await;
         assert_eq!(code, 0, "accounts add: {out} {err}");
         env

@@ -62,7 +62,15 @@ impl Env {
             store,
         };
         let (code, out, err) = env
-            .run(&["accounts", "add", "alice", "--platform", "fixture"])
+            .run(&[
+                "accounts",
+                "add",
+                "alice",
+                "--platform",
+                "fixture",
+                "--handle",
+                "alice",
+            ])
             .await;
         assert_eq!(code, 0, "accounts add: {out} {err}");
         env
