@@ -59,16 +59,21 @@ impl Env {
     }
 
     /// A contract whose success signal carries no id (the "Saved." status), so the read-back goes through
-    /// the search, whose index lags `lag_ms` behind the posts.
-    fn search_readback_contract(&self, lag_ms: u64) -> PathBuf {
-        self.contract_with(&format!("search-{lag_ms}.toml"), |t| {
+    /// the search, whose index lags behind the posts (`lag`: the search URL's lag parameters), with a
+    /// read-back window of `propagation_ms`.
+    fn search_readback_contract(&self, lag: &str, propagation_ms: u64) -> PathBuf {
+        self.contract_with(&format!("search-{}.toml", lag.replace(['=', '&'], "-")), |t| {
             t.replace(
                 "[[success]]\nurl_regex = '/p/(?P<id>[a-z0-9]+)$'\n\n[[success]]\nresponse_status = 201\njson_field = \"id\"\n",
                 "[[success]]\nelement = { strategies = [{ css = \"#compose-status.ok\" }] }\n",
             )
             .replace(
                 "search = \"{base_url}/search?q={text}\"",
-                &format!("search = \"{{base_url}}/search?lag_ms={lag_ms}&q={{text}}\""),
+                &format!("search = \"{{base_url}}/search?{lag}&q={{text}}\""),
+            )
+            .replace(
+                "propagation_ms = 2000",
+                &format!("propagation_ms = {propagation_ms}"),
             )
         })
     }
@@ -313,10 +318,14 @@ async fn without_a_handle_a_text_match_is_only_a_lead() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn read_back_by_search_never_takes_another_authors_post() {
     let env = Env::start().await;
-    let contract = env.search_readback_contract(4_000);
     let text = unique("same words, two people");
     let bobs = env.post_as("bob", &text).await;
-    tokio::time::sleep(Duration::from_millis(4_100)).await;
+    // The index was last built right after Bob's post: Alice's is never listed.
+    let as_of = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis();
+    let contract = env.search_readback_contract(&format!("as_of_ms={as_of}"), 2_000);
     env.platform
         .set_fault(Fault::new(FaultMode::NoSuccessSignal));
     let (code, v, err) = env
@@ -350,11 +359,12 @@ async fn read_back_by_search_never_takes_another_authors_post() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn read_back_by_search_finds_the_accounts_own_post() {
     let env = Env::start().await;
-    // Her post is listed 1.5 s after its create, within the 2 s window; the first reads show only Bob's.
-    let contract = env.search_readback_contract(1_500);
+    // Her post is listed 5 s after its create, well within the 15 s window; the first reads (within 5 s of
+    // the create, even on a loaded machine) show only Bob's.
+    let contract = env.search_readback_contract("lag_ms=5000", 15_000);
     let text = unique("same words, two people");
     let bobs = env.post_as("bob", &text).await;
-    tokio::time::sleep(Duration::from_millis(1_600)).await;
+    tokio::time::sleep(Duration::from_millis(5_100)).await;
     env.platform
         .set_fault(Fault::new(FaultMode::NoSuccessSignal));
     let (code, v, err) = env

@@ -362,17 +362,27 @@ async fn reset(shared: &Arc<Shared>) -> Resp {
 /// Longest simulated search-index lag accepted.
 const MAX_LAG_MS: i64 = 60_000;
 
-/// `?lag_ms=N`: the search leaves out posts younger than N ms, as a platform's search index lags behind
-/// its posts (what a read-back's propagation window is for).
-fn lag_ms(req: &Request<Incoming>) -> i64 {
-    query_param(req, "lag_ms")
-        .and_then(|v| v.parse::<i64>().ok())
-        .map_or(0, |v| v.clamp(0, MAX_LAG_MS))
+/// How far a search index lags behind the posts: `?lag_ms=N` leaves out posts younger than N ms, and
+/// `?as_of_ms=T` (ms since the epoch) leaves out posts created after T (an index last built at T). What a
+/// read-back's propagation window is for.
+#[derive(Debug, Clone, Copy, Default)]
+struct Lag {
+    lag_ms: i64,
+    as_of_ms: Option<i64>,
 }
 
-/// Posts whose text contains `q` (exact matches flagged), newest first, leaving out those younger than
-/// `lag_ms`. Empty `q` finds nothing.
-fn search(shared: &Arc<Shared>, q: &str, lag_ms: i64) -> Vec<(super::Post, bool)> {
+fn lag_ms(req: &Request<Incoming>) -> Lag {
+    Lag {
+        lag_ms: query_param(req, "lag_ms")
+            .and_then(|v| v.parse::<i64>().ok())
+            .map_or(0, |v| v.clamp(0, MAX_LAG_MS)),
+        as_of_ms: query_param(req, "as_of_ms").and_then(|v| v.parse::<i64>().ok()),
+    }
+}
+
+/// Posts whose text contains `q` (exact matches flagged), newest first, leaving out those the index has not
+/// caught up with (`lag`). Empty `q` finds nothing.
+fn search(shared: &Arc<Shared>, q: &str, lag: Lag) -> Vec<(super::Post, bool)> {
     if q.is_empty() {
         return Vec::new();
     }
@@ -381,7 +391,11 @@ fn search(shared: &Arc<Shared>, q: &str, lag_ms: i64) -> Vec<(super::Post, bool)
         .lock_state()
         .newest_first()
         .into_iter()
-        .filter(|p| p.text.contains(q) && now - p.created_ms >= lag_ms)
+        .filter(|p| {
+            p.text.contains(q)
+                && now - p.created_ms >= lag.lag_ms
+                && lag.as_of_ms.is_none_or(|t| p.created_ms <= t)
+        })
         .map(|p| {
             let exact = p.text == q;
             (p, exact)
