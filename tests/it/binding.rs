@@ -4,13 +4,13 @@
 //! accepts it (recorded). Links a page supplies outside the platform (`javascript:`, another site) are alarms,
 //! never findings. Plus the store's halves, on both backends: the kill switch by the contract's platform, the
 //! binding that never changes, and the recovery layer's own refusal of an outside permalink.
-mod common;
+use crate::kit;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::{Backend, test_db};
+use crate::kit::{Backend, test_db};
 use oncepost::contract::Binding;
 use oncepost::fixture_platform::{
     Fault, FaultMode, FixtureConfig, FixturePlatform, RunningPlatform,
@@ -508,7 +508,7 @@ async fn reconcile_refuses_a_permalink_on_another_site() {
 
 // ---- the store's and the recovery layer's halves, on both backends ----
 
-async fn store_with_accounts(b: Backend) -> common::TestDb {
+async fn store_with_accounts(b: Backend) -> kit::TestDb {
     let db = test_db(b, Policy::default()).await;
     for (name, platform) in [("alice", "fixture"), ("zed", "other")] {
         db.store

@@ -1,6 +1,6 @@
 //! The store's command line, through the real binary: administration, inspection, exit codes and the
 //! clear errors a person gets for bad input, a locked database, and a database from a newer oncepost.
-mod common;
+use crate::kit;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -239,7 +239,7 @@ async fn administration_and_inspection_round_trip_on_sqlite() {
 
 #[tokio::test]
 async fn administration_and_inspection_round_trip_on_postgres() {
-    round_trip(Some(common::fresh_pg_url())).await;
+    round_trip(Some(kit::fresh_pg_url())).await;
 }
 
 #[test]

@@ -30,7 +30,7 @@ use oncepost::fixture_platform::{
 };
 use serde_json::Value;
 
-mod common;
+use crate::kit;
 
 const BIN: &str = env!("CARGO_BIN_EXE_oncepost");
 
@@ -332,7 +332,7 @@ impl Cell {
         );
         let store_url = match kind {
             StoreKind::Sqlite => None,
-            StoreKind::Postgres => Some(common::fresh_pg_url()),
+            StoreKind::Postgres => Some(kit::fresh_pg_url()),
         };
         let mut cell = Cell {
             point,

@@ -1,14 +1,14 @@
 //! Recovery against the real fixture platform: one recorded lookup per indeterminate intent, found ->
 //! published, not found or unavailable -> parked, never a resend; the worker loop sweeps and reconciles and
 //! stops cleanly.
-mod common;
+use crate::kit;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use common::{Backend, test_db};
+use crate::kit::{Backend, test_db};
 use oncepost::contract::Binding;
 use oncepost::fixture_platform::{FixtureConfig, FixturePlatform, RunningPlatform};
 use oncepost::identity::{ActionKind, CanonicalRequest, DeliveryKey, normalize_text};
@@ -164,7 +164,7 @@ fn policy(propagation_ms: i64) -> ReconcilePolicy {
 async fn setup(
     b: Backend,
 ) -> (
-    common::TestDb,
+    kit::TestDb,
     RunningPlatform,
     tempfile::TempDir,
     ApiLookup,

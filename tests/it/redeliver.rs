@@ -2,11 +2,11 @@
 //! SQLite and PostgreSQL: a parked send is redelivered once (whoever asks, however many at once), and
 //! `publish --key NEWKEY` sends exactly one copy of what the intent recorded; `publish --key` on an intent that
 //! is not pending presses nothing and answers its state's exit code.
-mod common;
+use crate::kit;
 
 use std::path::{Path, PathBuf};
 
-use common::Backend;
+use crate::kit::Backend;
 use oncepost::fixture_platform::{FixtureConfig, FixturePlatform, RunningPlatform};
 use serde_json::Value;
 
@@ -24,7 +24,7 @@ impl Env {
         let platform = FixturePlatform::start(FixtureConfig::new(dir.path().join("platform")))
             .await
             .expect("platform starts");
-        let pg = (b == Backend::Postgres).then(common::fresh_pg_url);
+        let pg = (b == Backend::Postgres).then(kit::fresh_pg_url);
         let env = Env { dir, platform, pg };
         let (code, out, err) = env
             .run(&["accounts", "add", "alice", "--platform", "fixture"])

@@ -1,12 +1,11 @@
 //! The intent store's proof lane: every item of the at-most-once checklist, on a real SQLite file and a real
 //! PostgreSQL database (one database per test, migrated from 1). Each test is a behaviour sentence; each guard
 //! in src/store has at least one test here that goes red when the guard is removed.
-mod common;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use common::{Backend, TestDb, test_db};
+use crate::kit::{Backend, TestDb, test_db};
 use oncepost::identity::{ActionKind, CanonicalRequest, DeliveryKey};
 use oncepost::store::*;
 use serde_json::json;

@@ -3,12 +3,12 @@
 //! allows it; an intent cannot be deleted, re-keyed, rewritten or created in another state than pending; a
 //! consumed intent has at most one redelivery. Through the binary: a published intent hand-edited back to
 //! pending with the sqlite3 shell or psql is refused, and `publish` of it never presses again.
-mod common;
+use crate::kit;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
 
-use common::{Backend, test_db};
+use crate::kit::{Backend, test_db};
 use oncepost::fixture_platform::{FixtureConfig, FixturePlatform, RunningPlatform};
 use oncepost::identity::{ActionKind, CanonicalRequest, DeliveryKey};
 use oncepost::store::*;
@@ -21,7 +21,7 @@ fn at(ms: i64) -> Timestamp {
     Timestamp(T0 + ms)
 }
 
-async fn db(b: Backend) -> common::TestDb {
+async fn db(b: Backend) -> kit::TestDb {
     let db = test_db(b, Policy::default()).await;
     db.store
         .add_account(
@@ -360,7 +360,7 @@ impl Env {
         let platform = FixturePlatform::start(FixtureConfig::new(dir.path().join("platform")))
             .await
             .expect("platform starts");
-        let pg = (b == Backend::Postgres).then(common::fresh_pg_url);
+        let pg = (b == Backend::Postgres).then(kit::fresh_pg_url);
         let env = Env { dir, platform, pg };
         // No duplicate-text window: only the state table stands between a hand edit and a second copy.
         let (code, out, err) = env

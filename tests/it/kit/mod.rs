@@ -110,7 +110,7 @@ macro_rules! on_both_backends {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
                 async fn $name() {
-                    super::$name($crate::common::Backend::Sqlite).await
+                    super::$name($crate::kit::Backend::Sqlite).await
                 }
             )*
         }
@@ -118,7 +118,7 @@ macro_rules! on_both_backends {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
                 async fn $name() {
-                    super::$name($crate::common::Backend::Postgres).await
+                    super::$name($crate::kit::Backend::Postgres).await
                 }
             )*
         }

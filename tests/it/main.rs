@@ -1,0 +1,30 @@
+//! The integration tests: one test binary, one module per area (they were 18 binaries, each linking the
+//! whole crate: ~270 MB and a link apiece on a 2-core machine), and the shared kit they build on.
+//!
+//! Filter by module path: `cargo test --test it store::` or `target/debug/deps/it-HASH publish::some_test`.
+//!
+//! Every test now shares one process with the others (the default `--test-threads` is the core count):
+//! nothing here may set process-wide state (environment variables, the current directory, signal
+//! dispositions) or assume it runs alone; the PostgreSQL cluster of [`kit`] is started once for the binary.
+
+#[macro_use]
+mod kit;
+
+mod authorship;
+mod binding;
+mod cli_store;
+mod contract;
+mod crash_matrix;
+mod door;
+mod fixture_platform;
+mod guard;
+mod probe;
+mod process_edges;
+mod publish;
+mod reconcile_cli;
+mod recover;
+mod redeliver;
+mod review;
+mod secrets;
+mod store;
+mod store_triggers;
