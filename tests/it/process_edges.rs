@@ -4,7 +4,6 @@
 //! `ONCEPOST_TEST_BIN=/path/to/oncepost` runs these tests against another build (to watch them go red on
 //! a binary from before a fix).
 use std::collections::BTreeMap;
-use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -195,17 +194,14 @@ fn count(kinds: &[String], kind: &str) -> usize {
 
 /// A pipe whose read end is closed: every write to it fails with EPIPE (as `oncepost ... 2>&1 | head` once
 /// head has exited). Returns two handles on the write end, for stdout and stderr.
+///
+/// `std::io::pipe` opens both ends close-on-exec: every test shares this process, and a read end inherited by
+/// another test's child spawned in between would keep the pipe open (writes would block, not fail).
 fn closed_pipe() -> (Stdio, Stdio) {
-    let mut fds = [0; 2];
-    // SAFETY: pipe(2) fills two descriptors we then own; the read end is closed at once.
-    unsafe {
-        assert_eq!(libc::pipe(fds.as_mut_ptr()), 0);
-        libc::close(fds[0]);
-    }
-    // SAFETY: fds[1] is an open descriptor owned by nothing else.
-    let w = unsafe { OwnedFd::from_raw_fd(fds[1]) };
-    let w2 = w.try_clone().expect("dup");
-    (Stdio::from(w), Stdio::from(w2))
+    let (read, write) = std::io::pipe().expect("pipe");
+    drop(read);
+    let write2 = write.try_clone().expect("dup");
+    (Stdio::from(write), Stdio::from(write2))
 }
 
 fn signal(pid: u32, sig: i32) {
