@@ -1,7 +1,7 @@
 //! The Chromium guard (src/browser/guard.rs) on real Chromium: Chromium never outlives the process that
 //! drives it, however that process lets go of it, and a dead Chromium still ends calls at once.
 //!
-//! The crash matrix (tests/crash_matrix.rs) covers the SIGKILL case through the binary; these cover the
+//! The crash matrix (tests/it/crash_matrix.rs) covers the SIGKILL case through the binary; these cover the
 //! in-process ways a session can end without `close()`.
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
