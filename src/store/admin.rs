@@ -4,24 +4,8 @@ use serde_json::json;
 
 use super::error::StoreError;
 use super::model::*;
-use super::{Store, col, map_db, read_pool, write_tx};
-
-/// Append one administrative history row.
-macro_rules! admin_event {
-    ($ex:expr, $now:expr, $actor:expr, $action:expr, $details:expr) => {{
-        let details: serde_json::Value = $details;
-        sqlx::query(
-            "INSERT INTO admin_events (at, actor, action, details) VALUES ($1, $2, $3, $4)",
-        )
-        .bind($now)
-        .bind($actor)
-        .bind($action)
-        .bind($crate::redact::json(&details).to_string())
-        .execute($ex)
-        .await
-        .map_err(map_db)?;
-    }};
-}
+use super::rows::{AccountRow, SwitchRow};
+use super::{AdminEvent, Store, map_db, map_row};
 
 fn check_name(what: &str, name: &str) -> Result<(), StoreError> {
     if name.trim().is_empty() || name.trim() != name || name.chars().any(|c| c.is_control()) {
@@ -47,7 +31,7 @@ impl Store {
         if new.min_interval_ms < 0 || new.dup_window_ms < 0 {
             return Err(StoreError::Invalid("intervals cannot be negative".into()));
         }
-        write_tx!(self, |tx, dialect| {
+        self.write(async |tx| {
             let r = sqlx::query(
                 "INSERT INTO accounts (name, platform, min_interval_ms, dup_window_ms, created_at) \
                  VALUES ($1, $2, $3, $4, $5) ON CONFLICT (name) DO NOTHING",
@@ -57,22 +41,22 @@ impl Store {
             .bind(new.min_interval_ms)
             .bind(new.dup_window_ms)
             .bind(now.0)
-            .execute(&mut *tx)
+            .execute(tx.conn())
             .await
             .map_err(map_db)?;
             if r.rows_affected() != 1 {
                 return Err(StoreError::AccountExists(new.name.clone()));
             }
-            admin_event!(
-                &mut *tx,
-                now.0,
+            tx.admin_event(AdminEvent {
+                at: now,
                 actor,
-                "account_added",
-                json!({ "account": new.name, "platform": new.platform, "min_interval_ms": new.min_interval_ms,
-                        "dup_window_ms": new.dup_window_ms })
-            );
+                action: "account_added",
+                details: json!({ "account": new.name, "platform": new.platform, "min_interval_ms": new.min_interval_ms,
+                        "dup_window_ms": new.dup_window_ms }),
+            })
+            .await?;
             Ok(())
-        })?;
+        }).await?;
         self.account(&new.name).await
     }
 
@@ -119,18 +103,25 @@ impl Store {
         action: &str,
         sql: &'static str,
     ) -> Result<Account, StoreError> {
-        write_tx!(self, |tx, dialect| {
+        self.write(async |tx| {
             let r = sqlx::query(sql)
                 .bind(name)
-                .execute(&mut *tx)
+                .execute(tx.conn())
                 .await
                 .map_err(map_db)?;
             if r.rows_affected() != 1 {
                 return Err(StoreError::UnknownAccount(name.to_string()));
             }
-            admin_event!(&mut *tx, now.0, actor, action, json!({ "account": name }));
+            tx.admin_event(AdminEvent {
+                at: now,
+                actor,
+                action,
+                details: json!({ "account": name }),
+            })
+            .await?;
             Ok(())
-        })?;
+        })
+        .await?;
         self.account(name).await
     }
 
@@ -146,7 +137,7 @@ impl Store {
         if min_interval_ms.is_some_and(|v| v < 0) || dup_window_ms.is_some_and(|v| v < 0) {
             return Err(StoreError::Invalid("intervals cannot be negative".into()));
         }
-        write_tx!(self, |tx, dialect| {
+        self.write(async |tx| {
             let r = sqlx::query(
                 "UPDATE accounts SET min_interval_ms = COALESCE($2, min_interval_ms), \
                  dup_window_ms = COALESCE($3, dup_window_ms) WHERE name = $1",
@@ -154,21 +145,21 @@ impl Store {
             .bind(name)
             .bind(min_interval_ms)
             .bind(dup_window_ms)
-            .execute(&mut *tx)
+            .execute(tx.conn())
             .await
             .map_err(map_db)?;
             if r.rows_affected() != 1 {
                 return Err(StoreError::UnknownAccount(name.to_string()));
             }
-            admin_event!(
-                &mut *tx,
-                now.0,
+            tx.admin_event(AdminEvent {
+                at: now,
                 actor,
-                "account_limits",
-                json!({ "account": name, "min_interval_ms": min_interval_ms, "dup_window_ms": dup_window_ms })
-            );
+                action: "account_limits",
+                details: json!({ "account": name, "min_interval_ms": min_interval_ms, "dup_window_ms": dup_window_ms }),
+            })
+            .await?;
             Ok(())
-        })?;
+        }).await?;
         self.account(name).await
     }
 
@@ -183,29 +174,14 @@ impl Store {
 
     /// All accounts, by name.
     pub async fn accounts(&self) -> Result<Vec<Account>, StoreError> {
-        read_pool!(self, |ex| {
-            let rows = sqlx::query(
-                "SELECT name, platform, credential_version, revoked, min_interval_ms, dup_window_ms, \
-                 last_dispatch_at, handle FROM accounts ORDER BY name",
-            )
-            .fetch_all(ex)
-            .await
-            .map_err(map_db)?;
-            rows.iter()
-                .map(|r| {
-                    Ok(Account {
-                        name: col(r, "name")?,
-                        platform: col(r, "platform")?,
-                        credential_version: col(r, "credential_version")?,
-                        revoked: col::<_, i64>(r, "revoked")? != 0,
-                        min_interval_ms: col(r, "min_interval_ms")?,
-                        dup_window_ms: col(r, "dup_window_ms")?,
-                        last_dispatch_at: col(r, "last_dispatch_at")?,
-                        handle: col(r, "handle")?,
-                    })
-                })
-                .collect()
-        })
+        let rows: Vec<AccountRow> = sqlx::query_as(
+            "SELECT name, platform, credential_version, revoked, min_interval_ms, dup_window_ms, \
+             last_dispatch_at, handle FROM accounts ORDER BY name",
+        )
+        .fetch_all(self.pool())
+        .await
+        .map_err(map_row)?;
+        Ok(rows.into_iter().map(Account::from).collect())
     }
 
     /// Engage (publishing stopped) or release a kill switch.
@@ -220,7 +196,7 @@ impl Store {
         if scope_label != "global" {
             check_name(scope_label, name)?;
         }
-        write_tx!(self, |tx, dialect| {
+        self.write(async |tx| {
             sqlx::query(
                 "INSERT INTO switches (scope, name, engaged, changed_at, changed_by) VALUES ($1, $2, $3, $4, $5) \
                  ON CONFLICT (scope, name) DO UPDATE SET engaged = excluded.engaged, \
@@ -231,22 +207,22 @@ impl Store {
             .bind(if engaged { 1_i64 } else { 0 })
             .bind(now.0)
             .bind(actor)
-            .execute(&mut *tx)
+            .execute(tx.conn())
             .await
             .map_err(map_db)?;
-            admin_event!(
-                &mut *tx,
-                now.0,
+            tx.admin_event(AdminEvent {
+                at: now,
                 actor,
-                if engaged {
+                action: if engaged {
                     "switch_engaged"
                 } else {
                     "switch_released"
                 },
-                json!({ "scope": scope_label, "name": name })
-            );
+                details: json!({ "scope": scope_label, "name": name }),
+            })
+            .await?;
             Ok(())
-        })?;
+        }).await?;
         self.switches()
             .await?
             .into_iter()
@@ -256,35 +232,21 @@ impl Store {
 
     /// Every kill switch ever set, engaged or not.
     pub async fn switches(&self) -> Result<Vec<Switch>, StoreError> {
-        read_pool!(self, |ex| {
-            let rows = sqlx::query(
-                "SELECT scope, name, engaged, changed_at, changed_by FROM switches ORDER BY scope, name",
-            )
-            .fetch_all(ex)
-            .await
-            .map_err(map_db)?;
-            rows.iter()
-                .map(|r| {
-                    Ok(Switch {
-                        scope: col(r, "scope")?,
-                        name: col(r, "name")?,
-                        engaged: col::<_, i64>(r, "engaged")? != 0,
-                        changed_at: col(r, "changed_at")?,
-                        changed_by: col(r, "changed_by")?,
-                    })
-                })
-                .collect()
-        })
+        let rows: Vec<SwitchRow> = sqlx::query_as(
+            "SELECT scope, name, engaged, changed_at, changed_by FROM switches ORDER BY scope, name",
+        )
+        .fetch_all(self.pool())
+        .await
+        .map_err(map_row)?;
+        Ok(rows.into_iter().map(Switch::from).collect())
     }
 
     /// The store's restore epoch now.
     pub async fn epoch(&self) -> Result<i64, StoreError> {
-        read_pool!(self, |ex| {
-            sqlx::query_scalar("SELECT epoch FROM store_meta WHERE id = 1")
-                .fetch_one(ex)
-                .await
-                .map_err(map_db)
-        })
+        sqlx::query_scalar("SELECT epoch FROM store_meta WHERE id = 1")
+            .fetch_one(self.pool())
+            .await
+            .map_err(map_db)
     }
 
     /// Bump the restore epoch: every worker that holds an older epoch is fenced out of every write. Part of
@@ -295,21 +257,22 @@ impl Store {
         reason: &str,
         now: Timestamp,
     ) -> Result<i64, StoreError> {
-        write_tx!(self, |tx, dialect| {
+        self.write(async |tx| {
             let epoch: i64 = sqlx::query_scalar(
                 "UPDATE store_meta SET epoch = epoch + 1 WHERE id = 1 RETURNING epoch",
             )
-            .fetch_one(&mut *tx)
+            .fetch_one(tx.conn())
             .await
             .map_err(map_db)?;
-            admin_event!(
-                &mut *tx,
-                now.0,
+            tx.admin_event(AdminEvent {
+                at: now,
                 actor,
-                "epoch_bumped",
-                json!({ "epoch": epoch, "reason": reason })
-            );
+                action: "epoch_bumped",
+                details: json!({ "epoch": epoch, "reason": reason }),
+            })
+            .await?;
             Ok(epoch)
         })
+        .await
     }
 }

@@ -6,9 +6,8 @@ use serde_json::json;
 
 use super::error::StoreError;
 use super::model::*;
-use super::ops::{fetch_intent, insert_event};
 use super::state::{EventKind, Status};
-use super::{Store, map_db, write_tx};
+use super::{NewEvent, Store, map_db};
 use crate::identity::DeliveryKey;
 
 /// Longest handle accepted (platform handles are short; a display name is not what is asked for).
@@ -41,11 +40,11 @@ impl Store {
         if let Some(h) = handle {
             check_handle(h)?;
         }
-        write_tx!(self, |tx, dialect| {
+        self.write(async |tx| {
             let r = sqlx::query("UPDATE accounts SET handle = $2 WHERE name = $1")
                 .bind(name)
                 .bind(handle)
-                .execute(&mut *tx)
+                .execute(tx.conn())
                 .await
                 .map_err(map_db)?;
             if r.rows_affected() != 1 {
@@ -57,11 +56,11 @@ impl Store {
             .bind(now.0)
             .bind(actor)
             .bind(json!({ "account": name, "handle": handle }).to_string())
-            .execute(&mut *tx)
+            .execute(tx.conn())
             .await
             .map_err(map_db)?;
             Ok(())
-        })?;
+        }).await?;
         self.account(name).await
     }
 
@@ -80,7 +79,7 @@ impl Store {
                 "a binding needs a platform and an origin".into(),
             ));
         }
-        write_tx!(self, |tx, dialect| {
+        self.write(async |tx| {
             // Not a state change: the state guard only keeps a settled intent's record as it was.
             sqlx::query(
                 "UPDATE intents SET contract_platform = COALESCE(contract_platform, $2), \
@@ -91,11 +90,12 @@ impl Store {
             .bind(key.as_str())
             .bind(contract_platform)
             .bind(base_origin)
-            .execute(&mut *tx)
+            .execute(tx.conn())
             .await
             .map_err(map_db)?;
-            Ok(fetch_intent!(&mut *tx, key.as_str()).intent)
+            Ok(tx.intent(key).await?.intent)
         })
+        .await
     }
 
     /// Look-before-write found a post with this text whose authorship cannot be shown (another author, no
@@ -110,8 +110,8 @@ impl Store {
         lead: serde_json::Value,
         now: Timestamp,
     ) -> Result<Intent, StoreError> {
-        write_tx!(self, |tx, dialect| {
-            let row = fetch_intent!(&mut *tx, key.as_str());
+        self.write(async |tx| {
+            let row = tx.intent(key).await?;
             let to =
                 row.intent
                     .state
@@ -127,7 +127,7 @@ impl Store {
             .bind(row.id)
             .bind(to.label())
             .bind(now.0)
-            .execute(&mut *tx)
+            .execute(tx.conn())
             .await
             .map_err(map_db)?;
             if r.rows_affected() != 1 {
@@ -146,20 +146,20 @@ impl Store {
                     },
                 );
             }
-            insert_event!(
-                &mut *tx,
-                row.id,
-                now.0,
-                EventKind::Parked,
-                Some(row.intent.state),
+            tx.append(NewEvent {
+                intent_id: row.id,
+                at: now,
+                kind: EventKind::Parked,
+                from: Some(row.intent.state),
                 to,
                 actor,
-                Some(reason),
-                &lead,
-                None,
-                None
-            );
-            Ok(fetch_intent!(&mut *tx, key.as_str()).intent)
-        })
+                reason: Some(reason),
+                details: &lead,
+                attempt: None,
+                generation: None,
+            })
+            .await?;
+            Ok(tx.intent(key).await?.intent)
+        }).await
     }
 }

@@ -20,17 +20,18 @@ mod error;
 mod model;
 mod ops;
 mod read;
+mod rows;
 pub mod state;
+mod tx;
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 
+use sqlx::AnyPool;
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::migrate::Migrator;
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
-};
+use sqlx::postgres::PgConnectOptions;
 
 pub use binding::MAX_HANDLE_CHARS;
 pub use error::{AuthorizeRefusal, StoreError};
@@ -40,6 +41,7 @@ pub use model::{
     ReconcileTicket, Settlement, SweepReport, Switch, SwitchScope, Timeline, Timestamp,
 };
 pub use state::{EventKind, IllegalTransition, Status};
+pub(crate) use tx::{AdminEvent, NewEvent, Tx};
 
 static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("./migrations/sqlite");
 static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("./migrations/postgres");
@@ -131,15 +133,13 @@ impl Dialect {
     }
 }
 
-pub(crate) enum Pool {
-    Sqlite(SqlitePool),
-    Postgres(PgPool),
-}
-
 /// The intent store. Cheap to clone (a pool handle).
 #[derive(Clone)]
 pub struct Store {
-    pool: std::sync::Arc<Pool>,
+    /// One pool over `sqlx::Any`: the same statement text runs on both backends (docs/store.md says why Any
+    /// and not an enum of the two pool types).
+    pool: AnyPool,
+    dialect: Dialect,
     /// Write transactions this handle committed (a metric: the benchmark reports commits per lifecycle).
     commits: std::sync::Arc<std::sync::atomic::AtomicU64>,
     policy: Policy,
@@ -154,58 +154,44 @@ impl std::fmt::Debug for Store {
     }
 }
 
-/// Run `$body` in a write transaction on whichever backend the store uses, with `$tx` bound to the
-/// transaction and `$dialect` to its [`Dialect`]. Commits when the body returns `Ok`, rolls back otherwise.
-/// SQLite transactions start with `BEGIN IMMEDIATE`: a read-then-write transaction must hold the write lock
-/// from its first statement, or a concurrent writer makes it fail instead of wait.
-macro_rules! write_tx {
-    ($store:expr, |$tx:ident, $dialect:ident| $body:block) => {{
+impl Store {
+    /// Run `body` in one write transaction: commit when it returns `Ok`, roll back otherwise, and count the
+    /// commit. SQLite transactions start with `BEGIN IMMEDIATE`: a read-then-write transaction must hold the
+    /// write lock from its first statement, or a concurrent writer makes it fail instead of wait.
+    pub(crate) async fn write<T>(
+        &self,
+        body: impl AsyncFnOnce(&mut Tx) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
         // How long this operation waited, for a lock error's message.
         let started = std::time::Instant::now();
-        let locked = |e| $crate::store::waited($crate::store::map_db(e), started);
-        match &*$store.pool {
-            $crate::store::Pool::Sqlite(pool) => {
-                let mut $tx = pool.begin_with("BEGIN IMMEDIATE").await.map_err(locked)?;
-                #[allow(unused_variables)]
-                let $dialect = $crate::store::Dialect::Sqlite;
-                let out: Result<_, $crate::store::StoreError> = async { $body }.await;
-                match out {
-                    Ok(v) => {
-                        $tx.commit().await.map_err(locked)?;
-                        $store
-                            .commits
-                            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        Ok(v)
-                    }
-                    Err(e) => {
-                        let _ = $tx.rollback().await;
-                        Err($crate::store::waited(e, started))
-                    }
-                }
+        let locked = |e| waited(map_db(e), started);
+        let conn = match self.dialect {
+            Dialect::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await,
+            Dialect::Postgres => self.pool.begin().await,
+        }
+        .map_err(locked)?;
+        let mut tx = Tx::new(conn, self.dialect);
+        match body(&mut tx).await {
+            Ok(v) => {
+                tx.into_inner().commit().await.map_err(locked)?;
+                self.commits
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                Ok(v)
             }
-            $crate::store::Pool::Postgres(pool) => {
-                let mut $tx = pool.begin().await.map_err(locked)?;
-                #[allow(unused_variables)]
-                let $dialect = $crate::store::Dialect::Postgres;
-                let out: Result<_, $crate::store::StoreError> = async { $body }.await;
-                match out {
-                    Ok(v) => {
-                        $tx.commit().await.map_err(locked)?;
-                        $store
-                            .commits
-                            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        Ok(v)
-                    }
-                    Err(e) => {
-                        let _ = $tx.rollback().await;
-                        Err($crate::store::waited(e, started))
-                    }
-                }
+            Err(e) => {
+                // The error that made us roll back is the one to report; a failed rollback also ends the
+                // transaction (the connection is closed), so nothing of it can commit.
+                let _ = tx.into_inner().rollback().await;
+                Err(waited(e, started))
             }
         }
-    }};
+    }
+
+    /// The pool, an executor for reads outside a transaction.
+    pub(crate) fn pool(&self) -> &AnyPool {
+        &self.pool
+    }
 }
-pub(crate) use write_tx;
 
 /// A lock error carries how long this operation really waited (SQLite's busy handler, or the pool), which
 /// is what its message reports; other errors pass through.
@@ -217,23 +203,6 @@ pub(crate) fn waited(e: StoreError, started: std::time::Instant) -> StoreError {
         other => other,
     }
 }
-
-/// Run `$body` with `$ex` bound to the pool (an executor), for reads outside a transaction.
-macro_rules! read_pool {
-    ($store:expr, |$ex:ident| $body:block) => {{
-        match &*$store.pool {
-            $crate::store::Pool::Sqlite($ex) => {
-                let out: Result<_, $crate::store::StoreError> = async { $body }.await;
-                out
-            }
-            $crate::store::Pool::Postgres($ex) => {
-                let out: Result<_, $crate::store::StoreError> = async { $body }.await;
-                out
-            }
-        }
-    }};
-}
-pub(crate) use read_pool;
 
 /// Map a database error to a store error, naming the ones a caller acts on.
 pub(crate) fn map_db(e: sqlx::Error) -> StoreError {
@@ -249,6 +218,18 @@ pub(crate) fn map_db(e: sqlx::Error) -> StoreError {
     StoreError::Db(e)
 }
 
+/// Map an error of a query that decodes rows ([`sqlx::FromRow`]): a column that does not decode is a stored
+/// value that cannot be read back, named by its column (as before rows were derived); anything else is
+/// [`map_db`].
+pub(crate) fn map_row(e: sqlx::Error) -> StoreError {
+    match &e {
+        sqlx::Error::ColumnDecode { index, .. } => {
+            StoreError::Decode(format!("{}: {e}", index.trim_matches('"')))
+        }
+        _ => map_db(e),
+    }
+}
+
 /// Whether a database error is the duplicate-text exclusion (PostgreSQL constraint or SQLite trigger).
 pub(crate) fn is_duplicate_text(e: &sqlx::Error) -> bool {
     match e {
@@ -260,15 +241,23 @@ pub(crate) fn is_duplicate_text(e: &sqlx::Error) -> bool {
     }
 }
 
-/// Read a column, naming it in the error.
-pub(crate) fn col<'r, R, T>(row: &'r R, name: &'r str) -> Result<T, StoreError>
-where
-    R: sqlx::Row,
-    T: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
-    &'r str: sqlx::ColumnIndex<R>,
-{
-    row.try_get(name)
-        .map_err(|e| StoreError::Decode(format!("{name}: {e}")))
+/// The `sqlite://` URL `sqlx::Any` opens for `path`, creating the file if missing. Every byte that is not
+/// plainly safe is percent-encoded (`%` too, which sqlx's own URL builder leaves as it is) and the driver
+/// decodes it back, so any UTF-8 path round-trips.
+fn sqlite_url(path: &Path) -> Result<String, String> {
+    let abs = std::path::absolute(path).map_err(|e| e.to_string())?;
+    let file = url::Url::from_file_path(&abs).map_err(|()| "not an absolute path".to_string())?;
+    Ok(format!("sqlite://{}?mode=rwc", file.path()))
+}
+
+/// The per-connection settings of a SQLite store, run on every new connection of the pool (`sqlx::Any` opens a
+/// URL, which cannot carry them). The busy timeout comes first: the journal-mode change may wait for a lock.
+fn sqlite_pragmas(lock_wait_ms: u64) -> String {
+    // FULL: a commit is on disk before the call returns; this store's whole job is durability.
+    format!(
+        "PRAGMA busy_timeout = {lock_wait_ms}; PRAGMA journal_mode = WAL; \
+         PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON"
+    )
 }
 
 /// Create a SQLite store's missing folders (0700) and its file (0600) before SQLite opens it: SQLite gives its
@@ -305,47 +294,52 @@ impl Store {
     /// written by a newer oncepost.
     pub async fn open(location: &StoreLocation, policy: Policy) -> Result<Store, StoreError> {
         let started = std::time::Instant::now();
-        let pool = match location {
+        sqlx::any::install_default_drivers();
+        let (pool, dialect) = match location {
             StoreLocation::Sqlite(path) => {
-                create_private(path).map_err(|e| {
-                    StoreError::BadLocation(path.display().to_string(), e.to_string())
-                })?;
-                let opts = SqliteConnectOptions::new()
-                    .filename(path)
-                    .create_if_missing(true)
-                    .journal_mode(SqliteJournalMode::Wal)
-                    // FULL: a commit is on disk before the call returns; this store's whole job is durability.
-                    .synchronous(SqliteSynchronous::Full)
-                    .busy_timeout(Duration::from_millis(policy.lock_wait_ms))
-                    .foreign_keys(true);
-                let pool = SqlitePoolOptions::new()
+                let bad = |e: String| StoreError::BadLocation(path.display().to_string(), e);
+                create_private(path).map_err(|e| bad(e.to_string()))?;
+                let opts = AnyConnectOptions::from_str(&sqlite_url(path).map_err(bad)?)
+                    .map_err(|e| bad(e.to_string()))?;
+                let pragmas = sqlite_pragmas(policy.lock_wait_ms);
+                let pool = AnyPoolOptions::new()
                     .max_connections(4)
                     .acquire_timeout(Duration::from_millis(policy.lock_wait_ms + 5_000))
+                    .after_connect(move |conn, _| {
+                        let pragmas = pragmas.clone();
+                        Box::pin(async move {
+                            sqlx::Executor::execute(conn, pragmas.as_str())
+                                .await
+                                .map(|_| ())
+                        })
+                    })
                     .connect_with(opts)
                     .await
                     .map_err(|e| match map_db(e) {
                         e @ StoreError::Locked(_) => waited(e, started),
-                        StoreError::Db(inner) => {
-                            StoreError::BadLocation(path.display().to_string(), inner.to_string())
-                        }
+                        StoreError::Db(inner) => bad(inner.to_string()),
                         other => other,
                     })?;
-                Pool::Sqlite(pool)
+                (pool, Dialect::Sqlite)
             }
             StoreLocation::Postgres(url) => {
-                let opts = PgConnectOptions::from_str(url)
+                // Parsed as PostgreSQL first, so a bad URL is reported as before (and never reaches the driver).
+                PgConnectOptions::from_str(url)
                     .map_err(|e| StoreError::BadLocation(redact_url(url), e.to_string()))?;
-                let pool = PgPoolOptions::new()
+                let opts = AnyConnectOptions::from_str(url)
+                    .map_err(|e| StoreError::BadLocation(redact_url(url), e.to_string()))?;
+                let pool = AnyPoolOptions::new()
                     .max_connections(8)
                     .acquire_timeout(Duration::from_secs(10))
                     .connect_with(opts)
                     .await
                     .map_err(|e| StoreError::BadLocation(redact_url(url), e.to_string()))?;
-                Pool::Postgres(pool)
+                (pool, Dialect::Postgres)
             }
         };
         let store = Store {
-            pool: std::sync::Arc::new(pool),
+            pool,
+            dialect,
             commits: Default::default(),
             policy,
             location: location.clone(),
@@ -361,59 +355,50 @@ impl Store {
         if found > known {
             return Err(StoreError::SchemaTooNew { found, known });
         }
-        match &*self.pool {
-            Pool::Sqlite(p) => SQLITE_MIGRATIONS.run(p).await.map_err(|e| match e {
-                sqlx::migrate::MigrateError::Execute(inner) => map_db(inner),
-                other => StoreError::Migrate(other),
-            })?,
-            Pool::Postgres(p) => POSTGRES_MIGRATIONS.run(p).await?,
+        match self.dialect {
+            Dialect::Sqlite => SQLITE_MIGRATIONS
+                .run(&self.pool)
+                .await
+                .map_err(|e| match e {
+                    sqlx::migrate::MigrateError::Execute(inner) => map_db(inner),
+                    other => StoreError::Migrate(other),
+                })?,
+            Dialect::Postgres => POSTGRES_MIGRATIONS.run(&self.pool).await?,
         }
         Ok(known)
     }
 
     fn migrator(&self) -> &'static Migrator {
-        match &*self.pool {
-            Pool::Sqlite(_) => &SQLITE_MIGRATIONS,
-            Pool::Postgres(_) => &POSTGRES_MIGRATIONS,
+        match self.dialect {
+            Dialect::Sqlite => &SQLITE_MIGRATIONS,
+            Dialect::Postgres => &POSTGRES_MIGRATIONS,
         }
     }
 
     /// The highest migration version recorded in the database (0 for a new database).
     pub async fn applied_schema_version(&self) -> Result<i64, StoreError> {
-        read_pool!(self, |ex| {
-            // The migrations table does not exist in a new database: check for it first, portably.
-            let exists: i64 = match self.dialect() {
-                Dialect::Sqlite => sqlx::query_scalar(
-                    "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'",
-                )
-                .fetch_one(ex)
-                .await
-                .map_err(map_db)?,
-                Dialect::Postgres => sqlx::query_scalar(
-                    "SELECT COUNT(*) FROM information_schema.tables WHERE table_name = '_sqlx_migrations' \
-                     AND table_schema = current_schema()",
-                )
-                .fetch_one(ex)
-                .await
-                .map_err(map_db)?,
-            };
-            if exists == 0 {
-                return Ok(0);
+        // The migrations table does not exist in a new database: check for it first, portably.
+        let exists: i64 = sqlx::query_scalar(match self.dialect {
+            Dialect::Sqlite => {
+                "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'"
             }
-            let v: Option<i64> =
-                sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations WHERE success")
-                    .fetch_one(ex)
-                    .await
-                    .map_err(map_db)?;
-            Ok(v.unwrap_or(0))
+            Dialect::Postgres => {
+                "SELECT COUNT(*) FROM information_schema.tables WHERE table_name = '_sqlx_migrations' \
+                 AND table_schema = current_schema()"
+            }
         })
-    }
-
-    pub(crate) fn dialect(&self) -> Dialect {
-        match &*self.pool {
-            Pool::Sqlite(_) => Dialect::Sqlite,
-            Pool::Postgres(_) => Dialect::Postgres,
+        .fetch_one(&self.pool)
+        .await
+        .map_err(map_db)?;
+        if exists == 0 {
+            return Ok(0);
         }
+        let v: Option<i64> =
+            sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations WHERE success")
+                .fetch_one(&self.pool)
+                .await
+                .map_err(map_db)?;
+        Ok(v.unwrap_or(0))
     }
 
     /// How many write transactions this handle (and its clones) committed so far.
@@ -433,19 +418,80 @@ impl Store {
 
     /// Close the pool, waiting for connections to finish.
     pub async fn close(&self) {
-        match &*self.pool {
-            Pool::Sqlite(p) => p.close().await,
-            Pool::Postgres(p) => p.close().await,
-        }
+        self.pool.close().await;
     }
 
     /// Run raw SQL: for tests that play an operator doing something they should not (truncating claim data,
     /// updating history). Not used by oncepost itself.
     #[doc(hidden)]
     pub async fn execute_raw_for_tests(&self, sql: &str) -> Result<u64, StoreError> {
-        read_pool!(self, |ex| {
-            let r = sqlx::query(sql).execute(ex).await.map_err(map_db)?;
-            Ok(r.rows_affected())
-        })
+        let r = sqlx::query(sql).execute(&self.pool).await.map_err(map_db)?;
+        Ok(r.rows_affected())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `sqlx::Any` opens SQLite from a URL, so the store's settings are applied per connection by
+    /// `after_connect`: read them back from every connection the pool holds.
+    #[tokio::test]
+    async fn every_sqlite_connection_has_the_store_s_settings() {
+        let dir = tempfile::tempdir().unwrap();
+        let policy = Policy {
+            lock_wait_ms: 4321,
+            ..Policy::default()
+        };
+        let store = Store::open(&StoreLocation::Sqlite(dir.path().join("s.db")), policy)
+            .await
+            .unwrap();
+        // Hold four connections at once, so each is a different one.
+        let mut held = Vec::new();
+        for _ in 0..4 {
+            held.push(store.pool().acquire().await.unwrap());
+        }
+        for conn in &mut held {
+            let journal: String = sqlx::query_scalar("PRAGMA journal_mode")
+                .fetch_one(&mut **conn)
+                .await
+                .unwrap();
+            let synchronous: i64 = sqlx::query_scalar("PRAGMA synchronous")
+                .fetch_one(&mut **conn)
+                .await
+                .unwrap();
+            let busy: i64 = sqlx::query_scalar("PRAGMA busy_timeout")
+                .fetch_one(&mut **conn)
+                .await
+                .unwrap();
+            let fk: i64 = sqlx::query_scalar("PRAGMA foreign_keys")
+                .fetch_one(&mut **conn)
+                .await
+                .unwrap();
+            // synchronous 2 is FULL.
+            assert_eq!(
+                (journal.as_str(), synchronous, busy, fk),
+                ("wal", 2, 4321, 1)
+            );
+        }
+    }
+
+    /// The file path goes through a `sqlite://` URL: characters a URL gives a meaning to (and `%` itself) must
+    /// name the same file.
+    #[tokio::test]
+    async fn a_sqlite_path_with_url_characters_is_the_file_it_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a %41 b?c#d").join("x%2Fy.db");
+        let store = Store::open(&StoreLocation::Sqlite(path.clone()), Policy::default())
+            .await
+            .unwrap();
+        store.close().await;
+        assert!(path.is_file(), "{} was not created", path.display());
+        // Nothing was created under a decoded or truncated name: only the database and its -wal/-shm files.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        for entry in std::fs::read_dir(path.parent().unwrap()).unwrap() {
+            let name = entry.unwrap().file_name();
+            assert!(name.to_string_lossy().starts_with("x%2Fy.db"), "{name:?}");
+        }
     }
 }

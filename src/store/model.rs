@@ -384,7 +384,7 @@ pub struct EventRecord {
 }
 
 /// One attempt row.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
 pub struct AttemptRecord {
     /// The random token.
     pub token: String,

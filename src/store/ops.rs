@@ -5,8 +5,9 @@ use serde_json::json;
 
 use super::error::{AuthorizeRefusal, StoreError};
 use super::model::*;
+use super::rows::find_intent;
 use super::state::{EventKind, Status};
-use super::{Store, col, is_duplicate_text, map_db, read_pool, write_tx};
+use super::{NewEvent, Store, is_duplicate_text, map_db, map_row};
 
 use crate::identity::{AttemptToken, ContentHash, DeliveryKey};
 
@@ -14,125 +15,6 @@ use crate::identity::{AttemptToken, ContentHash, DeliveryKey};
 fn is_one_redelivery(e: &sqlx::Error) -> bool {
     matches!(e, sqlx::Error::Database(db) if db.message().contains("oncepost_one_redelivery"))
 }
-
-/// Columns of `intents`, in the order [`intent_from_row`] reads them.
-pub(crate) const INTENT_COLUMNS: &str = "id, delivery_key, state, account, platform, action_kind, target, \
-    request_json, content_hash, source_ref, redelivery_of, redelivery_json, generation, epoch, lease_owner, \
-    lease_expires_at, current_attempt, attempt_count, max_attempts, reconcile_count, lookup_expires_at, platform_id, permalink, \
-    created_at, updated_at, contract_hash, credential_version, contract_platform, base_origin";
-
-/// An intent row plus the columns callers do not see.
-pub(crate) struct IntentRow {
-    pub id: i64,
-    pub intent: Intent,
-    pub contract_hash: Option<String>,
-}
-
-pub(crate) fn intent_from_row<R>(row: &R) -> Result<IntentRow, StoreError>
-where
-    R: sqlx::Row,
-    for<'r> &'r str: sqlx::ColumnIndex<R>,
-    for<'r> String: sqlx::Decode<'r, R::Database>,
-    String: sqlx::Type<R::Database>,
-    for<'r> i64: sqlx::Decode<'r, R::Database>,
-    i64: sqlx::Type<R::Database>,
-{
-    let state: String = col(row, "state")?;
-    let action: String = col(row, "action_kind")?;
-    let key: String = col(row, "delivery_key")?;
-    let request_json: String = col(row, "request_json")?;
-    let redelivery_of: Option<String> = col(row, "redelivery_of")?;
-    let redelivery_json: Option<String> = col(row, "redelivery_json")?;
-    let intent = Intent {
-        key: DeliveryKey::parse(&key)
-            .ok_or_else(|| StoreError::Decode(format!("delivery_key {key:?}")))?,
-        state: Status::from_label(&state)
-            .ok_or_else(|| StoreError::Decode(format!("state {state:?}")))?,
-        account: col(row, "account")?,
-        platform: col(row, "platform")?,
-        action: crate::identity::ActionKind::from_label(&action)
-            .ok_or_else(|| StoreError::Decode(format!("action_kind {action:?}")))?,
-        target: col(row, "target")?,
-        request: serde_json::from_str(&request_json)
-            .map_err(|e| StoreError::Decode(format!("request_json: {e}")))?,
-        content_hash: col(row, "content_hash")?,
-        source_ref: col(row, "source_ref")?,
-        redelivery_of: redelivery_of.and_then(|k| DeliveryKey::parse(&k)),
-        redelivery: redelivery_json.and_then(|j| serde_json::from_str(&j).ok()),
-        generation: col(row, "generation")?,
-        epoch: col(row, "epoch")?,
-        lease_owner: col(row, "lease_owner")?,
-        lease_expires_at: col(row, "lease_expires_at")?,
-        current_attempt: col(row, "current_attempt")?,
-        attempt_count: col(row, "attempt_count")?,
-        max_attempts: col(row, "max_attempts")?,
-        reconcile_count: col(row, "reconcile_count")?,
-        lookup_expires_at: col(row, "lookup_expires_at")?,
-        platform_id: col(row, "platform_id")?,
-        permalink: col(row, "permalink")?,
-        contract_platform: col(row, "contract_platform")?,
-        base_origin: col(row, "base_origin")?,
-        contract_version: col(row, "contract_hash")?,
-        created_at: col(row, "created_at")?,
-        updated_at: col(row, "updated_at")?,
-    };
-    Ok(IntentRow {
-        id: col(row, "id")?,
-        intent,
-        contract_hash: col(row, "contract_hash")?,
-    })
-}
-
-/// Read one intent row by key inside a transaction or from a pool.
-macro_rules! fetch_intent {
-    ($ex:expr, $key:expr) => {{
-        let sql = format!(
-            "SELECT {} FROM intents WHERE delivery_key = $1",
-            $crate::store::ops::INTENT_COLUMNS
-        );
-        let row = sqlx::query(&sql)
-            .bind($key)
-            .fetch_optional($ex)
-            .await
-            .map_err($crate::store::map_db)?;
-        match row {
-            Some(r) => $crate::store::ops::intent_from_row(&r)?,
-            None => return Err($crate::store::StoreError::UnknownKey($key.to_string())),
-        }
-    }};
-}
-pub(crate) use fetch_intent;
-
-/// Append one event row.
-macro_rules! insert_event {
-    ($ex:expr, $intent_id:expr, $now:expr, $kind:expr, $from:expr, $to:expr, $actor:expr, $reason:expr,
-     $details:expr, $attempt:expr, $generation:expr) => {{
-        let from: Option<$crate::store::Status> = $from;
-        let attempt: Option<&str> = $attempt;
-        let generation: Option<i64> = $generation;
-        let reason: Option<&str> = $reason;
-        let details: &serde_json::Value = $details;
-        sqlx::query(
-            "INSERT INTO events (intent_id, at, kind, from_state, to_state, actor, reason, details, \
-             attempt_token, generation) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-        )
-        .bind($intent_id)
-        .bind($now)
-        .bind($kind.label())
-        .bind(from.map(|s| s.label()))
-        .bind($to.label())
-        .bind($actor)
-        // Every event goes through the redaction layer: a page's cookies, tokens and keys never reach a row.
-        .bind(reason.map($crate::redact::text))
-        .bind($crate::redact::json(details).to_string())
-        .bind(attempt)
-        .bind(generation)
-        .execute($ex)
-        .await
-        .map_err($crate::store::map_db)?;
-    }};
-}
-pub(crate) use insert_event;
 
 /// The target state the state table gives, or a `WrongState` error for `operation`.
 fn transition(
@@ -188,7 +70,7 @@ impl Store {
         let request_json =
             serde_json::to_string(&new.request).map_err(|e| StoreError::Invalid(e.to_string()))?;
         let max_attempts = self.policy.max_attempts;
-        write_tx!(self, |tx, dialect| {
+        self.write(async |tx| {
             let inserted: Result<Option<i64>, sqlx::Error> = sqlx::query_scalar(
                 "INSERT INTO intents (delivery_key, account, platform, action_kind, target, request_json, \
                  content_hash, source_ref, redelivery_of, redelivery_json, state, max_attempts, created_at, \
@@ -208,7 +90,7 @@ impl Store {
             .bind(redelivery.as_ref().map(|(_, v)| v.to_string()))
             .bind(max_attempts)
             .bind(now.0)
-            .fetch_optional(&mut *tx)
+            .fetch_optional(tx.conn())
             .await;
             let inserted = match inserted {
                 Ok(id) => id,
@@ -225,41 +107,41 @@ impl Store {
                         Some((_, record)) => json!({ "redelivery": record }),
                         None => json!({ "source_ref": new.source_ref }),
                     };
-                    insert_event!(
-                        &mut *tx,
-                        id,
-                        now.0,
-                        EventKind::Created,
-                        None,
-                        Status::Pending,
+                    tx.append(NewEvent {
+                        intent_id: id,
+                        at: now,
+                        kind: EventKind::Created,
+                        from: None,
+                        to: Status::Pending,
                         actor,
                         reason,
-                        &details,
-                        None,
-                        None
-                    );
+                        details: &details,
+                        attempt: None,
+                        generation: None,
+                    })
+                    .await?;
                     if let Some((consumed, record)) = &redelivery {
-                        let old = fetch_intent!(&mut *tx, consumed.as_str());
+                        let old = tx.intent(consumed).await?;
                         let to = transition(
                             old.intent.state,
                             EventKind::RedeliveryAuthorized,
                             "redeliver",
                         )?;
-                        insert_event!(
-                            &mut *tx,
-                            old.id,
-                            now.0,
-                            EventKind::RedeliveryAuthorized,
-                            Some(old.intent.state),
+                        tx.append(NewEvent {
+                            intent_id: old.id,
+                            at: now,
+                            kind: EventKind::RedeliveryAuthorized,
+                            from: Some(old.intent.state),
                             to,
                             actor,
                             reason,
-                            &json!({ "new_key": key.as_str(), "authorization": record }),
-                            None,
-                            None
-                        );
+                            details: &json!({ "new_key": key.as_str(), "authorization": record }),
+                            attempt: None,
+                            generation: None,
+                        })
+                        .await?;
                     }
-                    let row = fetch_intent!(&mut *tx, key.as_str());
+                    let row = tx.intent(key).await?;
                     Ok(Created {
                         intent: row.intent,
                         created: true,
@@ -269,20 +151,20 @@ impl Store {
                     let exists: i64 =
                         sqlx::query_scalar("SELECT COUNT(*) FROM accounts WHERE name = $1")
                             .bind(&new.account)
-                            .fetch_one(&mut *tx)
+                            .fetch_one(tx.conn())
                             .await
                             .map_err(map_db)?;
                     if exists == 0 {
                         return Err(StoreError::UnknownAccount(new.account.clone()));
                     }
-                    let row = fetch_intent!(&mut *tx, key.as_str());
+                    let row = tx.intent(key).await?;
                     Ok(Created {
                         intent: row.intent,
                         created: false,
                     })
                 }
             }
-        })
+        }).await
     }
 
     /// Claim a pending intent for `owner` and mint exactly one attempt (executor election). Refuses while
@@ -302,23 +184,23 @@ impl Store {
             ));
         }
         let claim_lease_ms = self.policy.claim_lease_ms;
-        write_tx!(self, |tx, dialect| {
-            let row = fetch_intent!(&mut *tx, key.as_str());
+        self.write(async |tx| {
+            let row = tx.intent(key).await?;
             let it = &row.intent;
             let credential_version: Option<i64> =
                 sqlx::query_scalar("SELECT credential_version FROM accounts WHERE name = $1")
                     .bind(&it.account)
-                    .fetch_optional(&mut *tx)
+                    .fetch_optional(tx.conn())
                     .await
                     .map_err(map_db)?;
             let credential_version =
                 credential_version.ok_or_else(|| StoreError::UnknownAccount(it.account.clone()))?;
-            let generation: i64 = sqlx::query_scalar(dialect.next_generation_sql())
-                .fetch_one(&mut *tx)
+            let generation: i64 = sqlx::query_scalar(tx.dialect().next_generation_sql())
+                .fetch_one(tx.conn())
                 .await
                 .map_err(map_db)?;
             let epoch: i64 = sqlx::query_scalar("SELECT epoch FROM store_meta WHERE id = 1")
-                .fetch_one(&mut *tx)
+                .fetch_one(tx.conn())
                 .await
                 .map_err(map_db)?;
             let token = AttemptToken::mint();
@@ -344,7 +226,7 @@ impl Store {
             .bind(credential_version)
             .bind(now.0)
             .bind(it.generation)
-            .execute(&mut *tx)
+            .execute(tx.conn())
             .await
             .map_err(map_db)?;
             if claimed.rows_affected() != 1 {
@@ -356,23 +238,23 @@ impl Store {
                 )
                 .bind(row.id)
                 .bind(now.0)
-                .execute(&mut *tx)
+                .execute(tx.conn())
                 .await
                 .map_err(map_db)?;
                 if parked.rows_affected() == 1 {
-                    insert_event!(
-                        &mut *tx,
-                        row.id,
-                        now.0,
-                        EventKind::Parked,
-                        Some(Status::Pending),
-                        Status::Parked,
-                        owner,
-                        Some("attempt_cap"),
-                        &json!({ "attempts": it.attempt_count, "max_attempts": it.max_attempts }),
-                        None,
-                        None
-                    );
+                    tx.append(NewEvent {
+                        intent_id: row.id,
+                        at: now,
+                        kind: EventKind::Parked,
+                        from: Some(Status::Pending),
+                        to: Status::Parked,
+                        actor: owner,
+                        reason: Some("attempt_cap"),
+                        details: &json!({ "attempts": it.attempt_count, "max_attempts": it.max_attempts }),
+                        attempt: None,
+                        generation: None,
+                    })
+                    .await?;
                     return Ok(Begun::Parked {
                         attempts: it.attempt_count,
                     });
@@ -391,7 +273,7 @@ impl Store {
                         let revoked: i64 =
                             sqlx::query_scalar("SELECT revoked FROM accounts WHERE name = $1")
                                 .bind(&it.account)
-                                .fetch_one(&mut *tx)
+                                .fetch_one(tx.conn())
                                 .await
                                 .map_err(map_db)?;
                         if revoked != 0 {
@@ -425,39 +307,39 @@ impl Store {
             .bind(epoch)
             .bind(owner)
             .bind(now.0)
-            .execute(&mut *tx)
+            .execute(tx.conn())
             .await
             .map_err(map_db)?;
             if let (Some(stale_owner), Some(stale_attempt)) = (&it.lease_owner, &it.current_attempt)
             {
-                insert_event!(
-                    &mut *tx,
-                    row.id,
-                    now.0,
-                    EventKind::ClaimReleased,
-                    Some(Status::Pending),
-                    Status::Pending,
-                    owner,
-                    Some("expired claim taken over by begin"),
-                    &json!({ "stale_owner": stale_owner, "expired_at": it.lease_expires_at }),
-                    Some(stale_attempt.as_str()),
-                    Some(it.generation)
-                );
+                tx.append(NewEvent {
+                    intent_id: row.id,
+                    at: now,
+                    kind: EventKind::ClaimReleased,
+                    from: Some(Status::Pending),
+                    to: Status::Pending,
+                    actor: owner,
+                    reason: Some("expired claim taken over by begin"),
+                    details: &json!({ "stale_owner": stale_owner, "expired_at": it.lease_expires_at }),
+                    attempt: Some(stale_attempt.as_str()),
+                    generation: Some(it.generation),
+                })
+                .await?;
             }
-            insert_event!(
-                &mut *tx,
-                row.id,
-                now.0,
-                EventKind::Begun,
-                Some(Status::Pending),
-                Status::Pending,
-                owner,
-                None,
-                &json!({ "ordinal": ordinal, "epoch": epoch, "lease_expires_at": expires,
+            tx.append(NewEvent {
+                intent_id: row.id,
+                at: now,
+                kind: EventKind::Begun,
+                from: Some(Status::Pending),
+                to: Status::Pending,
+                actor: owner,
+                reason: None,
+                details: &json!({ "ordinal": ordinal, "epoch": epoch, "lease_expires_at": expires,
                          "contract_hash": contract_hash, "credential_version": credential_version }),
-                Some(token.as_str()),
-                Some(generation)
-            );
+                attempt: Some(token.as_str()),
+                generation: Some(generation),
+            })
+            .await?;
             Ok(Begun::Claimed(Claim {
                 fence: Fence {
                     key: key.clone(),
@@ -471,7 +353,7 @@ impl Store {
                 contract_hash: contract_hash.to_string(),
                 credential_version,
             }))
-        })
+        }).await
     }
 
     /// The last checkpoint before any byte: re-check, in one transaction, everything checked before (claim
@@ -488,9 +370,9 @@ impl Store {
         // A guard that matches nothing returns this sentinel as an ERROR, so the transaction rolls back whole:
         // no partial authorization (intent moved, account not) can ever commit.
         let refused = || StoreError::Refused(AuthorizeRefusal::Conflict);
-        let outcome = write_tx!(self, |tx, dialect| {
+        let outcome = self.write(async |tx| {
             let id: Option<(i64, String)> = {
-                let r = sqlx::query(
+                sqlx::query_as(
                     // The claim's identity is its generation: issued once, from a source nothing resets, and
                     // paired with the epoch across restores. A released claim has no lease, so the liveness
                     // clause refuses it too.
@@ -512,13 +394,9 @@ impl Store {
                 .bind(now.0)
                 .bind(lease_until)
                 .bind(current_contract_hash)
-                .fetch_optional(&mut *tx)
+                .fetch_optional(tx.conn())
                 .await
-                .map_err(map_db)?;
-                match r {
-                    Some(row) => Some((col(&row, "id")?, col(&row, "account")?)),
-                    None => None,
-                }
+                .map_err(map_row)?
             };
             let Some((intent_id, account)) = id else {
                 return Err(refused());
@@ -533,7 +411,7 @@ impl Store {
             .bind(&account)
             .bind(claim.credential_version)
             .bind(now.0)
-            .execute(&mut *tx)
+            .execute(tx.conn())
             .await
             .map_err(map_db)?;
             if acct.rows_affected() != 1 {
@@ -548,7 +426,7 @@ impl Store {
             )
             .bind(intent_id)
             .bind(now.0)
-            .execute(&mut *tx)
+            .execute(tx.conn())
             .await;
             match claimed {
                 Ok(r) if r.rows_affected() == 1 => {}
@@ -556,22 +434,22 @@ impl Store {
                 Err(e) if is_duplicate_text(&e) => return Err(refused()),
                 Err(e) => return Err(map_db(e)),
             }
-            insert_event!(
-                &mut *tx,
+            tx.append(NewEvent {
                 intent_id,
-                now.0,
-                EventKind::Authorized,
-                Some(Status::Pending),
-                Status::Authorized,
-                &f.owner,
-                None,
-                &json!({ "lease_expires_at": lease_until, "contract_hash": current_contract_hash,
+                at: now,
+                kind: EventKind::Authorized,
+                from: Some(Status::Pending),
+                to: Status::Authorized,
+                actor: &f.owner,
+                reason: None,
+                details: &json!({ "lease_expires_at": lease_until, "contract_hash": current_contract_hash,
                          "credential_version": claim.credential_version, "epoch": f.epoch }),
-                Some(f.attempt.as_str()),
-                Some(f.generation)
-            );
+                attempt: Some(f.attempt.as_str()),
+                generation: Some(f.generation),
+            })
+            .await?;
             Ok(())
-        });
+        }).await;
         match outcome {
             Ok(()) => Ok(DispatchAuthorization::new(f.clone(), lease_until)),
             Err(StoreError::Refused(AuthorizeRefusal::Conflict)) => Err(StoreError::Refused(
@@ -590,7 +468,9 @@ impl Store {
         now: Timestamp,
     ) -> Result<AuthorizeRefusal, StoreError> {
         let f = &claim.fence;
-        let row = read_pool!(self, |ex| { Ok(fetch_intent!(ex, f.key.as_str())) })?;
+        let row = find_intent(self.pool(), f.key.as_str())
+            .await?
+            .ok_or_else(|| StoreError::UnknownKey(f.key.to_string()))?;
         let it = &row.intent;
         if it.state != Status::Pending {
             return Ok(AuthorizeRefusal::NotPending { actual: it.state });
@@ -677,7 +557,7 @@ impl Store {
         } else {
             details = json!({ "wire_request_hash": wire_hash, "details": details });
         }
-        write_tx!(self, |tx, dialect| {
+        self.write(async |tx| {
             let r = sqlx::query(
                 "INSERT INTO events (intent_id, at, kind, from_state, to_state, actor, reason, details, \
                  attempt_token, generation) \
@@ -692,11 +572,11 @@ impl Store {
             .bind(now.0)
             .bind(&fence.owner)
             .bind(crate::redact::json(&details).to_string())
-            .execute(&mut *tx)
+            .execute(tx.conn())
             .await
             .map_err(map_db)?;
             if r.rows_affected() != 1 {
-                let row = fetch_intent!(&mut *tx, fence.key.as_str());
+                let row = tx.intent(&fence.key).await?;
                 return Err(StoreError::Fenced {
                     actual: row.intent.state,
                     held: fence.generation,
@@ -704,7 +584,7 @@ impl Store {
                 });
             }
             Ok(())
-        })
+        }).await
     }
 
     /// Settle an attempt. Published and indeterminate need the intent authorized under this fence; failed is
@@ -753,8 +633,8 @@ impl Store {
                 None,
             ),
         };
-        write_tx!(self, |tx, dialect| {
-            let row = fetch_intent!(&mut *tx, fence.key.as_str());
+        self.write(async |tx| {
+            let row = tx.intent(&fence.key).await?;
             let from = row.intent.state;
             let stale = StoreError::Fenced {
                 actual: from,
@@ -783,7 +663,7 @@ impl Store {
             .bind(now.0)
             .bind(from.label())
             .bind(&fence.owner)
-            .execute(&mut *tx)
+            .execute(tx.conn())
             .await
             .map_err(map_db)?;
             if r.rows_affected() != 1 {
@@ -793,7 +673,7 @@ impl Store {
                 // Proven not sent: the text did not go out, so it does not hold the duplicate window.
                 sqlx::query("DELETE FROM text_claims WHERE intent_id = $1")
                     .bind(row.id)
-                    .execute(&mut *tx)
+                    .execute(tx.conn())
                     .await
                     .map_err(map_db)?;
             }
@@ -805,66 +685,45 @@ impl Store {
                 obj.insert("platform_id".into(), json!(platform_id));
                 obj.insert("permalink".into(), json!(permalink));
             }
-            insert_event!(
-                &mut *tx,
-                row.id,
-                now.0,
-                event,
-                Some(from),
+            tx.append(NewEvent {
+                intent_id: row.id,
+                at: now,
+                kind: event,
+                from: Some(from),
                 to,
-                &fence.owner,
-                reason.as_deref(),
-                &d,
-                Some(fence.attempt.as_str()),
-                Some(fence.generation)
-            );
+                actor: &fence.owner,
+                reason: reason.as_deref(),
+                details: &d,
+                attempt: Some(fence.attempt.as_str()),
+                generation: Some(fence.generation),
+            })
+            .await?;
             // Crash test: the UPDATE and its event are written but not committed.
             crate::failpoint::hit(crate::failpoint::FailPoint::DuringSettle);
             Ok(to)
-        })
+        }).await
     }
 
     /// One sweeper pass: authorized intents whose dispatch lease expired become indeterminate (never pending);
     /// expired pre-authorization claims are released. Safe to run from many processes: each row moves by one
     /// guarded statement, so exactly one sweeper records each move.
     pub async fn sweep(&self, actor: &str, now: Timestamp) -> Result<SweepReport, StoreError> {
-        let due: Vec<SweepCandidate> = read_pool!(self, |ex| {
-            let rows = sqlx::query(
-                "SELECT delivery_key, generation, state, current_attempt, lease_owner, reconcile_count \
-                 FROM intents WHERE (state IN ('authorized', 'pending') AND lease_expires_at IS NOT NULL \
-                 AND lease_expires_at <= $1) OR (state = 'indeterminate' \
-                 AND lookup_expires_at IS NOT NULL AND lookup_expires_at <= $1) ORDER BY id",
-            )
-            .bind(now.0)
-            .fetch_all(ex)
-            .await
-            .map_err(map_db)?;
-            rows.iter()
-                .map(|r| {
-                    let state: String = col(r, "state")?;
-                    let kind = match state.as_str() {
-                        "authorized" => SweepKind::DispatchExpired,
-                        "pending" => SweepKind::ClaimExpired,
-                        _ => SweepKind::LookupInterrupted,
-                    };
-                    Ok(SweepCandidate {
-                        key: col(r, "delivery_key")?,
-                        // The fence: the generation for leases, the lookup number for a lookup.
-                        fence: if kind == SweepKind::LookupInterrupted {
-                            col(r, "reconcile_count")?
-                        } else {
-                            col(r, "generation")?
-                        },
-                        kind,
-                        attempt: col(r, "current_attempt")?,
-                        holder: col(r, "lease_owner")?,
-                    })
-                })
-                .collect::<Result<Vec<_>, StoreError>>()
-        })?;
+        let due: Vec<SweepCandidate> = sqlx::query_as::<_, SweepRow>(
+            "SELECT delivery_key, generation, state, current_attempt, lease_owner, reconcile_count \
+             FROM intents WHERE (state IN ('authorized', 'pending') AND lease_expires_at IS NOT NULL \
+             AND lease_expires_at <= $1) OR (state = 'indeterminate' \
+             AND lookup_expires_at IS NOT NULL AND lookup_expires_at <= $1) ORDER BY id",
+        )
+        .bind(now.0)
+        .fetch_all(self.pool())
+        .await
+        .map_err(map_row)?
+        .into_iter()
+        .map(SweepCandidate::from)
+        .collect();
         let mut report = SweepReport::default();
         for c in due {
-            let moved = write_tx!(self, |tx, dialect| {
+            let moved = self.write(async |tx| {
                 let sql = match c.kind {
                     SweepKind::DispatchExpired => {
                         "UPDATE intents SET state = 'indeterminate', lease_owner = NULL, lease_expires_at = NULL, \
@@ -886,7 +745,7 @@ impl Store {
                     .bind(&c.key)
                     .bind(c.fence)
                     .bind(now.0)
-                    .fetch_optional(&mut *tx)
+                    .fetch_optional(tx.conn())
                     .await
                     .map_err(map_db)?;
                 let Some(id) = id else { return Ok(false) };
@@ -918,21 +777,21 @@ impl Store {
                     ),
                 };
                 transition(from, event, "sweep")?;
-                insert_event!(
-                    &mut *tx,
-                    id,
-                    now.0,
-                    event,
-                    Some(from),
+                tx.append(NewEvent {
+                    intent_id: id,
+                    at: now,
+                    kind: event,
+                    from: Some(from),
                     to,
                     actor,
-                    Some(why),
-                    &details,
-                    c.attempt.as_deref(),
-                    generation
-                );
+                    reason: Some(why),
+                    details: &details,
+                    attempt: c.attempt.as_deref(),
+                    generation,
+                })
+                .await?;
                 Ok(true)
-            })?;
+            }).await?;
             if moved {
                 let k =
                     DeliveryKey::parse(&c.key).ok_or_else(|| StoreError::Decode(c.key.clone()))?;
@@ -1001,8 +860,8 @@ impl Store {
             ));
         }
         let details = json!({ "permalink": permalink, "platform_id": platform_id });
-        write_tx!(self, |tx, dialect| {
-            let row = fetch_intent!(&mut *tx, key.as_str());
+        self.write(async |tx| {
+            let row = tx.intent(key).await?;
             let to = transition(row.intent.state, EventKind::Resolved, "resolve")?;
             let r = sqlx::query(
                 "UPDATE intents SET state = $2, permalink = $3, platform_id = COALESCE($4, platform_id), \
@@ -1013,7 +872,7 @@ impl Store {
             .bind(crate::redact::text(permalink))
             .bind(platform_id)
             .bind(now.0)
-            .execute(&mut *tx)
+            .execute(tx.conn())
             .await
             .map_err(map_db)?;
             if r.rows_affected() != 1 {
@@ -1022,21 +881,21 @@ impl Store {
                     actual: row.intent.state,
                 });
             }
-            insert_event!(
-                &mut *tx,
-                row.id,
-                now.0,
-                EventKind::Resolved,
-                Some(row.intent.state),
+            tx.append(NewEvent {
+                intent_id: row.id,
+                at: now,
+                kind: EventKind::Resolved,
+                from: Some(row.intent.state),
                 to,
                 actor,
-                None,
-                &details,
-                None,
-                None
-            );
-            Ok(fetch_intent!(&mut *tx, key.as_str()).intent)
-        })
+                reason: None,
+                details: &details,
+                attempt: None,
+                generation: None,
+            })
+            .await?;
+            Ok(tx.intent(key).await?.intent)
+        }).await
     }
 
     /// Look-before-write found the post already on the platform: pending -> published without pressing
@@ -1055,8 +914,8 @@ impl Store {
                 "found-before-write needs a platform id or a permalink".into(),
             ));
         }
-        write_tx!(self, |tx, dialect| {
-            let row = fetch_intent!(&mut *tx, key.as_str());
+        self.write(async |tx| {
+            let row = tx.intent(key).await?;
             let to = transition(
                 row.intent.state,
                 EventKind::FoundBeforeWrite,
@@ -1071,7 +930,7 @@ impl Store {
             .bind(platform_id)
             .bind(permalink.map(crate::redact::text))
             .bind(now.0)
-            .execute(&mut *tx)
+            .execute(tx.conn())
             .await
             .map_err(map_db)?;
             if r.rows_affected() != 1 {
@@ -1090,21 +949,21 @@ impl Store {
                     },
                 );
             }
-            insert_event!(
-                &mut *tx,
-                row.id,
-                now.0,
-                EventKind::FoundBeforeWrite,
-                Some(row.intent.state),
+            tx.append(NewEvent {
+                intent_id: row.id,
+                at: now,
+                kind: EventKind::FoundBeforeWrite,
+                from: Some(row.intent.state),
                 to,
                 actor,
-                Some("the post was already on the platform; nothing was pressed"),
-                &evidence,
-                None,
-                None
-            );
-            Ok(fetch_intent!(&mut *tx, key.as_str()).intent)
-        })
+                reason: Some("the post was already on the platform; nothing was pressed"),
+                details: &evidence,
+                attempt: None,
+                generation: None,
+            })
+            .await?;
+            Ok(tx.intent(key).await?.intent)
+        }).await
     }
 
     /// Record, before it runs, that a reconcile lookup is about to run. The automatic lookup happens at most
@@ -1117,8 +976,8 @@ impl Store {
         again: bool,
         now: Timestamp,
     ) -> Result<ReconcileTicket, StoreError> {
-        write_tx!(self, |tx, dialect| {
-            let row = fetch_intent!(&mut *tx, key.as_str());
+        self.write(async |tx| {
+            let row = tx.intent(key).await?;
             transition(row.intent.state, EventKind::ReconcileStarted, "reconcile")?;
             let r: Option<i64> = sqlx::query_scalar(
                 "UPDATE intents SET reconcile_count = reconcile_count + 1, updated_at = $3, \
@@ -1130,7 +989,7 @@ impl Store {
             .bind(if again { 1_i64 } else { 0 })
             .bind(now.0)
             .bind(now.0.saturating_add(self.policy().lookup_lease_ms))
-            .fetch_optional(&mut *tx)
+            .fetch_optional(tx.conn())
             .await
             .map_err(map_db)?;
             let Some(number) = r else {
@@ -1143,29 +1002,30 @@ impl Store {
                     }
                 });
             };
-            insert_event!(
-                &mut *tx,
-                row.id,
-                now.0,
-                EventKind::ReconcileStarted,
-                Some(row.intent.state),
-                row.intent.state,
+            tx.append(NewEvent {
+                intent_id: row.id,
+                at: now,
+                kind: EventKind::ReconcileStarted,
+                from: Some(row.intent.state),
+                to: row.intent.state,
                 actor,
-                if again {
+                reason: if again {
                     Some("requested by a person")
                 } else {
                     Some("automatic lookup")
                 },
-                &json!({ "number": number, "again": again }),
-                None,
-                None
-            );
+                details: &json!({ "number": number, "again": again }),
+                attempt: None,
+                generation: None,
+            })
+            .await?;
             Ok(ReconcileTicket {
                 key: key.clone(),
                 number,
                 actor: actor.to_string(),
             })
         })
+        .await
     }
 
     /// Record what a reconcile lookup saw. Found: published, with the platform id and permalink bound to this
@@ -1177,8 +1037,8 @@ impl Store {
         policy: NotFoundPolicy,
         now: Timestamp,
     ) -> Result<Status, StoreError> {
-        write_tx!(self, |tx, dialect| {
-            let row = fetch_intent!(&mut *tx, ticket.key.as_str());
+        self.write(async |tx| {
+            let row = tx.intent(&ticket.key).await?;
             let from = row.intent.state;
             if row.intent.reconcile_count != ticket.number {
                 return Err(StoreError::Fenced {
@@ -1235,7 +1095,7 @@ impl Store {
             .bind(permalink.as_deref().map(crate::redact::text))
             .bind(now.0)
             .bind(ticket.number)
-            .execute(&mut *tx)
+            .execute(tx.conn())
             .await
             .map_err(map_db)?;
             if r.rows_affected() != 1 {
@@ -1251,23 +1111,23 @@ impl Store {
                     EventKind::Parked => Some("reconcile did not find the post; a person decides"),
                     _ => None,
                 };
-                insert_event!(
-                    &mut *tx,
-                    row.id,
-                    now.0,
+                tx.append(NewEvent {
+                    intent_id: row.id,
+                    at: now,
                     kind,
-                    Some(state),
-                    next,
-                    &ticket.actor,
+                    from: Some(state),
+                    to: next,
+                    actor: &ticket.actor,
                     reason,
-                    &details,
-                    None,
-                    None
-                );
+                    details: &details,
+                    attempt: None,
+                    generation: None,
+                })
+                .await?;
                 state = next;
             }
             Ok(to)
-        })
+        }).await
     }
 
     /// A person knowingly authorizes another copy of a consumed intent: a NEW intent whose key includes the
@@ -1356,24 +1216,25 @@ impl Store {
         ) {
             return Err(StoreError::Invalid(format!("{kind} is not a note")));
         }
-        write_tx!(self, |tx, dialect| {
-            let row = fetch_intent!(&mut *tx, key.as_str());
+        self.write(async |tx| {
+            let row = tx.intent(key).await?;
             let to = transition(row.intent.state, kind, "note")?;
-            insert_event!(
-                &mut *tx,
-                row.id,
-                now.0,
+            tx.append(NewEvent {
+                intent_id: row.id,
+                at: now,
                 kind,
-                Some(row.intent.state),
+                from: Some(row.intent.state),
                 to,
                 actor,
-                Some(reason),
-                &details,
-                None,
-                None
-            );
+                reason: Some(reason),
+                details: &details,
+                attempt: None,
+                generation: None,
+            })
+            .await?;
             Ok(())
         })
+        .await
     }
 
     /// A transition with no data of its own (retry, park): read the state, ask the table, run the guarded update.
@@ -1388,8 +1249,8 @@ impl Store {
         details: serde_json::Value,
         now: Timestamp,
     ) -> Result<Intent, StoreError> {
-        write_tx!(self, |tx, dialect| {
-            let row = fetch_intent!(&mut *tx, key.as_str());
+        self.write(async |tx| {
+            let row = tx.intent(key).await?;
             let from = row.intent.state;
             let to = transition(from, event, operation)?;
             // Guard on the state we read: if anything moved it since, nothing changes.
@@ -1401,7 +1262,7 @@ impl Store {
             .bind(from.label())
             .bind(to.label())
             .bind(now.0)
-            .execute(&mut *tx)
+            .execute(tx.conn())
             .await
             .map_err(map_db)?;
             if r.rows_affected() != 1 {
@@ -1410,28 +1271,60 @@ impl Store {
                     actual: from,
                 });
             }
-            insert_event!(
-                &mut *tx,
-                row.id,
-                now.0,
-                event,
-                Some(from),
+            tx.append(NewEvent {
+                intent_id: row.id,
+                at: now,
+                kind: event,
+                from: Some(from),
                 to,
                 actor,
                 reason,
-                &details,
-                row.intent
+                details: &details,
+                attempt: row.intent
                     .current_attempt
                     .as_deref()
                     .filter(|_| event == EventKind::Parked),
-                None
-            );
-            Ok(fetch_intent!(&mut *tx, key.as_str()).intent)
-        })
+                generation: None,
+            })
+            .await?;
+            Ok(tx.intent(key).await?.intent)
+        }).await
     }
 }
 
 /// An intent the sweeper looks at: key, generation, state, current attempt, lease holder.
+#[derive(sqlx::FromRow)]
+struct SweepRow {
+    delivery_key: String,
+    generation: i64,
+    state: String,
+    current_attempt: Option<String>,
+    lease_owner: Option<String>,
+    reconcile_count: i64,
+}
+
+impl From<SweepRow> for SweepCandidate {
+    fn from(r: SweepRow) -> Self {
+        let kind = match r.state.as_str() {
+            "authorized" => SweepKind::DispatchExpired,
+            "pending" => SweepKind::ClaimExpired,
+            _ => SweepKind::LookupInterrupted,
+        };
+        SweepCandidate {
+            key: r.delivery_key,
+            // The fence: the generation for leases, the lookup number for a lookup.
+            fence: if kind == SweepKind::LookupInterrupted {
+                r.reconcile_count
+            } else {
+                r.generation
+            },
+            kind,
+            attempt: r.current_attempt,
+            holder: r.lease_owner,
+        }
+    }
+}
+
 /// What the sweeper may move, and the value that fences its guarded UPDATE.
 struct SweepCandidate {
     key: String,
