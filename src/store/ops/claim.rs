@@ -1,0 +1,201 @@
+//! `begin`, the executor election: claim a pending intent (owner, lease, a generation from the sequence) and
+//! mint exactly one attempt, or park it at the attempt cap.
+use serde_json::json;
+
+use crate::store::error::{AuthorizeRefusal, StoreError};
+use crate::store::model::*;
+use crate::store::state::{EventKind, Status};
+use crate::store::{NewEvent, Store, map_db};
+
+use crate::identity::{AttemptToken, DeliveryKey};
+
+impl Store {
+    /// Claim a pending intent for `owner` and mint exactly one attempt (executor election). Refuses while
+    /// another worker holds a live claim or lease. An expired pre-authorization claim is taken over (its
+    /// attempt never sent anything, and its holder's later authorize is rejected by the new generation). At
+    /// the attempt cap the intent is parked instead.
+    pub async fn begin(
+        &self,
+        key: &DeliveryKey,
+        owner: &str,
+        contract_hash: &str,
+        now: Timestamp,
+    ) -> Result<Begun, StoreError> {
+        if owner.trim().is_empty() {
+            return Err(StoreError::Invalid(
+                "a worker needs a non-empty owner id".into(),
+            ));
+        }
+        let claim_lease_ms = self.policy.claim_lease_ms;
+        self.write(async |tx| {
+            let row = tx.intent(key).await?;
+            let it = &row.intent;
+            let credential_version: Option<i64> =
+                sqlx::query_scalar("SELECT credential_version FROM accounts WHERE name = $1")
+                    .bind(&it.account)
+                    .fetch_optional(tx.conn())
+                    .await
+                    .map_err(map_db)?;
+            let credential_version =
+                credential_version.ok_or_else(|| StoreError::UnknownAccount(it.account.clone()))?;
+            let generation: i64 = sqlx::query_scalar(tx.dialect().next_generation_sql())
+                .fetch_one(tx.conn())
+                .await
+                .map_err(map_db)?;
+            let epoch: i64 = sqlx::query_scalar("SELECT epoch FROM store_meta WHERE id = 1")
+                .fetch_one(tx.conn())
+                .await
+                .map_err(map_db)?;
+            let token = AttemptToken::mint();
+            let expires = now.plus_ms(claim_lease_ms).0;
+            // The guard decides: still pending, nobody holds a live claim, under the attempt cap, the account
+            // not revoked (pre-flight; authorization re-checks it), and nobody began since the row was read
+            // (generation compare-and-swap).
+            let claimed = sqlx::query(
+                "UPDATE intents SET generation = $2, epoch = $3, lease_owner = $4, lease_expires_at = $5, \
+                 current_attempt = $6, attempt_count = attempt_count + 1, contract_hash = $7, \
+                 credential_version = $8, updated_at = $9 \
+                 WHERE id = $1 AND state = 'pending' AND attempt_count < max_attempts \
+                 AND (lease_expires_at IS NULL OR lease_expires_at <= $9) AND generation = $10 \
+                 AND EXISTS (SELECT 1 FROM accounts a WHERE a.name = intents.account AND a.revoked = 0)",
+            )
+            .bind(row.id)
+            .bind(generation)
+            .bind(epoch)
+            .bind(owner)
+            .bind(expires)
+            .bind(token.as_str())
+            .bind(contract_hash)
+            .bind(credential_version)
+            .bind(now.0)
+            .bind(it.generation)
+            .execute(tx.conn())
+            .await
+            .map_err(map_db)?;
+            if claimed.rows_affected() != 1 {
+                // At the cap, the same kind of guarded statement parks it instead.
+                let parked = sqlx::query(
+                    "UPDATE intents SET state = 'parked', lease_owner = NULL, lease_expires_at = NULL, \
+                     updated_at = $2 WHERE id = $1 AND state = 'pending' AND attempt_count >= max_attempts \
+                     AND (lease_expires_at IS NULL OR lease_expires_at <= $2)",
+                )
+                .bind(row.id)
+                .bind(now.0)
+                .execute(tx.conn())
+                .await
+                .map_err(map_db)?;
+                if parked.rows_affected() == 1 {
+                    tx.append(NewEvent {
+                        intent_id: row.id,
+                        at: now,
+                        kind: EventKind::Parked,
+                        from: Some(Status::Pending),
+                        to: Status::Parked,
+                        actor: owner,
+                        reason: Some("attempt_cap"),
+                        details: &json!({ "attempts": it.attempt_count, "max_attempts": it.max_attempts }),
+                        attempt: None,
+                        generation: None,
+                    })
+                    .await?;
+                    return Ok(Begun::Parked {
+                        attempts: it.attempt_count,
+                    });
+                }
+                // Nothing matched: say why from the row as read (this decides nothing).
+                return Err(match (&it.lease_owner, it.lease_expires_at) {
+                    _ if it.state != Status::Pending => StoreError::WrongState {
+                        operation: "begin",
+                        actual: it.state,
+                    },
+                    (Some(holder), Some(until)) if until > now.0 => StoreError::LeaseHeld {
+                        owner: holder.clone(),
+                        expires_at: until,
+                    },
+                    _ => {
+                        let revoked: i64 =
+                            sqlx::query_scalar("SELECT revoked FROM accounts WHERE name = $1")
+                                .bind(&it.account)
+                                .fetch_one(tx.conn())
+                                .await
+                                .map_err(map_db)?;
+                        if revoked != 0 {
+                            AuthorizeRefusal::Revoked {
+                                account: it.account.clone(),
+                            }
+                            .into()
+                        } else {
+                            StoreError::LeaseHeld {
+                                owner: "(concurrent worker)".into(),
+                                expires_at: now.0,
+                            }
+                        }
+                    }
+                });
+            }
+            let ordinal = it.attempt_count + 1;
+            sqlx::query(
+                "INSERT INTO attempts (token, intent_id, ordinal, account, action_kind, credential_version, \
+                 contract_hash, generation, epoch, owner, created_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+            )
+            .bind(token.as_str())
+            .bind(row.id)
+            .bind(ordinal)
+            .bind(&it.account)
+            .bind(it.action.label())
+            .bind(credential_version)
+            .bind(contract_hash)
+            .bind(generation)
+            .bind(epoch)
+            .bind(owner)
+            .bind(now.0)
+            .execute(tx.conn())
+            .await
+            .map_err(map_db)?;
+            if let (Some(stale_owner), Some(stale_attempt)) = (&it.lease_owner, &it.current_attempt)
+            {
+                tx.append(NewEvent {
+                    intent_id: row.id,
+                    at: now,
+                    kind: EventKind::ClaimReleased,
+                    from: Some(Status::Pending),
+                    to: Status::Pending,
+                    actor: owner,
+                    reason: Some("expired claim taken over by begin"),
+                    details: &json!({ "stale_owner": stale_owner, "expired_at": it.lease_expires_at }),
+                    attempt: Some(stale_attempt.as_str()),
+                    generation: Some(it.generation),
+                })
+                .await?;
+            }
+            tx.append(NewEvent {
+                intent_id: row.id,
+                at: now,
+                kind: EventKind::Begun,
+                from: Some(Status::Pending),
+                to: Status::Pending,
+                actor: owner,
+                reason: None,
+                details: &json!({ "ordinal": ordinal, "epoch": epoch, "lease_expires_at": expires,
+                         "contract_hash": contract_hash, "credential_version": credential_version }),
+                attempt: Some(token.as_str()),
+                generation: Some(generation),
+            })
+            .await?;
+            Ok(Begun::Claimed(Claim {
+                fence: Fence {
+                    key: key.clone(),
+                    attempt: token,
+                    generation,
+                    epoch,
+                    owner: owner.to_string(),
+                },
+                lease_expires_at: expires,
+                ordinal,
+                contract_hash: contract_hash.to_string(),
+                credential_version,
+            }))
+        }).await
+    }
+}

@@ -1,0 +1,156 @@
+//! Creating an intent: idempotent on its delivery key (the same request never makes a second row). Shared with
+//! a person's redelivery, which creates the new intent and notes it on the consumed one in one transaction.
+use serde_json::json;
+
+use super::transition;
+use crate::store::error::{AuthorizeRefusal, StoreError};
+use crate::store::model::*;
+use crate::store::state::{EventKind, Status};
+use crate::store::{NewEvent, Store, map_db};
+
+use crate::identity::{ContentHash, DeliveryKey};
+
+/// Whether a database error is migration 0003's one-redelivery-per-consumed-intent trigger.
+fn is_one_redelivery(e: &sqlx::Error) -> bool {
+    matches!(e, sqlx::Error::Database(db) if db.message().contains("oncepost_one_redelivery"))
+}
+
+impl Store {
+    /// Create the intent for `new`, or return the existing one with the same delivery key (idempotent: the
+    /// same request never makes a second row).
+    pub async fn create_intent(
+        &self,
+        new: &NewIntent,
+        now: Timestamp,
+    ) -> Result<Created, StoreError> {
+        // A name from before the account-name rule (or a library caller's) never reaches a profile path.
+        crate::identity::check_account_name(&new.account)
+            .map_err(|e| StoreError::Invalid(e.to_string()))?;
+        if let Some(t) = &new.request.text {
+            crate::identity::check_text_size("the post text", t).map_err(StoreError::Invalid)?;
+        }
+        for (k, v) in &new.request.fields {
+            crate::identity::check_text_size(&format!("field {k:?}"), v)
+                .map_err(StoreError::Invalid)?;
+        }
+        let key = DeliveryKey::derive(&crate::identity::DeliverySpec {
+            account: new.account.clone(),
+            action: new.action,
+            target: new.target.clone(),
+            request: new.request.clone(),
+        });
+        self.insert_intent(new, &key, None, "creator", None, now)
+            .await
+    }
+
+    /// Insert an intent row unless its key exists. Shared by create and redeliver.
+    pub(super) async fn insert_intent(
+        &self,
+        new: &NewIntent,
+        key: &DeliveryKey,
+        redelivery: Option<(&DeliveryKey, serde_json::Value)>,
+        actor: &str,
+        reason: Option<&str>,
+        now: Timestamp,
+    ) -> Result<Created, StoreError> {
+        let content = ContentHash::of(new.action, new.request.text.as_deref());
+        let request_json =
+            serde_json::to_string(&new.request).map_err(|e| StoreError::Invalid(e.to_string()))?;
+        let max_attempts = self.policy.max_attempts;
+        self.write(async |tx| {
+            let inserted: Result<Option<i64>, sqlx::Error> = sqlx::query_scalar(
+                "INSERT INTO intents (delivery_key, account, platform, action_kind, target, request_json, \
+                 content_hash, source_ref, redelivery_of, redelivery_json, state, max_attempts, created_at, \
+                 updated_at) \
+                 SELECT $1, a.name, a.platform, $3, $4, $5, $6, $7, $8, $9, 'pending', $10, $11, $11 \
+                 FROM accounts a WHERE a.name = $2 \
+                 ON CONFLICT (delivery_key) DO NOTHING RETURNING id",
+            )
+            .bind(key.as_str())
+            .bind(&new.account)
+            .bind(new.action.label())
+            .bind(&new.target)
+            .bind(&request_json)
+            .bind(content.as_str())
+            .bind(&new.source_ref)
+            .bind(redelivery.as_ref().map(|(k, _)| k.as_str()))
+            .bind(redelivery.as_ref().map(|(_, v)| v.to_string()))
+            .bind(max_attempts)
+            .bind(now.0)
+            .fetch_optional(tx.conn())
+            .await;
+            let inserted = match inserted {
+                Ok(id) => id,
+                // Another redelivery of the consumed intent committed first (migration 0003's trigger):
+                // roll back and let `redeliver` answer with that one.
+                Err(e) if redelivery.is_some() && is_one_redelivery(&e) => {
+                    return Err(StoreError::Refused(AuthorizeRefusal::Conflict));
+                }
+                Err(e) => return Err(map_db(e)),
+            };
+            match inserted {
+                Some(id) => {
+                    let details = match &redelivery {
+                        Some((_, record)) => json!({ "redelivery": record }),
+                        None => json!({ "source_ref": new.source_ref }),
+                    };
+                    tx.append(NewEvent {
+                        intent_id: id,
+                        at: now,
+                        kind: EventKind::Created,
+                        from: None,
+                        to: Status::Pending,
+                        actor,
+                        reason,
+                        details: &details,
+                        attempt: None,
+                        generation: None,
+                    })
+                    .await?;
+                    if let Some((consumed, record)) = &redelivery {
+                        let old = tx.intent(consumed).await?;
+                        let to = transition(
+                            old.intent.state,
+                            EventKind::RedeliveryAuthorized,
+                            "redeliver",
+                        )?;
+                        tx.append(NewEvent {
+                            intent_id: old.id,
+                            at: now,
+                            kind: EventKind::RedeliveryAuthorized,
+                            from: Some(old.intent.state),
+                            to,
+                            actor,
+                            reason,
+                            details: &json!({ "new_key": key.as_str(), "authorization": record }),
+                            attempt: None,
+                            generation: None,
+                        })
+                        .await?;
+                    }
+                    let row = tx.intent(key).await?;
+                    Ok(Created {
+                        intent: row.intent,
+                        created: true,
+                    })
+                }
+                None => {
+                    let exists: i64 =
+                        sqlx::query_scalar("SELECT COUNT(*) FROM accounts WHERE name = $1")
+                            .bind(&new.account)
+                            .fetch_one(tx.conn())
+                            .await
+                            .map_err(map_db)?;
+                    if exists == 0 {
+                        return Err(StoreError::UnknownAccount(new.account.clone()));
+                    }
+                    let row = tx.intent(key).await?;
+                    Ok(Created {
+                        intent: row.intent,
+                        created: false,
+                    })
+                }
+            }
+        }).await
+    }
+}

@@ -1,0 +1,34 @@
+//! The intent operations, one module per transition family. Each state change is one guarded UPDATE whose
+//! affected-row count decides success, with its event appended in the same transaction (`Tx::append`). When a
+//! guard matches nothing, the operation reads the row again only to say why (the read decides nothing).
+//!
+//! - `create`: create an intent, idempotent on its delivery key (shared with redelivery).
+//! - `claim`: `begin`, the executor election: claim, lease and one attempt, or park at the attempt cap.
+//! - `authorize`: `authorize_dispatch`, the last checkpoint before any byte, and why it refused.
+//! - `settle`: the request hash under the fence, and the attempt's outcome.
+//! - `recover`: the sweeper, reconcile lookups, found-before-write.
+//! - `operator`: what a person does: retry, park, resolve, note, redeliver.
+//!
+//! To add a transition: add its event to the state table (`state.rs`), then write it here as one
+//! `Store::write` whose guarded UPDATE decides and whose `tx.append` records it (docs/store.md).
+mod authorize;
+mod claim;
+mod create;
+mod operator;
+mod recover;
+mod settle;
+
+use super::error::StoreError;
+use super::state::{EventKind, Status};
+
+/// The target state the state table gives, or a `WrongState` error for `operation`.
+fn transition(
+    from: Status,
+    event: EventKind,
+    operation: &'static str,
+) -> Result<Status, StoreError> {
+    from.next(event).map_err(|_| StoreError::WrongState {
+        operation,
+        actual: from,
+    })
+}

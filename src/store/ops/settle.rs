@@ -1,0 +1,172 @@
+//! After dispatch: the wire request hash recorded under the authorization's fence, and the attempt's outcome
+//! (published, failed, indeterminate), fenced on (epoch, generation, attempt).
+use serde_json::json;
+
+use crate::store::error::StoreError;
+use crate::store::model::*;
+use crate::store::state::{EventKind, Status};
+use crate::store::{NewEvent, Store, map_db};
+
+impl Store {
+    /// Record the wire request hash (and what else is known of the request) on the attempt's history, under
+    /// the authorization's fence.
+    pub async fn record_request_sent(
+        &self,
+        fence: &Fence,
+        wire_hash: &str,
+        details: serde_json::Value,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        let mut details = details;
+        if let Some(obj) = details.as_object_mut() {
+            obj.insert("wire_request_hash".into(), json!(wire_hash));
+        } else {
+            details = json!({ "wire_request_hash": wire_hash, "details": details });
+        }
+        self.write(async |tx| {
+            let r = sqlx::query(
+                "INSERT INTO events (intent_id, at, kind, from_state, to_state, actor, reason, details, \
+                 attempt_token, generation) \
+                 SELECT id, $5, 'request_sent', 'authorized', 'authorized', $6, NULL, $7, $4, $2 FROM intents \
+                 WHERE delivery_key = $1 AND state = 'authorized' AND generation = $2 AND epoch = $3 \
+                 AND current_attempt = $4",
+            )
+            .bind(fence.key.as_str())
+            .bind(fence.generation)
+            .bind(fence.epoch)
+            .bind(fence.attempt.as_str())
+            .bind(now.0)
+            .bind(&fence.owner)
+            .bind(crate::redact::json(&details).to_string())
+            .execute(tx.conn())
+            .await
+            .map_err(map_db)?;
+            if r.rows_affected() != 1 {
+                let row = tx.intent(&fence.key).await?;
+                return Err(StoreError::Fenced {
+                    actual: row.intent.state,
+                    held: fence.generation,
+                    current_generation: row.intent.generation,
+                });
+            }
+            Ok(())
+        }).await
+    }
+
+    /// Settle an attempt. Published and indeterminate need the intent authorized under this fence; failed is
+    /// also accepted from the claim holder before authorization (nothing can have been sent then). A stale
+    /// generation, epoch or attempt is rejected with [`StoreError::Fenced`].
+    pub async fn settle(
+        &self,
+        fence: &Fence,
+        outcome: &Settlement,
+        now: Timestamp,
+    ) -> Result<Status, StoreError> {
+        let (event, to, reason, details, platform_id, permalink) = match outcome {
+            Settlement::Published {
+                platform_id,
+                permalink,
+                verdict,
+            } => {
+                if platform_id.is_none() && permalink.is_none() {
+                    return Err(StoreError::Invalid(
+                        "published needs a platform id or a permalink".into(),
+                    ));
+                }
+                (
+                    EventKind::Published,
+                    Status::Published,
+                    None,
+                    verdict.clone(),
+                    platform_id.clone(),
+                    permalink.clone(),
+                )
+            }
+            Settlement::Failed { proof } => (
+                EventKind::Failed,
+                Status::Failed,
+                None,
+                proof.clone(),
+                None,
+                None,
+            ),
+            Settlement::Indeterminate { reason, details } => (
+                EventKind::Indeterminate,
+                Status::Indeterminate,
+                Some(reason.clone()),
+                details.clone(),
+                None,
+                None,
+            ),
+        };
+        self.write(async |tx| {
+            let row = tx.intent(&fence.key).await?;
+            let from = row.intent.state;
+            let stale = StoreError::Fenced {
+                actual: from,
+                held: fence.generation,
+                current_generation: row.intent.generation,
+            };
+            if from.next(event).is_err() {
+                return Err(stale);
+            }
+            // The guard: the state we read, this attempt's fence, the store's epoch, and (before authorization)
+            // the claim still held by this worker.
+            let r = sqlx::query(
+                "UPDATE intents SET state = $5, lease_owner = NULL, lease_expires_at = NULL, \
+                 platform_id = COALESCE($6, platform_id), permalink = COALESCE($7, permalink), updated_at = $8 \
+                 WHERE id = $1 AND state = $9 AND generation = $2 AND epoch = $3 AND current_attempt = $4 \
+                 AND epoch = (SELECT m.epoch FROM store_meta m WHERE m.id = 1) \
+                 AND (state <> 'pending' OR lease_owner = $10)",
+            )
+            .bind(row.id)
+            .bind(fence.generation)
+            .bind(fence.epoch)
+            .bind(fence.attempt.as_str())
+            .bind(to.label())
+            .bind(&platform_id)
+            .bind(permalink.as_deref().map(crate::redact::text))
+            .bind(now.0)
+            .bind(from.label())
+            .bind(&fence.owner)
+            .execute(tx.conn())
+            .await
+            .map_err(map_db)?;
+            if r.rows_affected() != 1 {
+                return Err(stale);
+            }
+            if to == Status::Failed {
+                // Proven not sent: the text did not go out, so it does not hold the duplicate window.
+                sqlx::query("DELETE FROM text_claims WHERE intent_id = $1")
+                    .bind(row.id)
+                    .execute(tx.conn())
+                    .await
+                    .map_err(map_db)?;
+            }
+            let mut d = details.clone();
+            if let (Some(obj), true) = (
+                d.as_object_mut(),
+                platform_id.is_some() || permalink.is_some(),
+            ) {
+                obj.insert("platform_id".into(), json!(platform_id));
+                obj.insert("permalink".into(), json!(permalink));
+            }
+            tx.append(NewEvent {
+                intent_id: row.id,
+                at: now,
+                kind: event,
+                from: Some(from),
+                to,
+                actor: &fence.owner,
+                reason: reason.as_deref(),
+                details: &d,
+                attempt: Some(fence.attempt.as_str()),
+                generation: Some(fence.generation),
+            })
+            .await?;
+            // Crash test: the UPDATE and its event are written but not committed.
+            crate::failpoint::hit(crate::failpoint::FailPoint::DuringSettle);
+            Ok(to)
+        }).await
+    }
+}
