@@ -3,18 +3,26 @@
 //! Every table denies unknown keys, so a typo is an error with a position instead of a silently ignored
 //! setting. Defaults are filled in at parse time and are part of the hash: two files that mean the same
 //! thing hash the same, whatever their comments, key order or formatting.
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The only contract format version this build understands.
 pub const FORMAT_VERSION: u32 = 1;
 
 /// A whole platform contract.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(
+    title = "oncepost platform contract (selectors/NAME.toml), format 1",
+    description = "Validated for real by `oncepost contract check FILE`; this schema is for editor completion. See docs/contracts.md.",
+    extend("$id" = "https://oncepost.invalid/contract.schema.json")
+)]
 pub struct Contract {
     /// Contract format version (`1`).
+    #[schemars(extend("const" = FORMAT_VERSION))]
     pub format: u32,
     /// Platform name (`[a-z0-9-]+`), e.g. `fixture`.
+    #[schemars(pattern(r"^[a-z0-9-]+$"))]
     pub platform: String,
     /// Free-form description for humans.
     #[serde(default)]
@@ -29,6 +37,7 @@ pub struct Contract {
     #[serde(default)]
     pub non_publish_writes: Vec<RequestMatcher>,
     /// How a successful create is recognised and where the post id comes from.
+    #[schemars(length(min = 1))]
     pub success: Vec<SuccessSignal>,
     /// How to find a post again, by id or by text.
     pub readback: Readback,
@@ -38,28 +47,31 @@ pub struct Contract {
 }
 
 /// Allowed origins, as templates (`{base_url}` is replaced by the base URL's origin).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Origins {
     /// Origins (`scheme://host[:port]`) the harness may load and send to.
+    #[schemars(with = "Vec<Template>", length(min = 1))]
     pub allowed: Vec<String>,
 }
 
 /// The compose page.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Compose {
     /// Compose URL template, e.g. `{base_url}/compose`. Placeholders: `{base_url}` and field names.
+    #[schemars(with = "Template")]
     pub url: String,
     /// Steps performed before the publish control that are explicitly non-publishing.
     #[serde(default)]
     pub steps: Vec<Step>,
     /// The compose fields.
+    #[schemars(length(min = 1))]
     pub fields: Vec<Field>,
 }
 
 /// What a non-publishing step does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum StepAction {
     /// Wait until the locator matches with all its required states.
@@ -73,8 +85,9 @@ pub enum StepAction {
 }
 
 /// A step before publishing that the contract author declares non-publishing.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(extend("oneOf" = [{ "required": ["field"] }, { "required": ["locator"] }]))]
 pub struct Step {
     /// What to do.
     pub action: StepAction,
@@ -85,6 +98,7 @@ pub struct Step {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub locator: Option<Locator>,
     /// Must be `true`: the author asserts this step cannot publish.
+    #[schemars(extend("const" = true))]
     pub non_publishing: bool,
     /// Why the step is safe, for reviewers.
     #[serde(default)]
@@ -92,7 +106,7 @@ pub struct Step {
 }
 
 /// What kind of control a field is; decides how text goes in and the default required states.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum FieldKind {
     /// `<input>`.
@@ -104,10 +118,11 @@ pub enum FieldKind {
 }
 
 /// A compose field.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Field {
     /// Field name (`text`, `title`, ...); posts supply values by this name.
+    #[schemars(pattern(r"^[A-Za-z0-9_]+$"))]
     pub name: String,
     /// Control kind.
     pub kind: FieldKind,
@@ -119,7 +134,9 @@ pub struct Field {
 }
 
 /// Element states a locator can require.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum State {
     /// Connected to the document.
@@ -141,17 +158,21 @@ pub enum State {
 }
 
 /// One way to find an element.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(extend("oneOf" = [{ "required": ["css"] }, { "required": ["text"] }, { "required": ["role"] }]))]
 pub struct Strategy {
     /// A CSS selector.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
     pub css: Option<String>,
     /// Visible text of the element (whitespace-collapsed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
     pub text: Option<String>,
     /// With `text`: whole-text match (default) or substring.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = true))]
     pub exact: Option<bool>,
     /// ARIA role (explicit or implicit), e.g. `button`, `textbox`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -162,10 +183,11 @@ pub struct Strategy {
 }
 
 /// An element locator: ordered fallback strategies, strict by default.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Locator {
     /// Strategies tried in order; the first one that matches anything decides.
+    #[schemars(length(min = 1))]
     pub strategies: Vec<Strategy>,
     /// Exactly one match required (default). `false` takes the first match.
     #[serde(default = "yes")]
@@ -175,11 +197,12 @@ pub struct Locator {
     pub states: Option<Vec<State>>,
     /// CSS selectors of the iframes, outermost first, that contain the element.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(inner(length(min = 1)))]
     pub frames: Vec<String>,
 }
 
 /// The publish control.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Publish {
     /// Where the control is.
@@ -193,13 +216,15 @@ pub struct Publish {
     /// How the create request is sent: `harness` (paused and sent once by oncepost) or `browser`.
     #[serde(default)]
     pub transport: Transport,
-    /// HTTP statuses of the create request that definitively mean "not created".
+    /// HTTP statuses of the create request that definitively mean "not created". 4xx only: a 5xx may come
+    /// after the commit, so it never proves not-sent.
     #[serde(default)]
+    #[schemars(inner(range(min = 400, max = 499)))]
     pub rejection_statuses: Vec<u16>,
 }
 
 /// Who sends the create request.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Transport {
     /// The harness pauses the request and sends it exactly once itself.
@@ -210,13 +235,16 @@ pub enum Transport {
 }
 
 /// A request, by method and URL.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(extend("oneOf" = [{ "required": ["url"] }, { "required": ["url_regex"] }]))]
 pub struct RequestMatcher {
     /// HTTP method, upper case.
+    #[schemars(extend("enum" = METHODS))]
     pub method: String,
     /// URL template (`{base_url}` allowed); matches the URL without query. Exclusive with `url_regex`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<Template>")]
     pub url: Option<String>,
     /// A regex over the full URL. Exclusive with `url`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -227,7 +255,7 @@ pub struct RequestMatcher {
 }
 
 /// One way to recognise success and extract the post id.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SuccessSignal {
     /// The page URL after publishing matches this regex; the named group `id` is the post id.
@@ -235,6 +263,7 @@ pub struct SuccessSignal {
     pub url_regex: Option<String>,
     /// The create response has this status...
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 200, max = 399))]
     pub response_status: Option<u16>,
     /// ...and its JSON body carries the id at this dotted path (e.g. `id`, `data.post.id`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -248,16 +277,20 @@ pub struct SuccessSignal {
 }
 
 /// How to find a post again.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(extend("oneOf" = [{ "required": ["id_attribute"] }, { "required": ["id_from_link"] }]))]
 pub struct Readback {
-    /// Permalink template with `{base_url}` and `{id}`.
+    /// Permalink template with `{base_url}` and `{id}` (required).
+    #[schemars(with = "Template")]
     pub permalink: String,
     /// Listing or search URL template with `{base_url}` and optionally `{text}` (URL-encoded).
+    #[schemars(with = "Template")]
     pub search: String,
     /// Locator of one post item on permalink and listing pages (not strict: lists have many).
     pub item: Locator,
     /// CSS selector, inside an item, of the post text.
+    #[schemars(length(min = 1))]
     pub text: String,
     /// Attribute of the item carrying the id; exclusive with `id_from_link`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -268,19 +301,22 @@ pub struct Readback {
     /// CSS selector, inside an item, of the element showing the item's author (its handle). Without it no
     /// search match can be shown to be the account's own: every one is a lead for a person.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
     pub author: Option<String>,
     /// Read the author from this attribute of the `author` element instead of its text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
     pub author_attribute: Option<String>,
     /// How published text is compared with what was sent.
     #[serde(default)]
     pub compare: TextCompare,
-    /// Milliseconds after the create before a failed lookup means anything.
+    /// Milliseconds after the create before a failed lookup means anything (at most 10 minutes).
+    #[schemars(range(max = 600_000))]
     pub propagation_ms: u64,
 }
 
 /// Text comparison rule for read-back.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum TextCompare {
     /// Trim, NFC-normalize, then compare exactly.
@@ -293,13 +329,25 @@ pub enum TextCompare {
 }
 
 /// Screenshot evidence settings.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Evidence {
     /// CSS selectors of regions blacked out in every screenshot (names, avatars, tokens).
     #[serde(default)]
+    #[schemars(inner(length(min = 1)))]
     pub mask: Vec<String>,
 }
+
+/// HTTP methods a request matcher may name (the check and the schema both read this list).
+pub(super) const METHODS: &[&str] = &["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
+
+/// URL template; `{base_url}` is the `--base-url` value.
+// Only the schema uses this type: template keys stay `String` in the structs and name it with
+// `#[schemars(with = "Template")]`, so the schema says once what a template is.
+#[derive(JsonSchema)]
+#[schemars(rename = "template")]
+#[allow(dead_code)] // never built: it exists for its schema
+struct Template(String);
 
 fn yes() -> bool {
     true

@@ -10,6 +10,7 @@
 mod binding;
 mod format;
 mod plan;
+mod schema;
 mod spans;
 mod validate;
 
@@ -21,6 +22,7 @@ use sha2::{Digest, Sha256};
 pub use binding::{Binding, BindingCheck, origin_of};
 pub use format::*;
 pub use plan::{PlanError, PublishPlan};
+pub use schema::{json_schema, schema_text};
 pub use spans::{KeyPath, PathPart};
 
 /// One problem found in a contract file, with its position.

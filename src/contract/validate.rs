@@ -92,7 +92,6 @@ pub const KNOWN_ROLES: &[&str] = &[
     "treeitem",
 ];
 
-const METHODS: &[&str] = &["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
 const SAMPLE_BASE: &str = "http://127.0.0.1:9";
 
 struct Checker {
