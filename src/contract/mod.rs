@@ -11,6 +11,7 @@ mod binding;
 mod format;
 mod plan;
 mod schema;
+mod shape;
 mod spans;
 mod validate;
 
@@ -100,16 +101,23 @@ impl Contract {
             file: file.to_path_buf(),
             problems,
         };
+        // toml's deserializer runs on toml_edit's parse, so an error's span is a span of this document.
+        // It is parsed again only when there is an error to place.
+        let doc = || toml_edit::ImDocument::parse(text);
         let contract: Contract = match toml::from_str(text) {
             Ok(c) => c,
             Err(e) => {
                 let (line, column) = spans::line_col(text, e.span().map_or(0, |s| s.start));
+                let help = match &doc() {
+                    Err(_) => shape::SYNTAX.to_string(),
+                    Ok(doc) => shape::help(doc.as_item(), e.span().as_ref()),
+                };
                 return Err(invalid(vec![Problem {
                     line,
                     column,
                     path: String::new(),
                     message: e.message().trim().to_string(),
-                    help: syntax_help(e.message()),
+                    help,
                 }]));
             }
         };
@@ -117,8 +125,8 @@ impl Contract {
         if found.is_empty() {
             return Ok(contract);
         }
-        // The typed parse succeeded, so the spanned parse of the same text does too.
-        let tree: toml::Spanned<spans::Node> = toml::from_str(text).map_err(|e| {
+        // The typed parse succeeded, so the document parsed too.
+        let doc = doc().map_err(|e| {
             invalid(vec![Problem {
                 line: 1,
                 column: 1,
@@ -130,7 +138,7 @@ impl Contract {
         let mut problems: Vec<Problem> = found
             .into_iter()
             .map(|f| {
-                let span = spans::span_of(&tree, &f.path);
+                let span = spans::span_of(doc.as_item(), &f.path);
                 let (line, column) = spans::line_col(text, span.start);
                 Problem {
                     line,
@@ -156,20 +164,6 @@ impl Contract {
         serde_json::to_value(self)
             .map(|v| v.to_string())
             .unwrap_or_default()
-    }
-}
-
-fn syntax_help(message: &str) -> String {
-    if message.contains("unknown field") {
-        "remove the key or fix its spelling; docs/contracts.md lists every key".into()
-    } else if message.contains("missing field") {
-        "add the key; docs/contracts.md says what it holds".into()
-    } else if message.contains("unknown variant") {
-        "use one of the listed values".into()
-    } else if message.contains("invalid type") {
-        "this key takes a different kind of value; see docs/contracts.md".into()
-    } else {
-        "this is not valid TOML here; check quotes, brackets and commas".into()
     }
 }
 

@@ -1,14 +1,15 @@
-//! Positions for semantic errors: a span tree of the TOML document, looked up by key path.
+//! Positions for semantic errors: key paths looked up in the `toml_edit` document.
 //!
 //! Type errors come from the TOML deserializer with a span already. Semantic checks (a regex that does not
 //! compile, a step pointing at an unknown field) run on the typed contract and name the offending value
-//! by its key path; this module turns the path into `line:column` by walking a spanned copy of the
-//! document, so the typed structs stay free of span wrappers (and the hash free of positions).
-use std::collections::BTreeMap;
+//! by its key path; this module turns the path into `line:column` by walking the document as `toml_edit`
+//! parsed it (the parser toml's deserializer runs on, so the spans are the ones it reports), and the
+//! typed structs stay free of span wrappers (and the hash free of positions). [`locate`] goes the other
+//! way, from an error's span to the key path it is about.
 use std::fmt;
+use std::ops::Range;
 
-use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
-use toml::Spanned;
+use toml_edit::Item;
 
 /// One step of a key path: a table key or an array index.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,78 +54,67 @@ impl fmt::Display for KeyPath {
     }
 }
 
-/// A TOML value with the span of every nested value.
-#[derive(Debug)]
-pub enum Node {
-    /// A table.
-    Table(BTreeMap<String, Spanned<Node>>),
-    /// An array.
-    Array(Vec<Spanned<Node>>),
-    /// Any scalar.
-    Leaf,
-}
-
-impl<'de> Deserialize<'de> for Node {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Node;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("any TOML value")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Node, A::Error> {
-                let mut t = BTreeMap::new();
-                while let Some(k) = m.next_key::<String>()? {
-                    let v = m.next_value::<Spanned<Node>>()?;
-                    t.insert(k, v);
-                }
-                Ok(Node::Table(t))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<Node, A::Error> {
-                let mut v = Vec::new();
-                while let Some(e) = s.next_element::<Spanned<Node>>()? {
-                    v.push(e);
-                }
-                Ok(Node::Array(v))
-            }
-            fn visit_bool<E>(self, _: bool) -> Result<Node, E> {
-                Ok(Node::Leaf)
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<Node, E> {
-                Ok(Node::Leaf)
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<Node, E> {
-                Ok(Node::Leaf)
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<Node, E> {
-                Ok(Node::Leaf)
-            }
-            fn visit_str<E>(self, _: &str) -> Result<Node, E> {
-                Ok(Node::Leaf)
-            }
-            fn visit_string<E>(self, _: String) -> Result<Node, E> {
-                Ok(Node::Leaf)
-            }
-        }
-        d.deserialize_any(V)
-    }
+/// Where an error's span lands in the document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Spot {
+    /// On a key (the deserializer reports unknown keys there).
+    Key,
+    /// On a value (a table, an array, a scalar).
+    Value,
 }
 
 /// Byte range of the deepest value on `path` that exists in the document.
-pub fn span_of(root: &Spanned<Node>, path: &KeyPath) -> std::ops::Range<usize> {
+///
+/// A value without a span of its own (a table only implied by a dotted header such as `[readback.item]`)
+/// takes its key's, or else its parent's.
+pub fn span_of(root: &Item, path: &KeyPath) -> Range<usize> {
+    let mut best = root.span().unwrap_or(0..0);
     let mut cur = root;
     for part in &path.0 {
-        let next = match (cur.get_ref(), part) {
-            (Node::Table(t), PathPart::Key(k)) => t.get(k),
-            (Node::Array(a), PathPart::Index(i)) => a.get(*i),
-            _ => None,
+        let next = match part {
+            PathPart::Key(k) => cur
+                .as_table_like()
+                .and_then(|t| t.get_key_value(k))
+                .map(|(key, item)| (key.span(), item)),
+            PathPart::Index(i) => cur.get(*i).map(|item| (None, item)),
         };
-        match next {
-            Some(n) => cur = n,
-            None => break,
+        let Some((key_span, item)) = next else { break };
+        if let Some(span) = item.span().or(key_span) {
+            best = span;
+        }
+        cur = item;
+    }
+    best
+}
+
+/// The key path of the key or value whose span is exactly `span`, and which of the two it is. An error
+/// without a span is about the whole document (a missing top-level key).
+pub fn locate(root: &Item, span: Option<&Range<usize>>) -> Option<(KeyPath, Spot)> {
+    match span {
+        None => Some((KeyPath::default(), Spot::Value)),
+        Some(span) => find(root, &KeyPath::default(), span),
+    }
+}
+
+fn find(item: &Item, path: &KeyPath, span: &Range<usize>) -> Option<(KeyPath, Spot)> {
+    if let Some(table) = item.as_table_like() {
+        for (k, child) in table.iter() {
+            let here = path.key(k);
+            if table.key(k).and_then(|key| key.span()).as_ref() == Some(span) {
+                return Some((here, Spot::Key));
+            }
+            if let Some(found) = find(child, &here, span) {
+                return Some(found);
+            }
+        }
+    } else {
+        for (i, child) in (0..).map_while(|i| item.get(i).map(|c| (i, c))) {
+            if let Some(found) = find(child, &path.index(i), span) {
+                return Some(found);
+            }
         }
     }
-    cur.span()
+    (item.span().as_ref() == Some(span)).then(|| (path.clone(), Spot::Value))
 }
 
 /// 1-based line and column (in characters) of a byte offset.
