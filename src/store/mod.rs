@@ -468,7 +468,8 @@ mod tests {
                 .fetch_one(&mut **conn)
                 .await
                 .unwrap();
-            // synchronous 2 is FULL.
+            // synchronous 2 is FULL (also SQLite's compiled default, so that part alone cannot tell whether the
+            // pragma ran; without after_connect this reads ("delete", 2, 5000, 1)).
             assert_eq!(
                 (journal.as_str(), synchronous, busy, fk),
                 ("wal", 2, 4321, 1)
