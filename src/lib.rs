@@ -12,6 +12,7 @@
 //! - [`recover`]: sweep, one-lookup reconcile, and the unattended worker loop.
 //! - [`review`]: the local review page for people who own parked sends, and its static export.
 //! - [`fixture_platform`]: the bundled fixture platform (pages, hostile variants, fault modes) on loopback.
+//! - [`html`]: the one HTML escaper and the template filters both web surfaces render with (askama).
 //! - [`evidence`]: content-addressed evidence files (redacted as they are written).
 //! - [`redact`]: the one redaction layer for everything persisted or printed (store, evidence, review, logs).
 //! - [`failpoint`]: named SIGKILL crash points for the crash matrix (armed by `ONCEPOST_FAILPOINT`).
@@ -28,6 +29,7 @@ pub mod contract;
 pub mod evidence;
 pub mod failpoint;
 pub mod fixture_platform;
+pub mod html;
 pub mod identity;
 pub mod lock;
 pub mod publish;

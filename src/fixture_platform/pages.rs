@@ -1,84 +1,76 @@
-//! The Fixturebook pages: templates embedded from the repo's `fixtures/` folder at compile time, and
-//! the functions that render them. Every value that came from a user is HTML-escaped here, in one place.
-use super::posts::Post;
+//! The Fixturebook pages: askama templates from the repo's `fixtures/` folder, compiled in, and the
+//! functions that render them. Every value that came from a user is HTML-escaped by the template engine
+//! (`crate::html`, the same escaper as the review page); only rendered templates and the program's own
+//! constants are written as they are.
+use askama::Template;
 
-/// Page shell (top bar, sidebar, footer) with `{{main}}` for the content.
-const LAYOUT: &str = include_str!("../../fixtures/layout.html");
-/// The agreed compose DOM (textarea, title, publish button, status).
-const COMPOSE_FORM: &str = include_str!("../../fixtures/compose-form.html");
+use super::posts::Post;
+use crate::html::{self, Constant, filters};
+
 /// Stylesheet served at `/static/style.css`.
 pub const STYLE_CSS: &str = include_str!("../../fixtures/style.css");
 /// Compose behaviour served at `/static/compose.js`.
 pub const COMPOSE_JS: &str = include_str!("../../fixtures/compose.js");
 /// The hostile service worker served at `/hostile/sw.js`.
 pub const HOSTILE_SW_JS: &str = include_str!("../../fixtures/hostile/sw.js");
-/// The re-send lab page (`/__lab/resend`): one warm-up GET, then one fetch POST to the create route.
-const LAB_RESEND: &str = include_str!("../../fixtures/lab/resend.html");
 
 /// Script tag that loads the compose behaviour.
-const COMPOSE_SCRIPT: &str = r#"<script src="/static/compose.js"></script>"#;
+const COMPOSE_SCRIPT: Constant = Constant(r#"<script src="/static/compose.js"></script>"#);
 
-/// Hostile page templates `(name, template)`; what each does is catalogued in `super::hostile`.
-/// `iframe-inner` is the framed page of the `iframe` variant.
-const HOSTILE: &[(&str, &str)] = &[
-    (
-        "write-on-load",
-        include_str!("../../fixtures/hostile/write-on-load.html"),
-    ),
-    (
-        "write-on-focus",
-        include_str!("../../fixtures/hostile/write-on-focus.html"),
-    ),
-    (
-        "autosave",
-        include_str!("../../fixtures/hostile/autosave.html"),
-    ),
-    ("beacon", include_str!("../../fixtures/hostile/beacon.html")),
-    ("pixel", include_str!("../../fixtures/hostile/pixel.html")),
-    (
-        "websocket",
-        include_str!("../../fixtures/hostile/websocket.html"),
-    ),
-    // The same page; it opens its WebSocket only on the click when served under this name.
-    (
-        "websocket-on-publish",
-        include_str!("../../fixtures/hostile/websocket.html"),
-    ),
-    (
-        "channels",
-        include_str!("../../fixtures/hostile/channels.html"),
-    ),
-    (
-        "form-submit-timer",
-        include_str!("../../fixtures/hostile/form-submit-timer.html"),
-    ),
-    (
-        "service-worker",
-        include_str!("../../fixtures/hostile/service-worker.html"),
-    ),
-    ("iframe", include_str!("../../fixtures/hostile/iframe.html")),
-    (
-        "iframe-inner",
-        include_str!("../../fixtures/hostile/iframe-inner.html"),
-    ),
-    (
-        "moving-button",
-        include_str!("../../fixtures/hostile/moving-button.html"),
-    ),
-    (
-        "covered-button",
-        include_str!("../../fixtures/hostile/covered-button.html"),
-    ),
-    (
-        "duplicate-match",
-        include_str!("../../fixtures/hostile/duplicate-match.html"),
-    ),
-    ("slow", include_str!("../../fixtures/hostile/slow.html")),
-    (
-        "secrets",
-        include_str!("../../fixtures/hostile/secrets.html"),
-    ),
+/// The hostile pages served at `/hostile/{name}`; what each does is catalogued in `super::hostile`.
+/// `iframe-inner` is the framed page of the `iframe` variant. Each name has its arm in [`HostileMain`].
+const HOSTILE: &[&str] = &[
+    "write-on-load",
+    "write-on-focus",
+    "autosave",
+    "beacon",
+    "pixel",
+    "websocket",
+    "websocket-on-publish",
+    "channels",
+    "form-submit-timer",
+    "service-worker",
+    "iframe",
+    "iframe-inner",
+    "moving-button",
+    "covered-button",
+    "duplicate-match",
+    "slow",
+    "secrets",
 ];
+
+/// The content of a hostile page, by name (`fixtures/hostile/NAME.html`).
+#[derive(Template)]
+#[template(
+    ext = "html",
+    source = r#"
+{%- match name -%}
+{%- when "write-on-load" %}{% include "hostile/write-on-load.html" %}
+{%- when "write-on-focus" %}{% include "hostile/write-on-focus.html" %}
+{%- when "autosave" %}{% include "hostile/autosave.html" %}
+{%- when "beacon" %}{% include "hostile/beacon.html" %}
+{%- when "pixel" %}{% include "hostile/pixel.html" %}
+{#- The same page; it opens its WebSocket only on the click when served under the second name. #}
+{%- when "websocket" | "websocket-on-publish" %}{% include "hostile/websocket.html" %}
+{%- when "channels" %}{% include "hostile/channels.html" %}
+{%- when "form-submit-timer" %}{% include "hostile/form-submit-timer.html" %}
+{%- when "service-worker" %}{% include "hostile/service-worker.html" %}
+{%- when "iframe" %}{% include "hostile/iframe.html" %}
+{%- when "iframe-inner" %}{% include "hostile/iframe-inner.html" %}
+{%- when "moving-button" %}{% include "hostile/moving-button.html" %}
+{%- when "covered-button" %}{% include "hostile/covered-button.html" %}
+{%- when "duplicate-match" %}{% include "hostile/duplicate-match.html" %}
+{%- when "slow" %}{% include "hostile/slow.html" %}
+{%- when "secrets" %}{% include "hostile/secrets.html" %}
+{%- when _ %}
+{%- endmatch -%}
+"#
+)]
+struct HostileMain<'a> {
+    name: &'a str,
+    compose_form: ComposeForm<'a>,
+    compose_script: Constant,
+}
 
 /// Who is looking at a page: the account name and the CSRF token for their session.
 #[derive(Debug, Clone)]
@@ -89,49 +81,6 @@ pub struct Viewer {
     pub csrf: String,
 }
 
-/// Escape text for HTML element content and double-quoted attribute values.
-pub fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 8);
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// Substitute `{{name}}` placeholders in ONE pass: substituted values are never scanned again, so a post
-/// text containing `{{csrf}}` stays literal. Unknown placeholders are left as they are.
-fn fill(template: &str, vars: &[(&str, &str)]) -> String {
-    let mut out = String::with_capacity(template.len() * 2);
-    let mut rest = template;
-    while let Some(start) = rest.find("{{") {
-        out.push_str(&rest[..start]);
-        let after = &rest[start + 2..];
-        match after.find("}}") {
-            Some(end) => {
-                let name = &after[..end];
-                match vars.iter().find(|(k, _)| *k == name) {
-                    Some((_, v)) => out.push_str(v),
-                    None => out.push_str(&rest[start..start + 2 + end + 2]),
-                }
-                rest = &after[end + 2..];
-            }
-            None => {
-                out.push_str(&rest[start..]);
-                rest = "";
-            }
-        }
-    }
-    out.push_str(rest);
-    out
-}
-
 fn initial(account: &str) -> String {
     account
         .chars()
@@ -140,85 +89,127 @@ fn initial(account: &str) -> String {
         .unwrap_or_else(|| "?".to_owned())
 }
 
-/// Wrap `main` (already-safe HTML) in the page shell.
-fn layout(viewer: &Viewer, page: &str, title: &str, query: &str, main: &str) -> String {
-    let account = escape(&viewer.account);
-    let initial = escape(&initial(&viewer.account));
-    fill(
-        LAYOUT,
-        &[
-            ("csrf", &escape(&viewer.csrf)),
-            ("title", &escape(title)),
-            ("page", page),
-            ("query", &escape(query)),
-            ("account", &account),
-            ("initial", &initial),
-            ("main", main),
-        ],
-    )
+/// Page shell (top bar, sidebar, footer) around `main`.
+#[derive(Template)]
+#[template(path = "layout.html")]
+struct Layout<'a, M: Template> {
+    csrf: &'a str,
+    title: &'a str,
+    page: &'a str,
+    query: &'a str,
+    account: &'a str,
+    initial: String,
+    main: M,
 }
 
-fn compose_form(viewer: &Viewer) -> String {
-    fill(
-        COMPOSE_FORM,
-        &[
-            ("account", &escape(&viewer.account)),
-            ("initial", &escape(&initial(&viewer.account))),
-        ],
-    )
+fn layout<M: Template>(viewer: &Viewer, page: &str, title: &str, query: &str, main: M) -> String {
+    html::render(&Layout {
+        csrf: &viewer.csrf,
+        title,
+        page,
+        query,
+        account: &viewer.account,
+        initial: initial(&viewer.account),
+        main,
+    })
+}
+
+/// The agreed compose DOM (textarea, title, publish button, status).
+#[derive(Template)]
+#[template(path = "compose-form.html")]
+struct ComposeForm<'a> {
+    account: &'a str,
+    initial: String,
+}
+
+impl<'a> ComposeForm<'a> {
+    fn of(viewer: &'a Viewer) -> Self {
+        ComposeForm {
+            account: &viewer.account,
+            initial: initial(&viewer.account),
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(
+    ext = "html",
+    source = "{{ compose_form|component }}\n{{ compose_script|constant }}"
+)]
+struct ComposeMain<'a> {
+    compose_form: ComposeForm<'a>,
+    compose_script: Constant,
 }
 
 /// `GET /compose`.
 pub fn compose(viewer: &Viewer) -> String {
-    let main = format!("{}\n{COMPOSE_SCRIPT}", compose_form(viewer));
-    layout(viewer, "compose", "Compose", "", &main)
+    let main = ComposeMain {
+        compose_form: ComposeForm::of(viewer),
+        compose_script: COMPOSE_SCRIPT,
+    };
+    layout(viewer, "compose", "Compose", "", main)
 }
 
 /// `GET /hostile/{name}`, or `None` for an unknown name.
 pub fn hostile(viewer: &Viewer, name: &str) -> Option<String> {
-    let (_, template) = HOSTILE.iter().find(|(n, _)| *n == name)?;
-    let form = compose_form(viewer);
-    let main = fill(
-        template,
-        &[("compose_form", &form), ("compose_script", COMPOSE_SCRIPT)],
-    );
+    let name = *HOSTILE.iter().find(|n| **n == name)?;
+    let main = HostileMain {
+        name,
+        compose_form: ComposeForm::of(viewer),
+        compose_script: COMPOSE_SCRIPT,
+    };
     Some(layout(
         viewer,
         &format!("hostile-{name}"),
         &format!("Compose ({name})"),
         "",
-        &main,
+        main,
     ))
+}
+
+/// The re-send lab page (`/__lab/resend`): one warm-up GET, then one fetch POST to the create route.
+#[derive(Template)]
+#[template(path = "lab/resend.html")]
+struct LabResend<'a> {
+    csrf: &'a str,
 }
 
 /// `GET /__lab/resend`.
 pub fn lab_resend(viewer: &Viewer) -> String {
-    fill(LAB_RESEND, &[("csrf", &escape(&viewer.csrf))])
+    html::render(&LabResend { csrf: &viewer.csrf })
+}
+
+/// A post as the pages show it.
+struct PostView<'a> {
+    id: &'a str,
+    initial: String,
+    author: &'a str,
+    at: &'a str,
+    shown: String,
+    title: Option<&'a str>,
+    text: &'a str,
+}
+
+impl<'a> PostView<'a> {
+    fn of(post: &'a Post) -> Self {
+        PostView {
+            id: &post.id,
+            initial: initial(&post.account),
+            author: &post.account,
+            at: &post.created_at,
+            shown: human_time(&post.created_at),
+            title: post.title.as_deref(),
+            text: &post.text,
+        }
+    }
 }
 
 /// One `<article class="post">`; `match_kind` adds `data-match` on search results.
-fn article(post: &Post, match_kind: Option<&str>) -> String {
-    let id = escape(&post.id);
-    let title = post
-        .title
-        .as_deref()
-        .map(|t| format!("<h3 class=\"post-title\">{}</h3>", escape(t)))
-        .unwrap_or_default();
-    let data_match = match_kind
-        .map(|m| format!(" data-match=\"{m}\""))
-        .unwrap_or_default();
-    format!(
-        r#"<article class="post" data-post-id="{id}"{data_match}>
-  <div class="post-head"><span class="avatar">{init}</span><div><span class="post-author">{author}</span><br><a class="permalink" href="/p/{id}"><time class="post-time" datetime="{at}">{shown}</time></a></div></div>
-  {title}<p class="post-text">{text}</p>
-  <div class="post-foot"><span>Like</span><span>Comment</span><span>Share</span></div>
-</article>"#,
-        init = escape(&initial(&post.account)),
-        author = escape(&post.account),
-        at = escape(&post.created_at),
-        shown = escape(&human_time(&post.created_at)),
-        text = escape(&post.text),
-    )
+#[derive(Template)]
+#[template(path = "post.html")]
+struct Article<'a> {
+    post: PostView<'a>,
+    match_kind: Option<&'static str>,
 }
 
 /// `2026-11-30T15:20:11.123Z` -> `30 Nov 2026 · 15:20 UTC` (the raw value stays in `datetime=`).
@@ -246,47 +237,48 @@ fn human_time(rfc3339: &str) -> String {
 
 /// `GET /p/{id}`.
 pub fn permalink(viewer: &Viewer, post: &Post) -> String {
-    let main = article(post, None);
-    layout(viewer, "permalink", "Post", "", &main)
+    let main = Article {
+        post: PostView::of(post),
+        match_kind: None,
+    };
+    layout(viewer, "permalink", "Post", "", main)
+}
+
+#[derive(Template)]
+#[template(path = "feed.html")]
+struct Feed<'a> {
+    posts: Vec<Article<'a>>,
 }
 
 /// `GET /` (posts already newest first).
 pub fn feed(viewer: &Viewer, posts: &[Post]) -> String {
-    let mut main =
-        String::from("<h2 class=\"section-title\">Latest posts</h2>\n<div id=\"feed\">\n");
-    if posts.is_empty() {
-        main.push_str("<div class=\"card empty\">No posts yet. <a href=\"/compose\">Write the first one.</a></div>\n");
-    }
-    for p in posts {
-        main.push_str(&article(p, None));
-        main.push('\n');
-    }
-    main.push_str("</div>");
-    layout(viewer, "feed", "Feed", "", &main)
+    let posts = posts
+        .iter()
+        .map(|p| Article {
+            post: PostView::of(p),
+            match_kind: None,
+        })
+        .collect();
+    layout(viewer, "feed", "Feed", "", Feed { posts })
+}
+
+#[derive(Template)]
+#[template(path = "search.html")]
+struct Search<'a> {
+    query: &'a str,
+    results: Vec<Article<'a>>,
 }
 
 /// `GET /search?q=` with `(post, exact)` results, newest first.
 pub fn search(viewer: &Viewer, query: &str, results: &[(Post, bool)]) -> String {
-    let mut main = format!(
-        "<h2 class=\"section-title\">{} result{} for “{}”</h2>\n<div id=\"search-results\">\n",
-        results.len(),
-        if results.len() == 1 { "" } else { "s" },
-        escape(query)
-    );
-    if query.is_empty() {
-        main = String::from(
-            "<h2 class=\"section-title\">Type something to search</h2>\n<div id=\"search-results\">\n",
-        );
-    }
-    for (p, exact) in results {
-        main.push_str(&article(
-            p,
-            Some(if *exact { "exact" } else { "substring" }),
-        ));
-        main.push('\n');
-    }
-    main.push_str("</div>");
-    layout(viewer, "search", "Search", query, &main)
+    let results = results
+        .iter()
+        .map(|(p, exact)| Article {
+            post: PostView::of(p),
+            match_kind: Some(if *exact { "exact" } else { "substring" }),
+        })
+        .collect();
+    layout(viewer, "search", "Search", query, Search { query, results })
 }
 
 /// Where `/hostile/search` links each result.
@@ -311,9 +303,16 @@ impl HostileLink {
     fn href(self, post: &Post) -> String {
         match self {
             HostileLink::Javascript => "javascript:alert(document.domain)".into(),
-            HostileLink::Offsite => format!("https://evil.example/p/{}", escape(&post.id)),
+            HostileLink::Offsite => format!("https://evil.example/p/{}", post.id),
         }
     }
+}
+
+#[derive(Template)]
+#[template(path = "hostile-search.html")]
+struct HostileSearch<'a> {
+    query: &'a str,
+    results: Vec<(PostView<'a>, String)>,
 }
 
 /// `GET /hostile/search?link=js|offsite&q=`: the real results, author and text included, but without
@@ -324,37 +323,23 @@ pub fn hostile_search(
     results: &[(Post, bool)],
     link: HostileLink,
 ) -> String {
-    let mut main = format!(
-        "<h2 class=\"section-title\">{} results for “{}”</h2>\n<div id=\"search-results\">\n",
-        results.len(),
-        escape(query)
-    );
-    for (p, _) in results {
-        main.push_str(&format!(
-            r#"<article class="post">
-  <div class="post-head"><span class="avatar">{init}</span><div><span class="post-author">{author}</span><br><a class="permalink" href="{href}"><time class="post-time" datetime="{at}">{shown}</time></a></div></div>
-  <p class="post-text">{text}</p>
-</article>
-"#,
-            init = escape(&initial(&p.account)),
-            author = escape(&p.account),
-            href = link.href(p),
-            at = escape(&p.created_at),
-            shown = escape(&human_time(&p.created_at)),
-            text = escape(&p.text),
-        ));
-    }
-    main.push_str("</div>");
-    layout(viewer, "search", "Search", query, &main)
+    let results = results
+        .iter()
+        .map(|(p, _)| (PostView::of(p), link.href(p)))
+        .collect();
+    let main = HostileSearch { query, results };
+    layout(viewer, "search", "Search", query, main)
+}
+
+#[derive(Template)]
+#[template(path = "not-found.html")]
+struct NotFound<'a> {
+    path: &'a str,
 }
 
 /// The 404 page.
 pub fn not_found(viewer: &Viewer, path: &str) -> String {
-    let main = format!(
-        "<section class=\"card notfound\" id=\"not-found\"><h1>Page not found</h1><p>Nothing lives at <code>{}</code>. It may have been removed, or it never existed.</p><p><a href=\"/\">Back to the feed</a></p></section>",
-        escape(path)
-    );
-    layout(viewer, "not-found", "Not found", "", &main)
+    layout(viewer, "not-found", "Not found", "", NotFound { path })
 }
 
 #[cfg(test)]
@@ -364,7 +349,7 @@ mod tests {
     #[test]
     fn every_catalogued_variant_has_a_template() {
         for v in super::super::HOSTILE_VARIANTS {
-            assert!(HOSTILE.iter().any(|(n, _)| *n == v.name), "{}", v.name);
+            assert!(HOSTILE.contains(&v.name), "{}", v.name);
         }
         assert_eq!(
             HOSTILE.len(),
@@ -382,18 +367,102 @@ mod tests {
         assert_eq!(human_time("garbage"), "garbage");
     }
 
-    #[test]
-    fn fill_is_single_pass() {
-        let out = fill("a {{x}} b {{y}} {{unknown}}", &[("x", "{{y}}"), ("y", "Y")]);
-        assert_eq!(out, "a {{y}} b Y {{unknown}}");
+    fn post(text: &str, title: Option<&str>, account: &str) -> Post {
+        Post {
+            id: "abc123".into(),
+            text: text.into(),
+            title: title.map(Into::into),
+            account: account.into(),
+            created_at: "2026-11-30T15:20:11.123Z".into(),
+            seq: 1,
+            created_ms: 0,
+        }
     }
 
+    /// (Was `fill_is_single_pass`.) A value is never scanned for template syntax: a post text holding
+    /// `{{csrf}}` or `{{ main }}` is shown literally and does not pull in the token or a page.
     #[test]
-    fn escape_covers_the_five_characters() {
-        assert_eq!(
-            escape(r#"<a href="x">'&'</a>"#),
-            "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;"
+    fn template_syntax_in_a_value_stays_literal() {
+        let v = Viewer {
+            account: "{{csrf}}".into(),
+            csrf: "TOKEN".into(),
+        };
+        let p = post(
+            "a {{csrf}} b {{ main }} {% if true %}x{% endif %}",
+            None,
+            "t",
         );
+        let html = permalink(&v, &p);
+        assert!(html.contains(
+            r#"<p class="post-text">a {{csrf}} b {{ main }} {% if true %}x{% endif %}</p>"#
+        ));
+        assert!(html.contains(r#"<span class="avatar">{</span>{{csrf}}</span>"#));
+        assert_eq!(
+            html.matches("TOKEN").count(),
+            1,
+            "only the meta tag carries it"
+        );
+    }
+
+    /// Text, title, author and query, each with `<`, `&`, `"` and `'`, are escaped on every page that shows
+    /// a post (permalink, feed, search, hostile search), in content and in attributes.
+    #[test]
+    fn user_values_are_escaped_on_every_post_page() {
+        let evil = r#"<script>alert("x")</script> & 'q'"#;
+        let escaped = "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;q&#39;";
+        let v = Viewer {
+            account: evil.into(),
+            csrf: "tok\"><x>".into(),
+        };
+        let p = post(evil, Some(evil), evil);
+        let results = [(p.clone(), true)];
+        let pages = [
+            ("permalink", permalink(&v, &p)),
+            ("feed", feed(&v, std::slice::from_ref(&p))),
+            ("search", search(&v, evil, &results)),
+            (
+                "hostile search",
+                hostile_search(&v, evil, &results, HostileLink::Offsite),
+            ),
+        ];
+        for (name, html) in pages {
+            assert!(!html.contains("<script>"), "{name} renders raw markup");
+            assert!(!html.contains("'q'"), "{name}: an apostrophe is left raw");
+            assert!(
+                !html.contains(r#"tok"><x>"#),
+                "{name}: the token breaks out"
+            );
+            assert!(
+                html.contains(r#"content="tok&quot;&gt;&lt;x&gt;""#),
+                "{name}"
+            );
+            assert!(
+                html.contains(&format!(r#"<p class="post-text">{escaped}</p>"#)),
+                "{name}: the text"
+            );
+            assert!(
+                html.contains(&format!(r#"<span class="post-author">{escaped}</span>"#)),
+                "{name}: the author"
+            );
+            assert!(
+                html.contains(&format!(r#"<div class="profile-name">{escaped}</div>"#)),
+                "{name}: the viewer"
+            );
+            if name != "hostile search" {
+                assert!(
+                    html.contains(&format!(r#"<h3 class="post-title">{escaped}</h3>"#)),
+                    "{name}: the title"
+                );
+            }
+            if name.contains("search") {
+                assert!(
+                    html.contains(&format!(r#"value="{escaped}""#)),
+                    "{name}: query"
+                );
+                assert!(html.contains(&format!("for “{escaped}”")), "{name}: query");
+            }
+        }
+        assert!(not_found(&v, evil).contains(&format!("<code>{escaped}</code>")));
     }
 
     #[test]
@@ -402,13 +471,16 @@ mod tests {
             account: "t".into(),
             csrf: "tok".into(),
         };
-        for (name, _) in HOSTILE {
+        for name in HOSTILE {
             let html = hostile(&v, name).unwrap();
             assert!(!html.contains("{{"), "{name} left a placeholder");
             if *name != "iframe" {
                 assert!(html.contains(r#"id="post-text""#), "{name}");
                 assert!(html.contains(r#"id="publish""#), "{name}");
+            } else {
+                assert!(html.contains(r#"id="compose-frame""#), "{name}");
             }
         }
+        assert!(hostile(&v, "not-a-variant").is_none());
     }
 }

@@ -1,12 +1,13 @@
-//! HTML rendering, server-side. Every value from the store or the evidence folder goes through [`esc`];
-//! the page loads nothing external and runs no script (the CSP forbids both). One stylesheet, inline,
-//! allowed by its hash.
-use std::fmt::Write;
-
+//! HTML rendering, server-side: askama templates in `templates/review/`, one small component per part of
+//! a page (summary, screenshots, evidence, timeline, actions, ...). Every value from the store or the
+//! evidence folder is escaped by the template engine (`crate::html`); the page loads nothing external and
+//! runs no script (the CSP forbids both). One stylesheet, inline, allowed by its hash.
+use askama::Template;
 use axum::http::StatusCode;
 
-use super::evidence::EvidenceItem;
-use super::view::{Card, Detail, ListView, StateFilter, event_title};
+use super::evidence::{EvidenceItem, EvidenceKind};
+use super::view::{self, Card, Detail, ListView, StateFilter, event_title};
+use crate::html::{self, Constant, filters};
 use crate::store::{Intent, Status, Timestamp};
 
 /// The one stylesheet (its sha256 goes into the Content-Security-Policy).
@@ -45,22 +46,6 @@ details summary{cursor:pointer;color:#1f5fbf}\
 .flash.ok{background:#d3f0dc;color:#175c2c}.flash.err{background:#f9d6d5;color:#8a1c17}\
 .empty{color:#5a6478;padding:24px;text-align:center}\
 code{font-size:12px;background:#eef0f4;padding:1px 4px;border-radius:3px}";
-
-/// Escape text for HTML element content and quoted attribute values.
-pub fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 /// How links are written: to the live server (with the session token, and forms carrying the CSRF token),
 /// or to files of the static export (no actions).
@@ -106,27 +91,51 @@ impl Mode<'_> {
     }
 }
 
+/// The shell's header line, after the title.
+enum Header {
+    /// Nothing (error pages).
+    Plain,
+    /// The list page: a link home and what kind of page this is.
+    List { home: String, sub: &'static str },
+    /// An intent page: the way back to the list.
+    Intent { home: String },
+}
+
 /// A finished page.
-fn page(title: &str, header_extra: &str, body: &str) -> String {
-    format!(
-        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
-<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-<meta name=\"referrer\" content=\"same-origin\"><title>{}</title><style>{STYLE}</style></head>\
-<body><header><h1>oncepost review</h1>{header_extra}</header><main>{body}</main></body></html>",
-        esc(title)
-    )
+#[derive(Template)]
+#[template(path = "review/page.html")]
+struct Page<'a, B: Template> {
+    title: &'a str,
+    style: Constant,
+    header: Header,
+    body: B,
+}
+
+fn page(title: &str, header: Header, body: impl Template) -> String {
+    html::render(&Page {
+        title,
+        style: Constant(STYLE),
+        header,
+        body,
+    })
+}
+
+#[derive(Template)]
+#[template(path = "review/message.html")]
+struct Message<'a> {
+    status: u16,
+    message: &'a str,
 }
 
 /// A short page for errors (404, 403, ...): the status and one line, nothing else.
 pub fn message_page(status: StatusCode, message: &str) -> String {
     page(
         status.canonical_reason().unwrap_or("Error"),
-        "",
-        &format!(
-            "<div class=\"flash err\" id=\"message\">{} {}</div>",
-            status.as_u16(),
-            esc(message)
-        ),
+        Header::Plain,
+        Message {
+            status: status.as_u16(),
+            message,
+        },
     )
 }
 
@@ -150,238 +159,198 @@ pub fn ago(now: Timestamp, ms: i64) -> String {
     }
 }
 
-fn badge(state: Status) -> String {
-    format!(
-        "<span class=\"badge st-{0}\">{0}</span>",
-        esc(state.label())
-    )
-}
-
-/// "Post by alice", "Reply by bob": the headline of an intent.
-fn headline(i: &Intent) -> String {
-    let label = i.action.label();
-    let mut chars = label.chars();
-    let cap: String = chars
-        .next()
-        .map(|c| c.to_uppercase().chain(chars).collect())
-        .unwrap_or_default();
-    format!("{} by {}", esc(&cap), esc(&i.account))
-}
-
 fn short(key: &str) -> &str {
     &key[..key.len().min(12)]
 }
 
-/// A permalink as a link only when it is http(s); anything else is shown as text.
-fn permalink_html(p: &str) -> String {
-    match url::Url::parse(p) {
-        Ok(u) if matches!(u.scheme(), "http" | "https") => {
-            format!("<a href=\"{0}\" rel=\"noreferrer\">{0}</a>", esc(p))
+/// What the list's cards and the intent page both show about an intent: the headline ("Post by alice"),
+/// the meta line, why it is where it is, its fields and text.
+#[derive(Template)]
+#[template(path = "review/summary.html")]
+struct Summary<'a> {
+    i: &'a Intent,
+    headline: String,
+    state: &'static str,
+    created_utc: String,
+    created_ago: String,
+    attempts: usize,
+    short_key: &'a str,
+    redelivery_of: Option<&'a str>,
+    /// (how it got here, who, the reason redacted).
+    why: Option<(&'static str, &'a str, String)>,
+}
+
+impl<'a> Summary<'a> {
+    fn of(
+        i: &'a Intent,
+        now: Timestamp,
+        attempts: usize,
+        why: &'a Option<(String, String)>,
+    ) -> Self {
+        let label = i.action.label();
+        let mut chars = label.chars();
+        let cap: String = chars
+            .next()
+            .map(|c| c.to_uppercase().chain(chars).collect())
+            .unwrap_or_default();
+        Summary {
+            i,
+            headline: format!("{cap} by {}", i.account),
+            state: i.state.label(),
+            created_utc: fmt_utc(i.created_at),
+            created_ago: ago(now, i.created_at),
+            attempts,
+            short_key: short(i.key.as_str()),
+            redelivery_of: i.redelivery_of.as_ref().map(|k| short(k.as_str())),
+            why: why.as_ref().map(|(actor, reason)| {
+                let how = match i.state {
+                    Status::Parked => "Parked",
+                    Status::Indeterminate => "Outcome unknown",
+                    _ => "Moved here",
+                };
+                (how, actor.as_str(), crate::redact::text(reason))
+            }),
         }
-        _ => format!("<code>{}</code>", esc(p)),
     }
-}
-
-fn intent_meta(i: &Intent, now: Timestamp, attempts: usize) -> String {
-    let mut m = format!(
-        "<div class=\"meta\">{} <span>account <b>{}</b></span><span>platform <b>{}</b></span>\
-<span title=\"{}\">created {}</span><span>{} attempt{}</span><span>key <code title=\"{}\">{}</code></span>",
-        badge(i.state),
-        esc(&i.account),
-        esc(&i.platform),
-        esc(&fmt_utc(i.created_at)),
-        esc(&ago(now, i.created_at)),
-        attempts,
-        if attempts == 1 { "" } else { "s" },
-        esc(i.key.as_str()),
-        esc(short(i.key.as_str())),
-    );
-    if let Some(src) = &i.source_ref {
-        let _ = write!(m, "<span>source <code>{}</code></span>", esc(src));
-    }
-    if let Some(of) = &i.redelivery_of {
-        let _ = write!(
-            m,
-            "<span>redelivery of <code>{}</code></span>",
-            esc(short(of.as_str()))
-        );
-    }
-    m.push_str("</div>");
-    m
-}
-
-fn text_block(i: &Intent) -> String {
-    let mut out = String::new();
-    for (k, v) in &i.request.fields {
-        let _ = write!(
-            out,
-            "<div class=\"meta\">{}: <b>{}</b></div>",
-            esc(k),
-            esc(v)
-        );
-    }
-    match &i.request.text {
-        Some(t) => {
-            let _ = write!(out, "<div class=\"text\">{}</div>", esc(t));
-        }
-        None => out.push_str("<div class=\"meta\">(no text)</div>"),
-    }
-    out
-}
-
-fn why_line(why: &Option<(String, String)>, state: Status) -> String {
-    match why {
-        Some((actor, reason)) => format!(
-            "<div class=\"why\">{} by <b>{}</b>: {}</div>",
-            match state {
-                Status::Parked => "Parked",
-                Status::Indeterminate => "Outcome unknown",
-                _ => "Moved here",
-            },
-            esc(actor),
-            esc(&crate::redact::text(reason))
-        ),
-        None => String::new(),
-    }
-}
-
-fn thumb_html(mode: &Mode, key: &str, item: &EvidenceItem) -> String {
-    format!(
-        "<figure class=\"shot\"><a href=\"{}\"><img src=\"{}\" alt=\"{}\" loading=\"lazy\"></a>\
-<figcaption>{} · {}</figcaption></figure>",
-        esc(&mode.evidence(key, item)),
-        esc(&mode.thumb(key, item)),
-        esc(item.kind.title()),
-        esc(item.kind.title()),
-        esc(&item.capture_point)
-    )
 }
 
 /// A thumbnail linking to the full screenshot, or the reason it cannot be shown.
-fn shot_html(mode: &Mode, key: &str, s: &super::view::Shot) -> String {
-    match &s.status {
-        Ok(()) => thumb_html(mode, key, &s.item),
-        Err(p) => format!(
-            "<figure class=\"shot\"><span class=\"problem\">{}: {}</span><figcaption>{} · <code>{}</code></figcaption></figure>",
-            esc(s.item.kind.title()),
-            esc(&p.to_string()),
-            esc(&s.item.capture_point),
-            esc(short(&s.item.sha256))
-        ),
-    }
+#[derive(Template)]
+#[template(path = "review/shot.html")]
+struct ShotView<'a> {
+    title: &'static str,
+    capture_point: &'a str,
+    full: String,
+    thumb: String,
+    short_sha: &'a str,
+    problem: Option<String>,
 }
 
-fn card_html(mode: &Mode, c: &Card, now: Timestamp) -> String {
-    let key = c.intent.key.as_str();
-    let mut out = format!(
-        "<article class=\"card\" data-key=\"{}\"><h2><a href=\"{}\">{}</a></h2>{}{}{}",
-        esc(key),
-        esc(&mode.intent(key)),
-        headline(&c.intent),
-        intent_meta(&c.intent, now, c.attempts),
-        why_line(&c.why, c.intent.state),
-        text_block(&c.intent),
-    );
-    if let Some(p) = &c.problem {
-        let _ = write!(out, "<p class=\"problem\">{}</p>", esc(p));
-    }
-    if !c.screenshots.is_empty() {
-        out.push_str("<div class=\"shots\">");
-        for s in &c.screenshots {
-            out.push_str(&shot_html(mode, key, s));
+impl<'a> ShotView<'a> {
+    fn of(mode: &Mode, key: &str, s: &'a view::Shot) -> Self {
+        ShotView {
+            title: s.item.kind.title(),
+            capture_point: &s.item.capture_point,
+            full: mode.evidence(key, &s.item),
+            thumb: mode.thumb(key, &s.item),
+            short_sha: short(&s.item.sha256),
+            problem: s.status.as_ref().err().map(ToString::to_string),
         }
-        out.push_str("</div>");
     }
-    let _ = write!(
-        out,
-        "<p><a href=\"{}\">Review this send →</a></p></article>",
-        esc(&mode.intent(key))
-    );
-    out
+
+    fn all(mode: &Mode, key: &str, shots: &'a [view::Shot]) -> Vec<Self> {
+        shots.iter().map(|s| ShotView::of(mode, key, s)).collect()
+    }
 }
 
-fn options(values: &[String], selected: &Option<String>, all: &str) -> String {
-    let mut o = format!("<option value=\"\">{}</option>", esc(all));
-    for v in values {
-        let sel = if selected.as_deref() == Some(v) {
-            " selected"
-        } else {
-            ""
-        };
-        let _ = write!(o, "<option value=\"{0}\"{sel}>{0}</option>", esc(v));
+/// One intent on the list.
+#[derive(Template)]
+#[template(path = "review/card.html")]
+struct CardView<'a> {
+    key: &'a str,
+    href: String,
+    summary: Summary<'a>,
+    problem: Option<&'a str>,
+    shots: Vec<ShotView<'a>>,
+}
+
+impl<'a> CardView<'a> {
+    fn of(mode: &Mode, c: &'a Card, now: Timestamp) -> Self {
+        let key = c.intent.key.as_str();
+        CardView {
+            key,
+            href: mode.intent(key),
+            summary: Summary::of(&c.intent, now, c.attempts, &c.why),
+            problem: c.problem.as_deref(),
+            shots: ShotView::all(mode, key, &c.screenshots),
+        }
     }
-    o
+}
+
+/// `<option>`s of a filter menu: "all" first, then each value, the chosen one selected.
+#[derive(Template)]
+#[template(path = "review/options.html")]
+struct Options<'a> {
+    all: &'static str,
+    values: Vec<(&'a str, bool)>,
+}
+
+impl<'a> Options<'a> {
+    fn of(values: &'a [String], selected: &Option<String>, all: &'static str) -> Self {
+        let values = values
+            .iter()
+            .map(|v| (v.as_str(), selected.as_deref() == Some(v)))
+            .collect();
+        Options { all, values }
+    }
+}
+
+/// The list's filter form (live only).
+#[derive(Template)]
+#[template(path = "review/filters.html")]
+struct Filters<'a> {
+    home: String,
+    accounts: Options<'a>,
+    platforms: Options<'a>,
+    /// (query value, label, selected).
+    states: [(&'static str, &'static str, bool); 3],
+    min_age: &'a str,
+    max_age: &'a str,
+}
+
+impl<'a> Filters<'a> {
+    fn of(mode: &Mode, v: &'a ListView) -> Self {
+        let f = &v.filter;
+        let st = |s: StateFilter, label| (s.label(), label, f.state == s);
+        Filters {
+            home: mode.home(),
+            accounts: Options::of(&v.accounts, &f.account, "all accounts"),
+            platforms: Options::of(&v.platforms, &f.platform, "all platforms"),
+            states: [
+                st(StateFilter::Both, "parked and indeterminate"),
+                st(StateFilter::Parked, "parked"),
+                st(StateFilter::Indeterminate, "indeterminate"),
+            ],
+            min_age: f.min_age.as_ref().map(|a| a.0.as_str()).unwrap_or(""),
+            max_age: f.max_age.as_ref().map(|a| a.0.as_str()).unwrap_or(""),
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "review/list.html")]
+struct List<'a> {
+    error: Option<&'a str>,
+    filters: Option<Filters<'a>>,
+    cards: Vec<CardView<'a>>,
+    unfiltered: usize,
+    as_of: String,
+    truncated: bool,
 }
 
 /// The list of parked and indeterminate intents.
 pub fn list_page(mode: &Mode, v: &ListView, error: Option<&str>) -> String {
-    let mut body = String::new();
-    if let Some(e) = error {
-        let _ = write!(
-            body,
-            "<div class=\"flash err\" id=\"message\">{}</div>",
-            esc(e)
-        );
-    }
-    if let Mode::Live { .. } = mode {
-        let f = &v.filter;
-        let st = |s: StateFilter, label: &str| {
-            format!(
-                "<option value=\"{}\"{}>{}</option>",
-                s.label(),
-                if f.state == s { " selected" } else { "" },
-                label
-            )
-        };
-        let _ = write!(
-            body,
-            "<form class=\"filters\" method=\"get\" action=\"{}\">\
-<label>Account<select name=\"account\">{}</select></label>\
-<label>Platform<select name=\"platform\">{}</select></label>\
-<label>State<select name=\"state\">{}{}{}</select></label>\
-<label>Older than<input name=\"min_age\" size=\"6\" placeholder=\"e.g. 2h\" value=\"{}\"></label>\
-<label>Newer than<input name=\"max_age\" size=\"6\" placeholder=\"e.g. 7d\" value=\"{}\"></label>\
-<button type=\"submit\">Filter</button></form>",
-            esc(&mode.home()),
-            options(&v.accounts, &f.account, "all accounts"),
-            options(&v.platforms, &f.platform, "all platforms"),
-            st(StateFilter::Both, "parked and indeterminate"),
-            st(StateFilter::Parked, "parked"),
-            st(StateFilter::Indeterminate, "indeterminate"),
-            esc(f.min_age.as_ref().map(|a| a.0.as_str()).unwrap_or("")),
-            esc(f.max_age.as_ref().map(|a| a.0.as_str()).unwrap_or("")),
-        );
-    }
-    let _ = write!(
-        body,
-        "<p class=\"meta\" id=\"count\">Showing {} of {} sends waiting for a person (as of {}).{}</p>",
-        v.cards.len(),
-        v.unfiltered,
-        esc(&fmt_utc(v.now.0)),
-        if v.truncated {
-            " More than the newest 500 per state exist: use `oncepost intents list` for the rest."
-        } else {
-            ""
-        }
-    );
-    if v.cards.is_empty() {
-        body.push_str("<div class=\"card empty\">Nothing waiting: no parked or indeterminate sends match.</div>");
-    }
-    for c in &v.cards {
-        body.push_str(&card_html(mode, c, v.now));
-    }
-    page(
-        "Parked sends · oncepost review",
-        &format!(
-            "<a href=\"{}\">Parked and indeterminate sends</a><span class=\"sub\">{}</span>",
-            esc(&mode.home()),
-            match mode {
-                Mode::Live { .. } => "live: actions are recorded in the store with your name",
-                Mode::Export => "static report: read only",
-            }
-        ),
-        &body,
-    )
+    let body = List {
+        error,
+        filters: matches!(mode, Mode::Live { .. }).then(|| Filters::of(mode, v)),
+        cards: v
+            .cards
+            .iter()
+            .map(|c| CardView::of(mode, c, v.now))
+            .collect(),
+        unfiltered: v.unfiltered,
+        as_of: fmt_utc(v.now.0),
+        truncated: v.truncated,
+    };
+    let sub = match mode {
+        Mode::Live { .. } => "live: actions are recorded in the store with your name",
+        Mode::Export => "static report: read only",
+    };
+    let header = Header::List {
+        home: mode.home(),
+        sub,
+    };
+    page("Parked sends · oncepost review", header, body)
 }
 
 /// A message shown at the top of an intent page.
@@ -393,274 +362,311 @@ pub enum Flash {
     Error(String),
 }
 
+#[derive(Template)]
+#[template(path = "review/flash.html")]
+struct FlashView<'a> {
+    class: &'static str,
+    message: &'a str,
+}
+
+impl<'a> FlashView<'a> {
+    fn of(f: &'a Flash) -> Self {
+        match f {
+            Flash::Done(m) => FlashView {
+                class: "ok",
+                message: m,
+            },
+            Flash::Error(m) => FlashView {
+                class: "err",
+                message: m,
+            },
+        }
+    }
+}
+
+/// A permalink as a link only when it is http(s); anything else is shown as text.
+#[derive(Template)]
+#[template(path = "review/permalink.html")]
+struct Permalink {
+    url: String,
+    link: bool,
+}
+
+impl Permalink {
+    fn of(p: &str) -> Self {
+        let link = matches!(url::Url::parse(p), Ok(u) if matches!(u.scheme(), "http" | "https"));
+        Permalink {
+            url: p.to_owned(),
+            link,
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "review/screenshots.html")]
+struct Screenshots<'a> {
+    shots: Vec<ShotView<'a>>,
+}
+
+/// One text evidence file with its heading.
+struct TextView<'a> {
+    class: String,
+    title: &'static str,
+    capture_point: &'a str,
+    at: String,
+    href: String,
+    content: Result<&'a str, String>,
+}
+
+/// Text evidence: read-back first (what the platform shows), then the write log, then the rest.
+#[derive(Template)]
+#[template(path = "review/evidence.html")]
+struct Evidence<'a> {
+    texts: Vec<TextView<'a>>,
+    bad_links: &'a [super::evidence::BadLink],
+}
+
+impl<'a> Evidence<'a> {
+    fn of(mode: &Mode, key: &str, d: &'a Detail) -> Self {
+        let order = |k: EvidenceKind| {
+            use EvidenceKind as K;
+            match k {
+                K::Readback => 0,
+                K::WriteLog => 1,
+                K::DomExcerpt => 2,
+                _ => 3,
+            }
+        };
+        let mut texts: Vec<_> = d.texts.iter().collect();
+        texts.sort_by_key(|t| order(t.item.kind));
+        let texts = texts
+            .into_iter()
+            .map(|t| TextView {
+                class: format!("{:?}", t.item.kind).to_lowercase(),
+                title: t.item.kind.title(),
+                capture_point: &t.item.capture_point,
+                at: fmt_utc(t.item.at),
+                href: mode.evidence(key, &t.item),
+                content: t.content.as_deref().map_err(ToString::to_string),
+            })
+            .collect();
+        Evidence {
+            texts,
+            bad_links: &d.bad_links,
+        }
+    }
+}
+
+struct AttemptRow<'a> {
+    at: String,
+    ordinal: i64,
+    token: &'a str,
+    owner: &'a str,
+    generation: i64,
+    epoch: i64,
+    credential_version: i64,
+    contract: &'a str,
+}
+
+struct EventRow<'a> {
+    kind: &'static str,
+    at: String,
+    title: &'static str,
+    /// Redacted.
+    reason: Option<String>,
+    actor: &'a str,
+    /// Set only when the event changed the state.
+    from: Option<&'static str>,
+    to: &'static str,
+    attempt: Option<&'a str>,
+    /// Redacted, pretty JSON; `None` when there is nothing to show.
+    details: Option<String>,
+}
+
+enum Row<'a> {
+    Attempt(AttemptRow<'a>),
+    Event(EventRow<'a>),
+}
+
+/// Events and attempts in time order.
+#[derive(Template)]
+#[template(path = "review/timeline.html")]
+struct TimelineView<'a> {
+    rows: Vec<Row<'a>>,
+}
+
+impl<'a> TimelineView<'a> {
+    fn of(t: &'a crate::store::Timeline) -> Self {
+        // (when, event id or -1 for an attempt, row): an attempt sorts before the events of its millisecond.
+        let mut rows: Vec<(i64, i64, Row<'a>)> = Vec::new();
+        for a in &t.attempts {
+            rows.push((
+                a.created_at,
+                -1,
+                Row::Attempt(AttemptRow {
+                    at: fmt_utc(a.created_at),
+                    ordinal: a.ordinal,
+                    token: short(&a.token),
+                    owner: &a.owner,
+                    generation: a.generation,
+                    epoch: a.epoch,
+                    credential_version: a.credential_version,
+                    contract: short(&a.contract_hash),
+                }),
+            ));
+        }
+        for e in &t.events {
+            let mut details = e.details.clone();
+            crate::redact::json_in_place(&mut details);
+            let details = if details.as_object().is_some_and(|m| m.is_empty()) || details.is_null()
+            {
+                None
+            } else {
+                Some(serde_json::to_string_pretty(&details).unwrap_or_default())
+            };
+            rows.push((
+                e.at,
+                e.id,
+                Row::Event(EventRow {
+                    kind: e.kind.label(),
+                    at: fmt_utc(e.at),
+                    title: event_title(e.kind),
+                    reason: e.reason.as_deref().map(crate::redact::text),
+                    actor: &e.actor,
+                    from: e.from.filter(|f| *f != e.to).map(Status::label),
+                    to: e.to.label(),
+                    attempt: e.attempt.as_deref().map(short),
+                    details,
+                }),
+            ));
+        }
+        rows.sort_by_key(|r| (r.0, r.1));
+        TimelineView {
+            rows: rows.into_iter().map(|(_, _, r)| r).collect(),
+        }
+    }
+}
+
+/// The three things a person can record on a parked or indeterminate send, each a form with the CSRF token.
+#[derive(Template)]
+#[template(path = "review/actions.html")]
+struct Actions<'a> {
+    base: &'a str,
+    csrf: &'a str,
+    by: &'a str,
+    key: &'a str,
+    found_help: &'static str,
+    keep_title: &'static str,
+    keep_help: &'static str,
+    keep_button: &'static str,
+}
+
+impl<'a> Actions<'a> {
+    fn of(base: &'a str, csrf: &'a str, by: &'a str, i: &'a Intent) -> Self {
+        let found_help = match i.state {
+            Status::Indeterminate => {
+                "You found the post on the platform: the send is recorded as published (a lookup done by you)."
+            }
+            _ => "You found the post on the platform: the send is confirmed as published.",
+        };
+        let (keep_title, keep_help, keep_button) = match i.state {
+            Status::Parked => (
+                "Keep parked",
+                "Leave it parked, with a note for whoever looks next.",
+                "Keep parked",
+            ),
+            _ => (
+                "Park it",
+                "Take it off the machines: it becomes parked, with your note.",
+                "Park with this note",
+            ),
+        };
+        Actions {
+            base,
+            csrf,
+            by,
+            key: i.key.as_str(),
+            found_help,
+            keep_title,
+            keep_help,
+            keep_button,
+        }
+    }
+}
+
+/// Only parked and indeterminate sends wait for a person; the others belong to the machines, and the page
+/// says which command moves them on (nothing publishes a pending send by itself).
+#[derive(Template)]
+#[template(path = "review/next-step.html")]
+struct NextStep {
+    state: &'static str,
+    says: String,
+    command: Option<String>,
+}
+
+#[derive(Template)]
+#[template(path = "review/intent.html")]
+struct IntentView<'a> {
+    flash: Option<FlashView<'a>>,
+    key: &'a str,
+    summary: Summary<'a>,
+    permalink: Option<Permalink>,
+    /// The redelivery authorization record, redacted, as JSON text.
+    redelivery: Option<String>,
+    screenshots: Screenshots<'a>,
+    evidence: Evidence<'a>,
+    timeline: TimelineView<'a>,
+    actions: Option<Actions<'a>>,
+    next_step: Option<NextStep>,
+}
+
 /// One intent in full, with actions when live.
 pub fn intent_page(mode: &Mode, d: &Detail, flash: Option<&Flash>) -> String {
     let i = &d.timeline.intent;
     let key = i.key.as_str();
-    let mut b = String::new();
-    match flash {
-        Some(Flash::Done(m)) => {
-            let _ = write!(b, "<div class=\"flash ok\" id=\"message\">{}</div>", esc(m));
-        }
-        Some(Flash::Error(m)) => {
-            let _ = write!(
-                b,
-                "<div class=\"flash err\" id=\"message\">{}</div>",
-                esc(m)
-            );
-        }
-        None => {}
-    }
-    let _ = write!(
-        b,
-        "<section class=\"card\" id=\"intent\" data-key=\"{}\"><h2>{}</h2>{}{}{}",
-        esc(key),
-        headline(i),
-        intent_meta(i, d.now, d.timeline.attempts.len()),
-        why_line(&d.why, i.state),
-        text_block(i),
-    );
-    if let Some(p) = &i.permalink {
-        let _ = write!(
-            b,
-            "<div class=\"meta\">permalink {}</div>",
-            permalink_html(&crate::redact::text(p))
-        );
-    }
-    if let Some(r) = &i.redelivery {
-        let _ = write!(
-            b,
-            "<div class=\"meta\">redelivery authorization: <code>{}</code></div>",
-            esc(&crate::redact::json(r).to_string())
-        );
-    }
-    b.push_str("</section>");
-
-    // Screenshots.
-    b.push_str("<section class=\"card\" id=\"screenshots\"><h2>Screenshots</h2>");
-    if d.shots.is_empty() {
-        b.push_str("<p class=\"meta\">No screenshots were linked to this send.</p>");
-    } else {
-        b.push_str("<div class=\"shots\">");
-        for s in &d.shots {
-            b.push_str(&shot_html(mode, key, s));
-        }
-        b.push_str("</div><p class=\"meta\">Click a thumbnail for the full-size screenshot.</p>");
-    }
-    b.push_str("</section>");
-
-    // Text evidence: read-back first (what the platform shows), then the write log, then the rest.
-    let order = |k: super::evidence::EvidenceKind| {
-        use super::evidence::EvidenceKind as K;
-        match k {
-            K::Readback => 0,
-            K::WriteLog => 1,
-            K::DomExcerpt => 2,
-            _ => 3,
-        }
-    };
-    let mut texts: Vec<_> = d.texts.iter().collect();
-    texts.sort_by_key(|t| order(t.item.kind));
-    b.push_str("<section class=\"card\" id=\"evidence\"><h2>Read-back and write log</h2>");
-    if texts.is_empty() {
-        b.push_str("<p class=\"meta\">No read-back result or write-request log was linked to this send.</p>");
-    }
-    for t in texts {
-        let _ = write!(
-            b,
-            "<h3 class=\"ev-{}\">{} <span class=\"meta\">{} · {} · <a href=\"{}\">file</a></span></h3>",
-            esc(&format!("{:?}", t.item.kind).to_lowercase()),
-            esc(t.item.kind.title()),
-            esc(&t.item.capture_point),
-            esc(&fmt_utc(t.item.at)),
-            esc(&mode.evidence(key, &t.item)),
-        );
-        match &t.content {
-            Ok(text) => {
-                let _ = write!(b, "<pre class=\"json\">{}</pre>", esc(text));
-            }
-            Err(p) => {
-                let _ = write!(b, "<p class=\"problem\">{}</p>", esc(&p.to_string()));
-            }
-        }
-    }
-    for bad in &d.bad_links {
-        let _ = write!(
-            b,
-            "<p class=\"problem\">An evidence link at {} does not follow the convention and is not shown: {}</p>",
-            esc(&bad.capture_point),
-            esc(&bad.problem)
-        );
-    }
-    b.push_str("</section>");
-
-    // Timeline: events and attempts in time order.
-    b.push_str("<section class=\"card\" id=\"timeline\"><h2>Timeline</h2><table><thead><tr><th>When</th><th>What</th><th>Who</th><th>State</th><th>Details</th></tr></thead><tbody>");
-    let mut rows: Vec<(i64, i64, String)> = Vec::new();
-    for a in &d.timeline.attempts {
-        rows.push((
-            a.created_at,
-            -1,
-            format!(
-                "<tr class=\"attempt\"><td class=\"when\">{}</td><td><b>Attempt {}</b> <code>{}</code></td><td>{}</td><td></td>\
-<td>generation {} · epoch {} · credentials v{} · contract <code>{}</code></td></tr>",
-                esc(&fmt_utc(a.created_at)),
-                a.ordinal,
-                esc(short(&a.token)),
-                esc(&a.owner),
-                a.generation,
-                a.epoch,
-                a.credential_version,
-                esc(short(&a.contract_hash)),
-            ),
-        ));
-    }
-    for e in &d.timeline.events {
-        let mut details = e.details.clone();
-        crate::redact::json_in_place(&mut details);
-        let details = if details.as_object().is_some_and(|m| m.is_empty()) || details.is_null() {
-            String::new()
-        } else {
-            let pretty = serde_json::to_string_pretty(&details).unwrap_or_default();
-            format!(
-                "<details><summary>details</summary><pre class=\"json\">{}</pre></details>",
-                esc(&pretty)
-            )
-        };
-        let state = match e.from {
-            Some(f) if f != e.to => format!("{} → {}", esc(f.label()), esc(e.to.label())),
-            _ => esc(e.to.label()),
-        };
-        rows.push((
-            e.at,
-            e.id,
-            format!(
-                "<tr class=\"event ev-{}\"><td class=\"when\">{}</td><td><b>{}</b>{}</td><td>{}</td><td>{}</td><td>{}{}</td></tr>",
-                esc(e.kind.label()),
-                esc(&fmt_utc(e.at)),
-                esc(event_title(e.kind)),
-                e.reason
-                    .as_ref()
-                    .map(|r| format!("<br>{}", esc(&crate::redact::text(r))))
-                    .unwrap_or_default(),
-                esc(&e.actor),
-                state,
-                e.attempt
-                    .as_ref()
-                    .map(|a| format!("attempt <code>{}</code> ", esc(short(a))))
-                    .unwrap_or_default(),
-                details
-            ),
-        ));
-    }
-    rows.sort_by_key(|r| (r.0, r.1));
-    for (_, _, row) in rows {
-        b.push_str(&row);
-    }
-    b.push_str("</tbody></table></section>");
-
+    let (mut actions, mut next_step) = (None, None);
     if let Mode::Live { base, csrf, by } = mode {
         if matches!(i.state, Status::Parked | Status::Indeterminate) {
-            b.push_str(&actions_html(base, csrf, by, i));
+            actions = Some(Actions::of(base, csrf, by, i));
         } else {
-            // Only parked and indeterminate sends wait for a person; the others belong to the machines, and
-            // the page says which command moves them on (nothing publishes a pending send by itself).
             let next = i.next_step();
-            let _ = write!(
-                b,
-                "<section id=\"actions\"><p class=\"meta\">This send is {}: nothing here waits for a \
-person.</p><p id=\"next-step\">What happens next: {}</p>{}</section>",
-                esc(i.state.label()),
-                esc(&next.says),
-                next.command
-                    .map(|c| format!("<pre><code>{}</code></pre>", esc(&c)))
-                    .unwrap_or_default()
-            );
+            next_step = Some(NextStep {
+                state: i.state.label(),
+                says: next.says,
+                command: next.command,
+            });
         }
     }
+    let body = IntentView {
+        flash: flash.map(FlashView::of),
+        key,
+        summary: Summary::of(i, d.now, d.timeline.attempts.len(), &d.why),
+        permalink: i
+            .permalink
+            .as_deref()
+            .map(|p| Permalink::of(&crate::redact::text(p))),
+        redelivery: i
+            .redelivery
+            .as_ref()
+            .map(|r| crate::redact::json(r).to_string()),
+        screenshots: Screenshots {
+            shots: ShotView::all(mode, key, &d.shots),
+        },
+        evidence: Evidence::of(mode, key, d),
+        timeline: TimelineView::of(&d.timeline),
+        actions,
+        next_step,
+    };
     page(
         &format!("{} · {} · oncepost review", i.state, i.account),
-        &format!(
-            "<a href=\"{}\">← All parked and indeterminate sends</a>",
-            esc(&mode.home())
-        ),
-        &b,
+        Header::Intent { home: mode.home() },
+        body,
     )
-}
-
-fn actions_html(base: &str, csrf: &str, by: &str, i: &Intent) -> String {
-    let key = i.key.as_str();
-    let hidden = format!(
-        "<input type=\"hidden\" name=\"csrf\" value=\"{}\">",
-        esc(csrf)
-    );
-    let who = format!(
-        "<label>Your name<input name=\"by\" required value=\"{}\"></label>",
-        esc(by)
-    );
-    let action = |name: &str| esc(&format!("{base}/intent/{key}/{name}"));
-    let mut out = String::from(
-        "<section id=\"actions\"><h2>What happened?</h2><p class=\"meta\">Each action is recorded in the \
-store's history with your name; nothing is ever deleted.</p><div class=\"actions\">",
-    );
-    let found_help = match i.state {
-        Status::Indeterminate => {
-            "You found the post on the platform: the send is recorded as published (a lookup done by you)."
-        }
-        _ => "You found the post on the platform: the send is confirmed as published.",
-    };
-    let _ = write!(
-        out,
-        "<form id=\"found-form\" method=\"post\" action=\"{}\"><h3>Found it</h3><p>{}</p>{hidden}{who}\
-<label>Permalink<input name=\"permalink\" required placeholder=\"https://…/p/123\"></label>\
-<label>Platform id (optional)<input name=\"platform_id\"></label>\
-<button type=\"submit\">It is published</button></form>",
-        action("found"),
-        found_help
-    );
-    let _ = write!(
-        out,
-        "<form id=\"redeliver-form\" method=\"post\" action=\"{}\"><h3>Authorize redelivery</h3>\
-<p>You checked: it is NOT on the platform. A new send is created, pending, carrying your authorization; this one \
-stays as it is. Nothing is sent until someone runs <code>oncepost publish --key</code> with the new send's key \
-(shown on its page). One redelivery per send: if one exists, you get that one.</p>{hidden}{who}<label>Why<textarea name=\"reason\" required></textarea></label>\
-<button type=\"submit\" class=\"secondary\">Authorize one more copy</button></form>",
-        action("redeliver")
-    );
-    let (title, help, button) = match i.state {
-        Status::Parked => (
-            "Keep parked",
-            "Leave it parked, with a note for whoever looks next.",
-            "Keep parked",
-        ),
-        _ => (
-            "Park it",
-            "Take it off the machines: it becomes parked, with your note.",
-            "Park with this note",
-        ),
-    };
-    let _ = write!(
-        out,
-        "<form id=\"keep-form\" method=\"post\" action=\"{}\"><h3>{title}</h3><p>{help}</p>{hidden}{who}\
-<label>Note<textarea name=\"note\" required></textarea></label>\
-<button type=\"submit\" class=\"secondary\">{button}</button></form>",
-        action("keep")
-    );
-    out.push_str("</div></section>");
-    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn escapes_everything_that_matters() {
-        assert_eq!(
-            esc("<script>alert('x')</script> & \"q\""),
-            "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;q&quot;"
-        );
-    }
 
     #[test]
     fn utc_dates() {
@@ -669,10 +675,86 @@ mod tests {
         assert_eq!(fmt_utc(951_782_400_000), "2000-02-29 00:00:00 UTC");
     }
 
+    /// Every value a person or an agent typed (text, fields, source, the reason and actor of a park, the
+    /// reviewer's name, a flash message), each with `<`, `&`, `"` and `'`, is escaped on the intent page and
+    /// on the list, in content and in attribute values.
+    #[tokio::test]
+    async fn typed_values_are_escaped_on_the_intent_page_and_the_list() {
+        use std::collections::BTreeMap;
+
+        use crate::identity::{ActionKind, CanonicalRequest};
+        use crate::store::{NewAccount, NewIntent, Policy, Store, StoreLocation};
+
+        const EVIL: &str = r#"<b>bold</b> & "quoted" 'single'"#;
+        const ESCAPED: &str = "&lt;b&gt;bold&lt;/b&gt; &amp; &quot;quoted&quot; &#39;single&#39;";
+        let home = tempfile::tempdir().unwrap();
+        let store = Store::open(&StoreLocation::default_in(home.path()), Policy::default())
+            .await
+            .unwrap();
+        let now = Timestamp::now();
+        let account = NewAccount {
+            name: "alice".into(),
+            platform: "fixturebook".into(),
+            min_interval_ms: 0,
+            dup_window_ms: 0,
+        };
+        store.add_account(&account, "tester", now).await.unwrap();
+        let fields = BTreeMap::from([("title".to_string(), EVIL.to_string())]);
+        let new = NewIntent {
+            account: "alice".into(),
+            action: ActionKind::Post,
+            target: String::new(),
+            request: CanonicalRequest::new(Some(EVIL), &fields),
+            source_ref: Some(EVIL.into()),
+        };
+        let key = store.create_intent(&new, now).await.unwrap().intent.key;
+        store.park(&key, EVIL, EVIL, now).await.unwrap();
+
+        let d = view::detail(&store, home.path(), &key, now).await.unwrap();
+        let live = Mode::Live {
+            base: "/t",
+            csrf: "c",
+            by: EVIL,
+        };
+        let page = intent_page(&live, &d, Some(&Flash::Done(EVIL.into())));
+        let l = view::list(&store, home.path(), view::Filter::default(), now)
+            .await
+            .unwrap();
+        let list = list_page(&live, &l, Some(EVIL));
+        for (name, html) in [("intent page", &page), ("list", &list)] {
+            assert!(!html.contains("<b>bold"), "{name} renders raw markup");
+            assert!(
+                !html.contains("'single'"),
+                "{name}: an apostrophe is left raw"
+            );
+            assert!(!html.contains(r#""quoted""#), "{name}: a quote is left raw");
+            for needle in [
+                format!(r#"<div class="text">{ESCAPED}</div>"#),
+                format!(r#"<div class="meta">title: <b>{ESCAPED}</b></div>"#),
+                format!("<span>source <code>{ESCAPED}</code></span>"),
+                format!(r#"<div class="why">Parked by <b>{ESCAPED}</b>: {ESCAPED}</div>"#),
+                format!(r#"id="message">{ESCAPED}</div>"#),
+            ] {
+                assert!(html.contains(&needle), "{name} misses {needle}");
+            }
+        }
+        assert!(page.contains(&format!(r#"<input name="by" required value="{ESCAPED}">"#)));
+        assert_eq!(
+            page.matches(r#"name="csrf" value="c""#).count(),
+            3,
+            "every form"
+        );
+        assert!(
+            page.contains(&format!("<td>{ESCAPED}</td>")),
+            "the timeline's actor"
+        );
+    }
+
     #[test]
     fn only_http_permalinks_are_links() {
-        assert!(permalink_html("https://x.test/p/1").starts_with("<a "));
-        assert!(permalink_html("javascript:alert(1)").starts_with("<code>"));
-        assert!(permalink_html("/p/1").starts_with("<code>"));
+        let p = |s: &str| html::render(&Permalink::of(s));
+        assert!(p("https://x.test/p/1").starts_with("<a "));
+        assert!(p("javascript:alert(1)").starts_with("<code>"));
+        assert!(p("/p/1").starts_with("<code>"));
     }
 }
