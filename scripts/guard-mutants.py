@@ -458,7 +458,7 @@ def build(targets):
         exes[LIB if "lib" in kinds else m["target"]["name"]] = m["executable"]
     if r.returncode != 0:
         errors = [l for l in r.stderr.splitlines() if l.startswith("error")]
-        raise BuildError("; ".join(errors[:3]) or r.stderr[-500:])
+        raise BuildError("the mutant does not build: " + ("; ".join(errors[:3]) or r.stderr[-500:]))
     missing = set(targets) - set(exes)
     if missing:
         raise BuildError(f"no test executable for {sorted(missing)}")
@@ -723,30 +723,22 @@ def main():
     try:
         layout = "tests/it (one binary)" if one_binary() else "tests/*.rs (one binary each)"
         runnable = [x for x in guards if x.name in plans]
-        t = time.time()
-        try:
-            with CargoLock(lock):
-                exes = build(targets_of(s for x in runnable for s in x.tests))
-            union = select(exes, sorted({s for x in runnable for s in x.tests}))
-            UNMUTATED.update({target: digest(exe) for target, exe in exes.items()})
-        except BuildError as e:
-            print(f"baseline does not build: {e}")
-            return 1
-        with open(log_dir / "baseline.log", "w") as log:
-            failed, timed_out, n = run_selected(exes, union, a.timeout, log)
-        if failed or timed_out:
-            print(f"baseline is red ({'timeout; ' if timed_out else ''}{', '.join(short(failed)[:6])}); fix it first "
-                  f"(log: {log_dir / 'baseline.log'})")
-            return 1
-        print(f"baseline green: {n} tests in {time.time() - t:.0f}s; {len(runnable)} guards; layout {layout}; "
-              f"load {open('/proc/loadavg').read().split()[0]}", flush=True)
-
+        every_target = targets_of(s for x in runnable for s in x.tests)
         batch = max(1, a.batch)
         for start in range(0, len(runnable), batch):
             group = runnable[start:start + batch]
             built, t0 = {}, time.time()
             with CargoLock(lock):
                 waited = time.time() - t0
+                if start == 0:
+                    # The unmutated tree first, in the same hold of the lock: its tests run before any verdict.
+                    try:
+                        unmutated = build(every_target)
+                        base = snapshot(unmutated, snaps / "unmutated")
+                        UNMUTATED.update({target: digest(exe) for target, exe in unmutated.items()})
+                    except BuildError as e:
+                        print(f"the unmutated tree does not build: {e}")
+                        return 1
                 for x in group:
                     t = time.time()
                     writes = plans[x.name]
@@ -762,12 +754,28 @@ def main():
                             path.write_text(original)
                             if path.read_text() != original:
                                 raise SystemExit(f"could not restore {path}")
+            if start == 0:
+                t = time.time()
+                try:
+                    install_bin(snaps / "unmutated")
+                    union = select(base, sorted({s for x in runnable for s in x.tests}))
+                except BuildError as e:
+                    print(f"unmutated tree: {e}")
+                    return 1
+                with open(log_dir / "baseline.log", "w") as log:
+                    failed, timed_out, n = run_selected(base, union, a.timeout, log)
+                if failed or timed_out:
+                    print(f"the unmutated tree is red ({'timeout; ' if timed_out else ''}{', '.join(short(failed)[:6])}); "
+                          f"fix it first (log: {log_dir / 'baseline.log'})")
+                    return 1
+                print(f"unmutated tree green: {n} tests in {time.time() - t:.0f}s (lock wait {waited:.0f}s); "
+                      f"{len(runnable)} guards; layout {layout}; load {open('/proc/loadavg').read().split()[0]}", flush=True)
             for x in group:
                 t = time.time()
                 exes, build_secs = built[x.name]
                 slug = re.sub(r"[^a-z0-9]+", "-", x.name.lower()).strip("-")
                 if isinstance(exes, BuildError):
-                    status, detail = "ERROR", f"the mutant does not build: {exes}"
+                    status, detail = "ERROR", str(exes)
                 else:
                     try:
                         install_bin(snaps / str(start) / x.name)
