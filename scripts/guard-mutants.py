@@ -445,7 +445,16 @@ class CargoLock:
 def build(targets):
     """Build the test binaries; {target: executable}. The caller holds the cargo lock."""
     cmd = ["cargo", "test", "--locked", "--no-run", *cargo_args(targets), "--message-format=json-render-diagnostics"]
-    r = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # Its own process group, so an interrupted run stops cargo's rustc children too (they would go on
+    # compiling a mutant that is already restored, outside the lock).
+    p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = p.communicate()
+    except BaseException:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+        raise
+    r = subprocess.CompletedProcess(cmd, p.returncode, out, err)
     exes = {}
     for line in r.stdout.splitlines():
         try:
