@@ -11,4 +11,5 @@ trap 'scripts/pg-ephemeral.sh stop "$pgdir"' EXIT
 ONCEPOST_TEST_PG=$(scripts/pg-ephemeral.sh start "$pgdir")
 export ONCEPOST_TEST_PG
 
-cargo test --locked "$@"
+# compile_fail doctests must fail with their pinned error code (stable rustdoc skips that check).
+RUSTDOC="$PWD/scripts/rustdoc-error-codes.sh" cargo test --locked "$@"

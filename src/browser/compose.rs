@@ -5,7 +5,7 @@
 //! [`PublishControl::press`] is the only method in the crate that presses a publish control. It takes a
 //! [`DispatchAuthorization`] by value (not `Clone`), so one authorization presses at most once:
 //!
-//! ```compile_fail
+//! ```compile_fail,E0382
 //! use oncepost::browser::{compose::{Actionable, ComposePage}, CreatePattern, PublishControl, TransportOptions};
 //! use oncepost::store::DispatchAuthorization;
 //! async fn twice(c: &PublishControl, p: &ComposePage<'_>, at: &Actionable, pat: &CreatePattern,

@@ -4,7 +4,7 @@
 //! [`NamedLocator`]) but this module gives it no method that clicks or presses it; the only thing a probe
 //! may click is a [`NonPublishingStep`], which cannot be built from the publish control's locator.
 //!
-//! ```compile_fail
+//! ```compile_fail,E0308
 //! use oncepost::browser::{Locator, PublishControl, Strategy, probe};
 //! async fn try_to_publish(page: &probe::ProbePage<'_>, publish: &PublishControl) {
 //!     // A probe can only click non-publishing steps; the publish control is not one.
