@@ -238,6 +238,9 @@ struct Obs {
     copies: usize,
     /// Chromium processes of this cell still alive after the command.
     chromium_left: usize,
+    /// The failpoint named by the command's stderr line `failpoint NAME: SIGKILL` (printed by
+    /// src/failpoint.rs right before the kill), if any.
+    failpoint_line: Option<String>,
     note: String,
 }
 
@@ -552,6 +555,7 @@ impl Cell {
             arrivals: self.arrivals(),
             copies: self.copies(),
             chromium_left: chromium_of(self.home()).len(),
+            failpoint_line: failpoint_line(&r.stderr),
             note,
         });
     }
@@ -607,6 +611,17 @@ impl Cell {
         self.arrivals_before_round2 = self.arrivals();
         self.round(2, None).await;
     }
+}
+
+/// The point a failpoint's last words name: src/failpoint.rs writes `failpoint NAME: SIGKILL` on stderr just
+/// before it kills the process, so a SIGKILL without that line (or naming another point) came from elsewhere.
+fn failpoint_line(stderr: &str) -> Option<String> {
+    stderr.lines().rev().find_map(|l| {
+        l.trim()
+            .strip_prefix("failpoint ")?
+            .strip_suffix(": SIGKILL")
+            .map(String::from)
+    })
 }
 
 /// One line of what a command printed on stdout: publish's summary and whether it pressed, sweep's moves,
@@ -873,6 +888,16 @@ async fn check(cell: &mut Cell) -> Vec<String> {
         None => {}
     }
 
+    // The create request is the only write that may reach the platform (login is a GET): no other write
+    // reached it, at any point of the cell.
+    let others = cell.platform.stats();
+    if others.other_writes_total != 0 {
+        fail.push(format!(
+            "{} other write(s) reached the platform: {:?}",
+            others.other_writes_total, others.other_writes
+        ));
+    }
+
     // No create request after an indeterminate or parked state was recorded.
     if let Some(i) = log
         .iter()
@@ -934,6 +959,29 @@ async fn check(cell: &mut Cell) -> Vec<String> {
                 "SIGKILL in r{} {} (the point belongs to round 1's {})",
                 o.round, o.step, exp.fired_in
             ));
+        }
+    }
+    // Each SIGKILL is the cell's own failpoint firing (its stderr line names the point), and a failpoint
+    // line always ends in that SIGKILL.
+    for o in &log {
+        let killed = o.end.killed_by_failpoint();
+        match o.failpoint_line.as_deref() {
+            Some(p) if killed && p == cell.point.name() => {}
+            Some(p) if killed => fail.push(format!(
+                "r{} {} died at failpoint {p}, not at the cell's {}",
+                o.round,
+                o.step,
+                cell.point.name()
+            )),
+            None if killed => fail.push(format!(
+                "r{} {} died of SIGKILL without its failpoint's stderr line (not the failpoint's kill)",
+                o.round, o.step
+            )),
+            Some(p) => fail.push(format!(
+                "r{} {} printed failpoint {p} but ended {}",
+                o.round, o.step, o.end
+            )),
+            None => {}
         }
     }
     for o in &log {
@@ -1044,7 +1092,64 @@ async fn check(cell: &mut Cell) -> Vec<String> {
                     }
                 }
             }
+            fail.extend(store_used(cell, &list));
         }
+    }
+    fail
+}
+
+/// The commands used the store the cell asked for: on PostgreSQL, the database holds the intent with the
+/// state the CLI reported and no SQLite file was created in the data dir; on SQLite, the data dir's file
+/// exists (a PostgreSQL cell whose `ONCEPOST_STORE` was lost would otherwise pass on SQLite unnoticed).
+fn store_used(cell: &Cell, list: &[Value]) -> Vec<String> {
+    let sqlite_file = cell.home().join("oncepost.db");
+    let Some(url) = &cell.store_url else {
+        if sqlite_file.is_file() {
+            return Vec::new();
+        }
+        return vec![format!("no SQLite store at {}", sqlite_file.display())];
+    };
+    let mut fail = Vec::new();
+    if sqlite_file.exists() {
+        fail.push(format!(
+            "a PostgreSQL cell created a SQLite store at {}",
+            sqlite_file.display()
+        ));
+    }
+    let out = std::process::Command::new("psql")
+        .arg(url)
+        .arg("-qtAc")
+        .arg("SELECT delivery_key || ' ' || state FROM intents ORDER BY id")
+        .output();
+    let rows = match out {
+        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).trim().to_string(),
+        Ok(o) => {
+            fail.push(format!(
+                "psql on the cell's database: {}",
+                String::from_utf8_lossy(&o.stderr).trim()
+            ));
+            return fail;
+        }
+        Err(e) => {
+            fail.push(format!("cannot run psql: {e}"));
+            return fail;
+        }
+    };
+    let want = list
+        .iter()
+        .map(|i| {
+            format!(
+                "{} {}",
+                i["key"].as_str().unwrap_or("?"),
+                i["state"].as_str().unwrap_or("?")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    if rows.is_empty() || rows != want {
+        fail.push(format!(
+            "the PostgreSQL database holds {rows:?}, the CLI reported {want:?}"
+        ));
     }
     fail
 }
@@ -1149,6 +1254,7 @@ fn table(outcomes: &[Outcome]) -> String {
     for f in FAULTS {
         s.push_str(&format!("| {:<w$}", f.label()));
     }
+    s.truncate(s.trim_end().len());
     s.push('\n');
     s.push_str(&"-".repeat(17 + FAULTS.len() * (w + 2)));
     s.push('\n');
@@ -1165,6 +1271,8 @@ fn table(outcomes: &[Outcome]) -> String {
                 .unwrap_or_default();
             s.push_str(&format!("| {c:<w$}"));
         }
+        // No trailing spaces: the doc's copy is compared byte for byte.
+        s.truncate(s.trim_end().len());
         s.push('\n');
     }
     s
@@ -1212,37 +1320,196 @@ fn report(title: &str, outcomes: &[Outcome], took: Duration, with_table: bool) {
 // The tests
 // ---------------------------------------------------------------------------------------------------
 
-/// `ONCEPOST_CRASH_ONLY=after_begin,request_sent/commit-then-drop` narrows the matrix to those points (all
-/// faults) and point/fault cells while investigating one; unset runs all 40.
-fn selected(p: FailPoint, f: FaultMode) -> bool {
-    let Ok(only) = std::env::var("ONCEPOST_CRASH_ONLY") else {
-        return true;
-    };
-    let only = only.trim();
-    only.is_empty()
-        || only
-            .split(',')
-            .map(str::trim)
-            .any(|sel| match sel.split_once('/') {
-                Some((pn, fl)) => pn == p.name() && fl == f.label(),
-                None => sel == p.name(),
-            })
+/// `ONCEPOST_CRASH_ONLY=after_begin,request_sent/commit-then-drop`, parsed: points (every fault) and
+/// point/fault cells; `None` when unset or empty. A name that is no failpoint or fault fails the test: a typo
+/// must not narrow the matrix to nothing and pass.
+fn crash_only() -> Option<Vec<(FailPoint, Option<FaultMode>)>> {
+    let only = std::env::var("ONCEPOST_CRASH_ONLY").ok()?;
+    let sels: Vec<_> = only
+        .split(',')
+        .map(str::trim)
+        .filter(|sel| !sel.is_empty())
+        .map(|sel| {
+            let (pn, fl) = match sel.split_once('/') {
+                Some((pn, fl)) => (pn, Some(fl)),
+                None => (sel, None),
+            };
+            let p = FailPoint::parse(pn).unwrap_or_else(|| {
+                panic!(
+                    "ONCEPOST_CRASH_ONLY: {pn:?} is no failpoint (known: {})",
+                    FailPoint::ALL.map(|p| p.name()).join(", ")
+                )
+            });
+            let f = fl.map(|fl| {
+                FAULTS
+                    .into_iter()
+                    .find(|f| f.label() == fl)
+                    .unwrap_or_else(|| {
+                        panic!(
+                            "ONCEPOST_CRASH_ONLY: {fl:?} is no fault of the matrix (known: {})",
+                            FAULTS.map(|f| f.label()).join(", ")
+                        )
+                    })
+            });
+            (p, f)
+        })
+        .collect();
+    (!sels.is_empty()).then_some(sels)
 }
 
-/// All 40 cells: every failpoint against every fault mode.
-#[test]
-fn matrix_every_failpoint_against_every_fault() {
-    let t0 = Instant::now();
-    let mut cells = Vec::new();
-    for p in FailPoint::ALL {
-        for f in FAULTS {
-            if selected(p, f) {
-                cells.push((p, f));
+/// Whether `ONCEPOST_CRASH_ONLY` (unset: every cell) selects this cell.
+fn selected(p: FailPoint, f: FaultMode) -> bool {
+    crash_only().is_none_or(|sels| {
+        sels.iter()
+            .any(|(sp, sf)| *sp == p && sf.is_none_or(|sf| sf == f))
+    })
+}
+
+/// The cells of one test that `ONCEPOST_CRASH_ONLY` selects. Unset, that is every cell, and there must be
+/// `all` of them (the count the docs state); set, at least one (a filter that selects none of this test's
+/// cells fails it: name the test to run, e.g. `cargo test --test crash_matrix matrix`).
+fn cells_of(
+    test: &str,
+    every: Vec<(FailPoint, FaultMode)>,
+    all: usize,
+) -> Vec<(FailPoint, FaultMode)> {
+    assert_eq!(every.len(), all, "{test}: the matrix lost cells");
+    let cells: Vec<_> = every
+        .into_iter()
+        .filter(|(p, f)| selected(*p, *f))
+        .collect();
+    assert!(
+        !cells.is_empty(),
+        "{test}: ONCEPOST_CRASH_ONLY={:?} selects none of its {all} cells",
+        std::env::var("ONCEPOST_CRASH_ONLY").unwrap_or_default()
+    );
+    cells
+}
+
+/// Every cell asked for ran and was checked (a cell that never ran must not look like a pass).
+fn assert_all_ran(test: &str, cells: &[(FailPoint, FaultMode)], outcomes: &[Outcome]) {
+    let ran: Vec<_> = outcomes.iter().map(|o| (o.point, o.fault)).collect();
+    assert_eq!(
+        ran.len(),
+        cells.len(),
+        "{test}: {} of {} cells ran",
+        ran.len(),
+        cells.len()
+    );
+    assert!(
+        ran.iter().zip(cells).all(|(r, c)| r == c),
+        "{test}: the cells that ran are not the cells asked for"
+    );
+    eprintln!("{test}: {} cells ran and were checked", ran.len());
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The table in docs/crash-matrix.md
+// ---------------------------------------------------------------------------------------------------
+
+/// The doc that records the matrix as the test prints it.
+const DOC: &str = "docs/crash-matrix.md";
+/// Set (to anything) to rewrite the doc's table from a full, green matrix run instead of failing on a difference.
+const BLESS: &str = "ONCEPOST_CRASH_BLESS";
+
+/// The doc's text and the byte range of its table: the first fenced block whose first line starts with
+/// `failpoint ` (the table's header).
+fn doc_table() -> (String, std::ops::Range<usize>) {
+    let doc = std::fs::read_to_string(repo(DOC)).expect("docs/crash-matrix.md");
+    let start = doc
+        .find("```\nfailpoint ")
+        .map(|i| i + "```\n".len())
+        .expect("docs/crash-matrix.md has the matrix table in a fenced block");
+    let end = doc[start..]
+        .find("```")
+        .map(|i| start + i)
+        .expect("the table's block is closed");
+    (doc, start..end)
+}
+
+/// The doc table's cells: (failpoint, fault label) -> what the test prints for the cell.
+fn doc_cells(table: &str) -> std::collections::BTreeMap<(String, String), String> {
+    let mut lines = table.lines();
+    let header: Vec<String> = lines
+        .next()
+        .unwrap_or("")
+        .split('|')
+        .skip(1)
+        .map(|c| c.trim().to_string())
+        .collect();
+    let mut cells = std::collections::BTreeMap::new();
+    for line in lines.filter(|l| l.contains('|')) {
+        let mut cols = line.split('|').map(str::trim);
+        let point = cols.next().unwrap_or("").to_string();
+        for (fault, c) in header.iter().zip(cols) {
+            if !c.is_empty() {
+                cells.insert((point.clone(), fault.clone()), c.to_string());
             }
         }
     }
-    let outcomes = run_cells(cells, StoreKind::Sqlite);
+    cells
+}
+
+/// Compare what ran with the doc's table. `whole`: the full matrix ran, so the printed table must equal the
+/// doc's block line for line (with `ONCEPOST_CRASH_BLESS` set, the block is rewritten instead); otherwise
+/// every cell that ran must show what the doc's cell shows. Returns the differences.
+fn against_doc(outcomes: &[Outcome], whole: bool) -> Vec<String> {
+    let (doc, range) = doc_table();
+    let recorded = &doc[range.clone()];
+    if whole {
+        let printed = table(outcomes);
+        if printed == recorded {
+            return Vec::new();
+        }
+        if std::env::var_os(BLESS).is_some() && outcomes.iter().all(|o| o.failures.is_empty()) {
+            let mut new = doc.clone();
+            new.replace_range(range, &printed);
+            std::fs::write(repo(DOC), new).expect("rewrite docs/crash-matrix.md");
+            eprintln!("{BLESS}: wrote the printed table into {DOC}");
+            return Vec::new();
+        }
+        return vec![format!(
+            "the printed table differs from {DOC} (run the full matrix with {BLESS}=1 to rewrite it):\n\
+             printed:\n{printed}\nin {DOC}:\n{recorded}"
+        )];
+    }
+    let cells = doc_cells(recorded);
+    outcomes
+        .iter()
+        .filter_map(|o| {
+            let key = (o.point.name().to_string(), o.fault.label().to_string());
+            let want = cells.get(&key).map(String::as_str);
+            (want != Some(o.short().as_str())).then(|| {
+                format!(
+                    "{} x {}: {:?}, but {DOC} records {want:?}",
+                    key.0,
+                    key.1,
+                    o.short()
+                )
+            })
+        })
+        .collect()
+}
+
+fn assert_as_the_doc_says(outcomes: &[Outcome], whole: bool) {
+    let diff = against_doc(outcomes, whole);
+    assert!(diff.is_empty(), "{}", diff.join("\n"));
+}
+
+/// All 40 cells: every failpoint against every fault mode. The table it prints is the one in
+/// docs/crash-matrix.md.
+#[test]
+fn matrix_every_failpoint_against_every_fault() {
+    let t0 = Instant::now();
+    let every = FailPoint::ALL
+        .into_iter()
+        .flat_map(|p| FAULTS.map(|f| (p, f)))
+        .collect();
+    let cells = cells_of("crash matrix", every, 40);
+    let outcomes = run_cells(cells.clone(), StoreKind::Sqlite);
+    assert_all_ran("crash matrix", &cells, &outcomes);
     report("crash matrix", &outcomes, t0.elapsed(), true);
+    assert_as_the_doc_says(&outcomes, crash_only().is_none());
 }
 
 /// The WebSocket row: every failpoint, publishing from a page whose click publishes over a WebSocket (the
@@ -1250,12 +1517,10 @@ fn matrix_every_failpoint_against_every_fault() {
 #[test]
 fn websocket_row_every_failpoint() {
     let t0 = Instant::now();
-    let cells: Vec<_> = FailPoint::ALL
-        .into_iter()
-        .filter(|p| selected(*p, FaultMode::Normal))
-        .map(|p| (p, FaultMode::Normal))
-        .collect();
-    let outcomes = run_cells_on(cells, StoreKind::Sqlite, Page::WebSocketOnPublish);
+    let every = FailPoint::ALL.map(|p| (p, FaultMode::Normal)).to_vec();
+    let cells = cells_of("WebSocket row", every, 8);
+    let outcomes = run_cells_on(cells.clone(), StoreKind::Sqlite, Page::WebSocketOnPublish);
+    assert_all_ran("WebSocket row", &cells, &outcomes);
     report(
         "crash matrix, WebSocket row",
         &outcomes,
@@ -1270,21 +1535,21 @@ fn websocket_row_every_failpoint() {
 #[test]
 fn postgres_cells_where_the_store_decides() {
     let t0 = Instant::now();
-    let mut cells = Vec::new();
-    for p in [
+    let every = [
         FailPoint::AfterAuthorize,
         FailPoint::RequestSent,
         FailPoint::DuringSettle,
         FailPoint::DuringReconcile,
-    ] {
-        for f in [FaultMode::Normal, FaultMode::CommitThenDrop] {
-            if selected(p, f) {
-                cells.push((p, f));
-            }
-        }
-    }
-    let outcomes = run_cells(cells, StoreKind::Postgres);
+    ]
+    .into_iter()
+    .flat_map(|p| [FaultMode::Normal, FaultMode::CommitThenDrop].map(|f| (p, f)))
+    .collect();
+    let cells = cells_of("crash cells on PostgreSQL", every, 8);
+    let outcomes = run_cells(cells.clone(), StoreKind::Postgres);
+    assert_all_ran("crash cells on PostgreSQL", &cells, &outcomes);
     report("crash cells on PostgreSQL", &outcomes, t0.elapsed(), true);
+    // The same outcome as the SQLite cell in the doc's table.
+    assert_as_the_doc_says(&outcomes, false);
 }
 
 /// splitmix64: a tiny seeded generator, so a printed seed replays the same trials.
@@ -1308,14 +1573,18 @@ impl SplitMix {
 /// generator (`ONCEPOST_CRASH_SEED`, else the clock; printed either way). Same checks as the matrix.
 #[test]
 fn random_trials() {
-    let seed: u64 = std::env::var("ONCEPOST_CRASH_SEED")
-        .ok()
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| now_ms() as u64);
-    let trials: usize = std::env::var("ONCEPOST_CRASH_TRIALS")
-        .ok()
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(3);
+    // A value that is not a number fails (a typo must not replay another seed or run the default count).
+    let number = |name: &str| -> Option<u64> {
+        let v = std::env::var(name).ok()?;
+        Some(
+            v.trim()
+                .parse()
+                .unwrap_or_else(|_| panic!("{name}={v:?} is not a number")),
+        )
+    };
+    let seed = number("ONCEPOST_CRASH_SEED").unwrap_or_else(|| now_ms() as u64);
+    let trials = number("ONCEPOST_CRASH_TRIALS").unwrap_or(3) as usize;
+    assert!(trials >= 1, "ONCEPOST_CRASH_TRIALS=0 runs nothing");
     eprintln!("random crash trials: ONCEPOST_CRASH_SEED={seed} ONCEPOST_CRASH_TRIALS={trials}");
     let mut rng = SplitMix(seed);
     let cells: Vec<(FailPoint, FaultMode)> = (0..trials)
@@ -1330,7 +1599,8 @@ fn random_trials() {
         eprintln!("  trial {:>3}: {} x {}", i + 1, p.name(), f.label());
     }
     let t0 = Instant::now();
-    let outcomes = run_cells(cells, StoreKind::Sqlite);
+    let outcomes = run_cells(cells.clone(), StoreKind::Sqlite);
+    assert_all_ran("random crash trials", &cells, &outcomes);
     // Per (point, fault): trials and failures, for a large run's figures.
     let mut tally: std::collections::BTreeMap<(usize, usize), (usize, usize)> = Default::default();
     for o in &outcomes {
@@ -1365,4 +1635,5 @@ fn random_trials() {
         t0.elapsed(),
         false,
     );
+    assert_as_the_doc_says(&outcomes, false);
 }
