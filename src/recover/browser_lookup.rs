@@ -64,9 +64,16 @@ impl PlatformLookup for BrowserLookup {
     async fn hold(&self, intent: &Intent) -> Result<Option<Self::Hold>, String> {
         let lock_path = crate::lock::profile_lock_path(&self.profiles, &intent.account)
             .map_err(|e| e.to_string())?;
+        let cannot = |e: std::io::Error| format!("cannot lock {}: {e}", lock_path.display());
+        if let Some(held) = crate::lock::FileLock::try_take(&lock_path).map_err(cannot)? {
+            return Ok(Some(held));
+        }
+        // Said once, before the wait: a person reading the log (and a test timing a signal) sees that the
+        // lookup is queued behind the profile, not running.
+        tracing::info!(account = %intent.account, "browser profile busy: the lookup waits for it");
         crate::lock::FileLock::take_within(&lock_path, self.navigation_timeout / 2)
             .await
-            .map_err(|e| format!("cannot lock {}: {e}", lock_path.display()))
+            .map_err(cannot)
     }
 
     async fn find(&self, intent: &Intent, _profile: &Self::Hold) -> Result<LookupResult, String> {
