@@ -281,6 +281,41 @@ async fn wait_for_ticket(store: &Store, key: &str, within: Duration) {
     }
 }
 
+/// The line `BrowserLookup` logs (at info, `ONCEPOST_LOG=oncepost=info`) when it starts waiting for a busy
+/// browser profile.
+const PROFILE_WAIT_LINE: &str = "browser profile busy: the lookup waits for it";
+
+/// Read `child`'s stderr until the lookup says it waits for the busy profile (a signal from the process, not
+/// a guess of how long it takes to get there on a loaded machine); the rest of stderr is returned when the
+/// child exits.
+async fn wait_for_profile_wait(
+    child: &mut tokio::process::Child,
+) -> tokio::task::JoinHandle<String> {
+    let mut lines = tokio::io::BufReader::new(child.stderr.take().expect("stderr piped")).lines();
+    let mut seen = Vec::new();
+    let waiting = tokio::time::timeout(Duration::from_secs(60), async {
+        while let Ok(Some(l)) = lines.next_line().await {
+            let hit = l.contains(PROFILE_WAIT_LINE);
+            seen.push(l);
+            if hit {
+                return true;
+            }
+        }
+        false
+    })
+    .await
+    .unwrap_or(false);
+    assert!(waiting, "the lookup never waited for the profile: {seen:?}");
+    tokio::spawn(async move {
+        let mut rest = seen.join("\n");
+        while let Ok(Some(l)) = lines.next_line().await {
+            rest.push('\n');
+            rest.push_str(&l);
+        }
+        rest
+    })
+}
+
 /// Every lookup that was recorded as started has its result recorded.
 fn every_started_lookup_has_a_result(show: &Value) -> (usize, usize) {
     let k = kinds(show);
@@ -346,7 +381,7 @@ async fn sigterm_to_the_worker_before_its_lookup_starts_spends_nothing() {
         .expect("free");
     let base = env.platform.base_url();
     let c = contract();
-    let child = env
+    let mut child = env
         .cmd(&[
             "worker",
             "--contract",
@@ -356,11 +391,12 @@ async fn sigterm_to_the_worker_before_its_lookup_starts_spends_nothing() {
             "--interval",
             "30s",
         ])
+        .env("ONCEPOST_LOG", "oncepost=info")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("worker");
-    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    let stderr = wait_for_profile_wait(&mut child).await;
     let sent = Instant::now();
     signal(child.id().expect("pid"), libc::SIGTERM);
     let out = tokio::time::timeout(Duration::from_secs(20), child.wait_with_output())
@@ -372,7 +408,7 @@ async fn sigterm_to_the_worker_before_its_lookup_starts_spends_nothing() {
         "{:?}",
         sent.elapsed()
     );
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = stderr.await.expect("stderr");
     assert_eq!(out.status.code(), Some(0), "worker: {:?} {err}", out.status);
     let show = env.show(&key).await;
     assert_eq!(every_started_lookup_has_a_result(&show), (0, 0));
@@ -394,7 +430,7 @@ async fn sigint_to_reconcile_never_spends_a_lookup_that_did_not_run() {
     let busy = oncepost::lock::FileLock::try_take(&lock_path)
         .expect("lock")
         .expect("free");
-    let child = env
+    let mut child = env
         .cmd(&[
             "reconcile",
             "--contract",
@@ -404,17 +440,18 @@ async fn sigint_to_reconcile_never_spends_a_lookup_that_did_not_run() {
             "--key",
             &key,
         ])
+        .env("ONCEPOST_LOG", "oncepost=info")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("reconcile");
-    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    let stderr = wait_for_profile_wait(&mut child).await;
     signal(child.id().expect("pid"), libc::SIGINT);
     let out = tokio::time::timeout(Duration::from_secs(20), child.wait_with_output())
         .await
         .expect("reconcile stopped in time")
         .expect("output");
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = stderr.await.expect("stderr");
     assert_eq!(out.status.code(), Some(130), "{:?} {err}", out.status);
     assert!(err.contains("nothing recorded"), "{err}");
     let show = env.show(&key).await;

@@ -491,57 +491,71 @@ async fn bad_input_exits_2_and_sends_nothing() {
     let env = Env::start(Fault::default()).await;
     let c = env.contract.to_string_lossy().into_owned();
     let base = env.platform.base_url();
-    for args in [
-        vec![
-            "publish",
-            "--contract",
-            &c,
-            "--account",
-            "nobody",
-            "--base-url",
-            &base,
-            "--text",
-            "x",
-        ],
-        vec![
-            "publish",
-            "--contract",
-            &c,
-            "--account",
-            "alice",
-            "--base-url",
-            &base,
-            "--text",
-            "x",
-            "--field",
-            "nope=1",
-        ],
-        vec![
-            "publish",
-            "--contract",
-            &c,
-            "--account",
-            "alice",
-            "--base-url",
-            &base,
-            "--text",
-            "  ",
-        ],
-        vec![
-            "publish",
-            "--contract",
-            "/nonexistent.toml",
-            "--account",
-            "alice",
-            "--base-url",
-            &base,
-            "--text",
-            "x",
-        ],
+    // (arguments, what the message must say: each refusal for its own reason, not any exit 2)
+    for (args, says) in [
+        (
+            vec![
+                "publish",
+                "--contract",
+                &c,
+                "--account",
+                "nobody",
+                "--base-url",
+                &base,
+                "--text",
+                "x",
+            ],
+            "unknown account \"nobody\"",
+        ),
+        (
+            vec![
+                "publish",
+                "--contract",
+                &c,
+                "--account",
+                "alice",
+                "--base-url",
+                &base,
+                "--text",
+                "x",
+                "--field",
+                "nope=1",
+            ],
+            "the contract has no field \"nope\"",
+        ),
+        (
+            vec![
+                "publish",
+                "--contract",
+                &c,
+                "--account",
+                "alice",
+                "--base-url",
+                &base,
+                "--text",
+                "  ",
+            ],
+            "the post text is empty",
+        ),
+        (
+            vec![
+                "publish",
+                "--contract",
+                "/nonexistent.toml",
+                "--account",
+                "alice",
+                "--base-url",
+                &base,
+                "--text",
+                "x",
+            ],
+            "cannot read contract /nonexistent.toml",
+        ),
     ] {
         let (code, out, err) = env.run(&args).await;
         assert_eq!(code, 2, "{args:?}: {out} {err}");
         assert!(!err.trim().is_empty());
+        assert!(err.contains(says), "{args:?}: want {says:?} in: {err}");
     }
     assert_eq!(env.arrivals(), 0);
 }

@@ -8,6 +8,7 @@ use oncepost::fixture_platform::{
     Fault, FaultMode, FixtureConfig, FixturePlatform, RunningPlatform,
 };
 use serde_json::Value;
+use tokio::io::AsyncBufReadExt;
 
 const BIN: &str = env!("CARGO_BIN_EXE_oncepost");
 
@@ -222,7 +223,7 @@ async fn the_worker_runs_passes_and_stops_cleanly_on_sigterm() {
             .is_empty()
     );
     // unattended: runs until SIGTERM, then finishes its pass and exits 0
-    let child = tokio::process::Command::new(BIN)
+    let mut child = tokio::process::Command::new(BIN)
         .args([
             "worker",
             "--contract",
@@ -239,7 +240,18 @@ async fn the_worker_runs_passes_and_stops_cleanly_on_sigterm() {
         .kill_on_drop(true)
         .spawn()
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    // Signal once the worker has printed its first pass (it handles SIGTERM from its first line on): a fixed
+    // second after spawning may still be before that line on a loaded 2-core machine, and a process killed
+    // by the signal's default action is not the stop under test.
+    let mut passes = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = tokio::time::timeout(Duration::from_secs(60), passes.next_line())
+        .await
+        .expect("the worker printed a pass within 60 s")
+        .unwrap()
+        .expect("a pass line");
+    serde_json::from_str::<Value>(&first).expect("a pass is one JSON line");
+    // Keep reading its stdout so that no pass waits on a full pipe.
+    let drain = tokio::spawn(async move { while let Ok(Some(_)) = passes.next_line().await {} });
     let pid = child.id().unwrap() as i32;
     // SAFETY: sending a signal to our own child process.
     unsafe {
@@ -249,6 +261,7 @@ async fn the_worker_runs_passes_and_stops_cleanly_on_sigterm() {
         .await
         .expect("worker stopped in time")
         .unwrap();
+    drain.abort();
     assert_eq!(
         out.status.code(),
         Some(0),

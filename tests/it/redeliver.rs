@@ -282,13 +282,22 @@ async fn publish_key_on_an_intent_that_is_not_pending_presses_nothing(b: Backend
     // Not a key, an unknown key, or --key with a text of its own: bad input, exit 2.
     let (code, _, err) = env.publish(&["--key", "nope"]).await;
     assert_eq!(code, 2, "{err}");
+    assert!(err.contains("\"nope\" is not a delivery key"), "{err}");
     let (code, _, err) = env.publish(&["--key", &"a".repeat(64)]).await;
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("no intent with key"), "{err}");
     let (code, _, err) = env.publish(&["--key", &failed, "--text", "other"]).await;
     assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("'--key <KEY>' cannot be used with '--text <TEXT>'"),
+        "{err}"
+    );
     let (code, _, err) = env.publish(&["--key", &failed, "--account", "alice"]).await;
     assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("'--key <KEY>' cannot be used with '--account <ACCOUNT>'"),
+        "{err}"
+    );
     assert_eq!(env.arrivals(), 0, "something was sent");
     assert_eq!(env.copies(&text), 0);
 }

@@ -617,6 +617,11 @@ async fn export_never_follows_a_symlink_in_place_of_the_folder_or_inside_it() {
     std::os::unix::fs::symlink(outside.path().join("nowhere"), &dangling).unwrap();
     let o = export_cmd(home.path(), &dangling);
     assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("it is a symbolic link"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     assert!(!outside.path().join("nowhere").exists());
     // A folder holding a planted link where the report's index goes: refused (not empty), the file the link
     // points at keeps its content.
@@ -627,5 +632,10 @@ async fn export_never_follows_a_symlink_in_place_of_the_folder_or_inside_it() {
     std::os::unix::fs::symlink(&victim, planted.join("index.html")).unwrap();
     let o = export_cmd(home.path(), &planted);
     assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("the folder is not empty"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     assert_eq!(std::fs::read(&victim).unwrap(), b"keep me");
 }
