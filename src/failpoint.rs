@@ -107,10 +107,9 @@ pub fn hit(p: FailPoint) {
     if is_armed(p) {
         // Not eprintln!: on a closed stderr it would panic instead of reaching the SIGKILL under test.
         let _ = writeln!(std::io::stderr(), "failpoint {}: SIGKILL", p.name());
-        // SAFETY: kill(2) on our own pid; SIGKILL cannot be caught, so this does not return.
-        unsafe {
-            libc::kill(libc::getpid(), libc::SIGKILL);
-        }
+        // kill(2) on our own pid; SIGKILL cannot be caught, so this does not return.
+        use rustix::process::{Signal, getpid, kill_process};
+        let _ = kill_process(getpid(), Signal::KILL);
         // SIGKILL to self is delivered before kill(2) returns; never continue past an armed point.
         std::process::abort();
     }

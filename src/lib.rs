@@ -23,6 +23,8 @@
 //!
 //! Data flows one way: cli -> publish/recover -> store + browser. The browser never writes to the store
 //! and the store never touches the browser.
+#![forbid(unsafe_code)]
+
 pub mod browser;
 pub mod cli;
 pub mod contract;

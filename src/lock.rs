@@ -2,7 +2,6 @@
 //! (identical commands: one proceeds) and one per account profile (Chromium allows one process per profile
 //! directory). The store's claim lease stays the authority across hosts; these only make the local case
 //! cheap and orderly. A lock is released when its value is dropped (or the process dies).
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -28,19 +27,15 @@ impl FileLock {
             .write(true)
             .mode(0o600)
             .open(path)?;
-        // SAFETY: flock(2) on a file descriptor we own.
-        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-        if rc == 0 {
-            return Ok(Some(FileLock {
+        // On Linux std's try_lock is flock(2) with LOCK_EX | LOCK_NB: the lock belongs to this open file
+        // description, so it goes with the value (or the process) and a second open contends like a stranger.
+        match file.try_lock() {
+            Ok(()) => Ok(Some(FileLock {
                 _file: file,
                 path: path.to_path_buf(),
-            }));
-        }
-        let err = std::io::Error::last_os_error();
-        if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
-            Ok(None)
-        } else {
-            Err(err)
+            })),
+            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+            Err(std::fs::TryLockError::Error(e)) => Err(e),
         }
     }
 
@@ -91,6 +86,17 @@ pub fn profile_lock_path(profiles: &Path, account: &str) -> Result<PathBuf, Acco
 #[cfg(test)]
 mod tests {
     use std::path::Path;
+
+    #[test]
+    fn a_held_lock_is_refused_until_it_is_dropped() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("locks/x.lock");
+        let held = super::FileLock::try_take(&p).unwrap().expect("a free lock");
+        // The lock belongs to the open file description: a second open contends, even in this process.
+        assert!(super::FileLock::try_take(&p).unwrap().is_none());
+        drop(held);
+        assert!(super::FileLock::try_take(&p).unwrap().is_some());
+    }
 
     #[test]
     fn profile_paths_come_only_from_valid_names() {

@@ -402,9 +402,12 @@ impl PipeReader {
 
 /// SIGKILL Chromium's process group (browser, renderers, helpers), then reap the browser process.
 async fn kill_group(pid: u32, chromium: &mut Child) {
-    // SAFETY: kill(2) on the process group we created for Chromium (its pid is the group id).
-    unsafe {
-        libc::kill(-(pid as libc::pid_t), libc::SIGKILL);
+    // kill(2) on the process group we created for Chromium (its pid is the group id).
+    if let Some(group) = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    {
+        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
     }
     let _ = tokio::time::timeout(Duration::from_secs(5), chromium.wait()).await;
 }
@@ -433,5 +436,37 @@ impl Signals {
             _ = self.term.recv() => {}
             _ = self.hup.recv() => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::browser::session::process_alive;
+
+    /// The whole group goes, not only its leader: a grandchild (as Chromium's renderers are) is killed too.
+    #[tokio::test]
+    async fn kill_group_ends_the_leader_and_its_descendants() {
+        let mut child = Command::new("sh")
+            .args(["-c", "sleep 60 & echo $!; wait"])
+            .stdout(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let pid = child.id().unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let grandchild: u32 = lines.next_line().await.unwrap().unwrap().parse().unwrap();
+        assert!(process_alive(grandchild));
+        kill_group(pid, &mut child).await;
+        assert!(!process_alive(pid), "the leader {pid} survived");
+        let until = std::time::Instant::now() + Duration::from_secs(5);
+        while process_alive(grandchild) && std::time::Instant::now() < until {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(
+            !process_alive(grandchild),
+            "the grandchild {grandchild} survived"
+        );
     }
 }

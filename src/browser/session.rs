@@ -268,8 +268,7 @@ impl BrowserSession {
             Ok(g) => g,
             Err(e) => {
                 if let Some(pid) = pid {
-                    // SAFETY: plain kill(2) on the pid of the child we launched.
-                    unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+                    sigkill(pid);
                 }
                 handler.abort();
                 return Err(e);
@@ -334,8 +333,7 @@ impl BrowserSession {
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
             if process_alive(pid) {
-                // SAFETY: plain kill(2) on the pid of the child we launched.
-                unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+                sigkill(pid);
             }
         }
         self.handler.abort();
@@ -501,6 +499,16 @@ fn in_use_hint(profile: &Path, message: String) -> String {
     }
 }
 
+/// SIGKILL the child we launched (kill(2) on its pid); one that is already gone is not an error worth a word.
+fn sigkill(pid: u32) {
+    if let Some(pid) = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    {
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+    }
+}
+
 /// Whether a process exists and is not a zombie.
 pub fn process_alive(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
@@ -510,5 +518,19 @@ pub fn process_alive(pid: u32) -> bool {
             .next()
             .is_some_and(|rest| !rest.trim_start().starts_with('Z')),
         Err(_) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn sigkill_kills_the_child() {
+        use std::os::unix::process::ExitStatusExt;
+        let mut child = std::process::Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .unwrap();
+        super::sigkill(child.id());
+        assert_eq!(child.wait().unwrap().signal(), Some(9));
     }
 }

@@ -114,10 +114,7 @@ pub fn main() -> ExitCode {
     // Everything this process and its children (the guard, Chromium) create is private to its owner: the
     // store, its -wal/-shm, evidence, locks and profiles, wherever --store and --data-dir point. Files that
     // matter are also created with explicit modes; this is the belt.
-    // SAFETY: umask(2) only sets this process's file mode creation mask.
-    unsafe {
-        libc::umask(0o077);
-    }
+    rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o077));
     // The Chromium guard (see browser::guard) is this binary too; it takes no oncepost options.
     let mut raw = std::env::args_os();
     if raw.nth(1).as_deref() == Some(std::ffi::OsStr::new(crate::browser::guard::SUBCOMMAND)) {

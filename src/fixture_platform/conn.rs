@@ -4,13 +4,16 @@
 //! need the raw socket: `commit-then-drop` closes it with no response, `reset-before-read` resets it
 //! (SO_LINGER 0) after the head. Keep-alive stays ON: Chromium's silent re-send only happens on a
 //! reused connection, and tests must be able to show it.
-use std::os::fd::{AsRawFd, RawFd};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
@@ -93,8 +96,12 @@ async fn serve_connection(
     shared: Arc<Shared>,
     mut shutdown: watch::Receiver<bool>,
 ) {
-    let fd = stream.as_raw_fd();
     let _ = stream.set_nodelay(true);
+    let reset = Arc::new(AtomicBool::new(false));
+    let socket = Socket {
+        stream,
+        reset: reset.clone(),
+    };
     let control = Arc::new(ConnControl::default());
     let svc_control = control.clone();
     let service = service_fn(move |req| {
@@ -106,7 +113,7 @@ async fn serve_connection(
         .keep_alive(true)
         .timer(TokioTimer::new())
         .header_read_timeout(HEADER_READ_TIMEOUT)
-        .serve_connection(TokioIo::new(stream), service)
+        .serve_connection(TokioIo::new(socket), service)
         // The live channel (`GET /api/live`) upgrades to a WebSocket.
         .with_upgrades();
     tokio::pin!(conn);
@@ -121,9 +128,9 @@ async fn serve_connection(
         }
         action = control.ended() => {
             if action == ConnAction::Reset {
-                set_reset_on_close(fd);
+                reset.store(true, Ordering::Relaxed);
             }
-            // Dropping `conn` here closes the socket without writing anything.
+            // Dropping `conn` here closes the socket without writing anything (with RST once `reset` is set).
         }
         _ = shutdown.changed() => {
             conn.as_mut().graceful_shutdown();
@@ -132,25 +139,59 @@ async fn serve_connection(
     }
 }
 
-/// Make the next close of `fd` send RST instead of FIN (SO_LINGER with a zero timeout).
-fn set_reset_on_close(fd: RawFd) {
-    let linger = libc::linger {
-        l_onoff: 1,
-        l_linger: 0,
-    };
-    // SAFETY: `fd` belongs to the TcpStream owned by the connection future that is still alive in the
-    // caller (it is dropped right after this call), so the descriptor is open and ours; `linger` is a
-    // valid, correctly sized `struct linger`.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_LINGER,
-            (&linger as *const libc::linger).cast(),
-            std::mem::size_of::<libc::linger>() as libc::socklen_t,
-        )
-    };
-    if rc != 0 {
-        tracing::warn!(error = %std::io::Error::last_os_error(), "SO_LINGER 0 failed; close will be a FIN");
+/// A connection's socket as hyper drives it. Once `reset` is set, its close sends RST instead of FIN: SO_LINGER
+/// with a zero timeout goes on just before the descriptor is closed (a zero linger never blocks the close).
+struct Socket {
+    stream: TcpStream,
+    reset: Arc<AtomicBool>,
+}
+
+impl Drop for Socket {
+    fn drop(&mut self) {
+        if self.reset.load(Ordering::Relaxed)
+            && let Err(e) = self.stream.set_zero_linger()
+        {
+            tracing::warn!(error = %e, "SO_LINGER 0 failed; close will be a FIN");
+        }
+    }
+}
+
+impl AsyncRead for Socket {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Socket {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.get_mut().stream).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.get_mut().stream).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_shutdown(cx)
     }
 }

@@ -187,15 +187,9 @@ impl Clock<'_> {
 
 /// The owner id for `begin`: `<hostname>:<pid>:<uuid>`.
 pub fn owner_id() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: gethostname writes at most buf.len() bytes into our buffer.
-    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    let host = if rc == 0 {
-        let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
-        String::from_utf8_lossy(&buf[..end]).into_owned()
-    } else {
-        "localhost".into()
-    };
+    // uname(2)'s nodename is what gethostname(2) returns on Linux (glibc implements one with the other).
+    let uname = rustix::system::uname();
+    let host = uname.nodename().to_string_lossy().into_owned();
     format!(
         "{host}:{}:{}",
         std::process::id(),
@@ -1147,4 +1141,18 @@ async fn answer(
         steps,
         summary,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn owner_ids_name_this_host_and_process_and_differ() {
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+        let a = super::owner_id();
+        assert!(
+            a.starts_with(&format!("{}:{}:", host.trim(), std::process::id())),
+            "{a}"
+        );
+        assert_ne!(a, super::owner_id());
+    }
 }

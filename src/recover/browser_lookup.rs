@@ -116,13 +116,12 @@ impl BrowserLookup {
         // The lookup (recorded as started) has read the platform; what it saw is not recorded yet.
         failpoint::hit(FailPoint::DuringReconcile);
         let mut items = Vec::new();
-        if let Some(png) = &rb.png {
-            if let Ok(item) = self
+        if let Some(png) = &rb.png
+            && let Ok(item) = self
                 .evidence
                 .put("screenshot_readback", png, "png", "image/png")
-            {
-                items.push(item);
-            }
+        {
+            items.push(item);
         }
         if let Ok(v) = serde_json::to_value(&rb)
             && let Ok(item) = self.evidence.put_json("readback", &v)

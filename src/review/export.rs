@@ -11,12 +11,13 @@
 //! relative to that handle with `mkdirat` / `openat(O_CREAT | O_EXCL | O_NOFOLLOW)`, folders 0700 and files
 //! 0600 (set with `fchmod`, whatever the umask).
 use std::collections::HashSet;
-use std::ffi::CString;
 use std::fs::File;
 use std::io::Write;
-use std::os::fd::{AsRawFd, FromRawFd};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+
+use rustix::fs::{Mode as FileMode, OFlags};
+use rustix::io::Errno;
 
 use super::error::ReviewError;
 use super::evidence;
@@ -60,21 +61,25 @@ struct NewDir {
     path: PathBuf,
 }
 
-fn open_dir_nofollow(path: &Path) -> std::io::Result<File> {
-    std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)
+/// Open flags of a folder handle: a folder or nothing, never through a symbolic link.
+const DIR_FLAGS: OFlags = OFlags::RDONLY
+    .union(OFlags::DIRECTORY)
+    .union(OFlags::NOFOLLOW)
+    .union(OFlags::CLOEXEC);
+
+fn open_dir_nofollow(path: &Path) -> Result<File, Errno> {
+    rustix::fs::open(path, DIR_FLAGS, FileMode::empty()).map(File::from)
 }
 
-fn c_name(name: &str) -> std::io::Result<CString> {
-    if name.is_empty() || name.contains('/') || name == "." || name == ".." {
+/// `name` when it names an entry of the folder itself (no slash, not `.` or `..`, no NUL).
+fn plain_name(name: &str) -> std::io::Result<&str> {
+    if name.is_empty() || name.contains(['/', '\0']) || name == "." || name == ".." {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
             format!("{name:?} is not a plain file name"),
         ));
     }
-    CString::new(name).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))
+    Ok(name)
 }
 
 impl NewDir {
@@ -104,10 +109,10 @@ impl NewDir {
             Err(e) => return Err(io_err(path)(e)),
         };
         let dir = open_dir_nofollow(path).map_err(|e| {
-            if e.raw_os_error() == Some(libc::ELOOP) {
+            if e == Errno::LOOP {
                 refuse(path, "it is a symbolic link")
             } else {
-                io_err(path)(e)
+                io_err(path)(e.into())
             }
         })?;
         let meta = dir.metadata().map_err(io_err(path))?;
@@ -128,24 +133,11 @@ impl NewDir {
     fn subdir(&self, name: &str) -> Result<NewDir, ReviewError> {
         let path = self.path.join(name);
         let err = io_err(&path);
-        let c = c_name(name).map_err(&err)?;
-        // SAFETY: `self.dir` is an open directory handle and `c` a NUL-terminated name; mkdirat only reads them.
-        if unsafe { libc::mkdirat(self.dir.as_raw_fd(), c.as_ptr(), 0o700) } != 0 {
-            return Err(err(std::io::Error::last_os_error()));
-        }
-        // SAFETY: as above; the returned descriptor is checked and then owned by the File.
-        let fd = unsafe {
-            libc::openat(
-                self.dir.as_raw_fd(),
-                c.as_ptr(),
-                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-            )
-        };
-        if fd < 0 {
-            return Err(err(std::io::Error::last_os_error()));
-        }
-        // SAFETY: `fd` is a fresh descriptor that nothing else owns.
-        let dir = unsafe { File::from_raw_fd(fd) };
+        let name = plain_name(name).map_err(&err)?;
+        rustix::fs::mkdirat(&self.dir, name, FileMode::RWXU).map_err(|e| err(e.into()))?;
+        let dir = rustix::fs::openat(&self.dir, name, DIR_FLAGS, FileMode::empty())
+            .map(File::from)
+            .map_err(|e| err(e.into()))?;
         dir.set_permissions(std::fs::Permissions::from_mode(0o700))
             .map_err(&err)?;
         drop(err);
@@ -157,21 +149,12 @@ impl NewDir {
     fn create(&self, name: &str, bytes: &[u8]) -> Result<(), ReviewError> {
         let path = self.path.join(name);
         let err = io_err(&path);
-        let c = c_name(name).map_err(&err)?;
-        // SAFETY: `self.dir` is an open directory handle and `c` a NUL-terminated name.
-        let fd = unsafe {
-            libc::openat(
-                self.dir.as_raw_fd(),
-                c.as_ptr(),
-                libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-                0o600 as libc::c_uint,
-            )
-        };
-        if fd < 0 {
-            return Err(err(std::io::Error::last_os_error()));
-        }
-        // SAFETY: `fd` is a fresh descriptor that nothing else owns.
-        let mut f = unsafe { File::from_raw_fd(fd) };
+        let name = plain_name(name).map_err(&err)?;
+        let flags =
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let mut f = rustix::fs::openat(&self.dir, name, flags, FileMode::RUSR | FileMode::WUSR)
+            .map(File::from)
+            .map_err(|e| err(e.into()))?;
         f.set_permissions(std::fs::Permissions::from_mode(0o600))
             .map_err(&err)?;
         f.write_all(bytes).map_err(&err)

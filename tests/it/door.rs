@@ -344,10 +344,10 @@ fn pids_with(needle: &str) -> Vec<u32> {
         let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
             continue;
         };
-        if let Ok(cmd) = std::fs::read(format!("/proc/{pid}/cmdline")) {
-            if String::from_utf8_lossy(&cmd).contains(needle) {
-                v.push(pid);
-            }
+        if let Ok(cmd) = std::fs::read(format!("/proc/{pid}/cmdline"))
+            && String::from_utf8_lossy(&cmd).contains(needle)
+        {
+            v.push(pid);
         }
     }
     v

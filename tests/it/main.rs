@@ -6,6 +6,9 @@
 //! Every test now shares one process with the others (the default `--test-threads` is the core count):
 //! nothing here may set process-wide state (environment variables, the current directory, signal
 //! dispositions) or assume it runs alone; the PostgreSQL cluster of [`kit`] is started once for the binary.
+// libc calls with no safe form: atexit (the kit's PostgreSQL cluster), pre_exec (a child with its stdout
+// and stderr closed), and signals to our own children.
+#![allow(unsafe_code)]
 
 #[macro_use]
 mod kit;

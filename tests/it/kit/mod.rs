@@ -44,10 +44,10 @@ pub fn repo_path(rel: &str) -> PathBuf {
 pub fn pg_base_url() -> String {
     PG_BASE
         .get_or_init(|| {
-            if let Ok(url) = std::env::var("ONCEPOST_TEST_PG") {
-                if !url.trim().is_empty() {
-                    return url;
-                }
+            if let Ok(url) = std::env::var("ONCEPOST_TEST_PG")
+                && !url.trim().is_empty()
+            {
+                return url;
             }
             let dir = std::env::temp_dir().join(format!("oncepost-pg-{}", uuid::Uuid::new_v4()));
             let out = std::process::Command::new(repo_path("scripts/pg-ephemeral.sh"))
