@@ -1,13 +1,12 @@
 //! Content-addressed evidence: files under `<data-dir>/evidence/sha256/<hh>/<sha256>.<ext>` (files 0600,
-//! dirs 0700), written atomically (temp file + rename). Everything is redacted on the way in ([`crate::redact`]):
-//! JSON as JSON, DOM excerpts as HTML (and then stored as plain text, `.txt`, so no browser ever renders a
-//! page's markup from here), other text as text. Screenshots are stored as they are.
+//! dirs 0700), written atomically and durably ([`crate::durable::write_atomic`]). Everything is redacted on
+//! the way in ([`crate::redact`]): JSON as JSON, DOM excerpts as HTML (and then stored as plain text, `.txt`,
+//! so no browser ever renders a page's markup from here), other text as text. Screenshots are stored as they
+//! are.
 //!
 //! An attempt links its evidence from its history with one `evidence` event per capture point whose
 //! details list [`Item`]s (paths relative to the data dir), as docs/states.md and the store API describe.
 use std::borrow::Cow;
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -146,22 +145,8 @@ pub fn store_bytes(
     }
     let path = sub.join(format!("{hash}.{ext}"));
     if !path.exists() {
-        let tmp = sub.join(format!(
-            ".{hash}.{ext}.{}.{}",
-            std::process::id(),
-            uuid::Uuid::new_v4().simple()
-        ));
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)
-            .map_err(err(format!("create {}", tmp.display())))?;
-        f.write_all(bytes)
-            .and_then(|_| f.sync_all())
-            .map_err(err(format!("write {}", tmp.display())))?;
-        std::fs::rename(&tmp, &path).map_err(err(format!("rename to {}", path.display())))?;
+        crate::durable::write_atomic(&path, bytes)
+            .map_err(err(format!("write {}", path.display())))?;
     }
     Ok((hash, path))
 }

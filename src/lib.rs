@@ -17,6 +17,7 @@
 //! - [`redact`]: the one redaction layer for everything persisted or printed (store, evidence, review, logs).
 //! - [`failpoint`]: named SIGKILL crash points for the crash matrix (armed by `ONCEPOST_FAILPOINT`).
 //! - [`lock`]: advisory file locks (one per intent, one per account profile) on one host.
+//! - [`durable`]: atomic, durable file replacement and owner-only folders.
 //! - [`publish`]: the publish flow (intent, look-before-write, authorization, one write, read-back, settle).
 //! - [`utc`]: UTC calendar arithmetic for display (one implementation).
 //! - [`cli`]: the `oncepost` command line; the binary in `src/main.rs` only calls [`cli::main`].
@@ -28,6 +29,7 @@
 pub mod browser;
 pub mod cli;
 pub mod contract;
+pub mod durable;
 pub mod evidence;
 pub mod failpoint;
 pub mod fixture_platform;

@@ -27,7 +27,7 @@ pub mod session;
 pub mod transport;
 pub mod write_guard;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 pub use checks::{ElementStates, LocatorCheck};
@@ -133,9 +133,4 @@ impl BrowserError {
     }
 }
 
-/// Create `dir` (and parents) and restrict it to its owner (0700).
-pub fn private_dir(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::create_dir_all(dir)?;
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
-}
+pub use crate::durable::private_dir;

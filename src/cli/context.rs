@@ -65,14 +65,8 @@ pub fn default_data_dir() -> Result<PathBuf, CliError> {
 
 /// Create a directory readable only by its owner.
 pub fn create_private_dir(dir: &Path) -> Result<(), CliError> {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::create_dir_all(dir).map_err(|e| {
-        CliError::bad_input(format!("cannot create data dir {}: {e}", dir.display()))
-    })?;
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(|e| {
-        CliError::bad_input(format!("cannot restrict data dir {}: {e}", dir.display()))
-    })?;
-    Ok(())
+    crate::durable::private_dir(dir)
+        .map_err(|e| CliError::bad_input(format!("cannot create data dir {}: {e}", dir.display())))
 }
 
 /// An account name from the command line, checked against the account-name rule (exit 2 naming the rule).

@@ -3,7 +3,6 @@
 //! Every change is written with temp file + fsync + rename, so a crash leaves either the old or the new
 //! file, never half of one. The file is loaded once at start.
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -117,26 +116,14 @@ impl PlatformState {
     }
 }
 
-/// Write `state` to `dir` atomically: temp file in the same dir, fsync, rename over the old file.
+/// Write `state` to `dir` atomically and durably ([`crate::durable::write_atomic`]).
 pub fn persist(dir: &Path, state: &PlatformState) -> Result<(), FixtureError> {
     let path = dir.join(STATE_FILE);
-    let io = |source| FixtureError::Io {
-        path: path.clone(),
-        source,
-    };
     let bytes = serde_json::to_vec_pretty(state).map_err(|source| FixtureError::Corrupt {
         path: path.clone(),
         source,
     })?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
-    tmp.write_all(&bytes).map_err(io)?;
-    tmp.as_file().sync_all().map_err(io)?;
-    tmp.persist(&path).map_err(|e| io(e.error))?;
-    // The rename is durable only once the directory entry is; best effort on platforms without dir fsync.
-    if let Ok(d) = std::fs::File::open(dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
+    crate::durable::write_atomic(&path, &bytes).map_err(|source| FixtureError::Io { path, source })
 }
 
 /// A fresh post id: 12 characters of `[a-z0-9]` from a v4 UUID (lowercase hex is a subset).
