@@ -18,6 +18,7 @@
 //! - [`failpoint`]: named SIGKILL crash points for the crash matrix (armed by `ONCEPOST_FAILPOINT`).
 //! - [`lock`]: advisory file locks (one per intent, one per account profile) on one host.
 //! - [`durable`]: atomic, durable file replacement and owner-only folders.
+//! - [`secret`]: random tokens from the kernel and constant-time comparison.
 //! - [`publish`]: the publish flow (intent, look-before-write, authorization, one write, read-back, settle).
 //! - [`utc`]: UTC calendar arithmetic for display (one implementation).
 //! - [`cli`]: the `oncepost` command line; the binary in `src/main.rs` only calls [`cli::main`].
@@ -40,5 +41,6 @@ pub mod publish;
 pub mod recover;
 pub mod redact;
 pub mod review;
+pub mod secret;
 pub mod store;
 pub mod utc;

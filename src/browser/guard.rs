@@ -22,7 +22,7 @@
 //!
 //! No DevTools port: Chromium runs with `--remote-debugging-pipe`, so it has no TCP listener at all (a
 //! `--remote-debugging-port` listener on 127.0.0.1 let any local process read the account's HttpOnly
-//! cookies). The guard's own WebSocket listener accepts exactly one client, on a path with 244 random bits,
+//! cookies). The guard's own WebSocket listener accepts exactly one client, on a path with 256 random bits,
 //! and is closed the moment that client is in.
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -243,13 +243,10 @@ async fn guard(argv: Vec<OsString>, out: &mut tokio::io::Stdout) -> Result<(), S
             });
         }
     }
-    // oncepost reaches the pipe through one WebSocket: a free port, a path no other process can guess (two
-    // v4 UUIDs: 244 random bits), exactly one client, and the listener closed as soon as it is in.
-    let token = format!(
-        "{}{}",
-        uuid::Uuid::new_v4().simple(),
-        uuid::Uuid::new_v4().simple()
-    );
+    // oncepost reaches the pipe through one WebSocket: a free port, a path no other process can guess (256
+    // random bits), exactly one client, and the listener closed as soon as it is in.
+    let token = crate::secret::random_hex::<32>()
+        .map_err(|e| format!("no randomness from the kernel: {e}"))?;
     let path = format!("/devtools/browser/{token}");
     let listener = TcpListener::bind("127.0.0.1:0")
         .await
@@ -284,7 +281,7 @@ async fn guard(argv: Vec<OsString>, out: &mut tokio::io::Stdout) -> Result<(), S
             #[allow(clippy::result_large_err)]
             let check = move |req: &async_tungstenite::tungstenite::handshake::server::Request,
                               resp| {
-                if req.uri().path() == want {
+                if crate::secret::same(req.uri().path().as_bytes(), want.as_bytes()) {
                     Ok(resp)
                 } else {
                     let mut no =

@@ -53,14 +53,20 @@ pub struct PlatformState {
 }
 
 impl PlatformState {
-    fn fresh() -> Self {
-        PlatformState {
+    /// An empty state; `path` is the state file it will be written to (named if the kernel has no
+    /// randomness for the secret).
+    fn fresh(path: PathBuf) -> Result<Self, FixtureError> {
+        let csrf_secret = crate::secret::random_hex::<16>().map_err(|e| FixtureError::Io {
+            path,
+            source: std::io::Error::other(format!("no random CSRF secret: {e}")),
+        })?;
+        Ok(PlatformState {
             format: FORMAT,
-            csrf_secret: uuid::Uuid::new_v4().simple().to_string(),
+            csrf_secret,
             sessions: BTreeMap::new(),
             posts: Vec::new(),
             next_seq: 1,
-        }
+        })
     }
 
     /// Load the state from `dir`, or start empty when the file does not exist yet.
@@ -68,7 +74,7 @@ impl PlatformState {
         let path = dir.join(STATE_FILE);
         let bytes = match std::fs::read(&path) {
             Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::fresh()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Self::fresh(path),
             Err(source) => return Err(FixtureError::Io { path, source }),
         };
         let state: PlatformState =

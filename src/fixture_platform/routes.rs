@@ -195,8 +195,7 @@ async fn create(
     let csrf_ok = req
         .headers()
         .get("x-csrf-token")
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|t| t == viewer.csrf);
+        .is_some_and(|t| crate::secret::same(t.as_bytes(), viewer.csrf.as_bytes()));
     let body = match read_body(req).await {
         Ok(b) => b,
         Err(e) => return json(StatusCode::BAD_REQUEST, &serde_json::json!({"error": e})),
@@ -302,7 +301,12 @@ async fn login(req: &Request<Incoming>, shared: &Arc<Shared>) -> Resp {
             &serde_json::json!({"error": format!("account must be 1-{MAX_ACCOUNT_CHARS} characters of A-Z a-z 0-9 . _ - (and not \"anonymous\")")}),
         );
     }
-    let token = uuid::Uuid::new_v4().simple().to_string();
+    let Ok(token) = crate::secret::random_hex::<16>() else {
+        return json(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &serde_json::json!({"error": "no randomness for a session"}),
+        );
+    };
     shared.lock_state().sessions.insert(token.clone(), account);
     if let Err(e) = shared.persist().await {
         tracing::error!(error = %e, "fixture platform could not persist a session");

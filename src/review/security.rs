@@ -1,9 +1,8 @@
 //! The review page's guards: the session token in the URL, the CSRF token in every form, the Origin/Referer
 //! check on every POST, the bind-address policy, and the headers every response carries.
 //!
-//! Both tokens are 256 random bits from the kernel (`/dev/urandom`), hex-encoded, compared in constant time
-//! so a wrong guess takes as long as a right one.
-use std::io::Read;
+//! Both tokens are 256 random bits from the kernel ([`crate::secret`]), hex-encoded, compared in constant
+//! time so a wrong guess takes as long as a right one.
 use std::net::SocketAddr;
 
 use axum::http::{HeaderMap, HeaderValue, header};
@@ -12,21 +11,13 @@ use super::error::ReviewError;
 
 /// 256 random bits, hex-encoded (64 characters).
 pub fn random_token() -> Result<String, ReviewError> {
-    let mut bytes = [0u8; 32];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut bytes))
-        .map_err(|e| ReviewError::Internal(format!("cannot read /dev/urandom: {e}")))?;
-    Ok(hex::encode(bytes))
+    crate::secret::random_hex::<32>()
+        .map_err(|e| ReviewError::Internal(format!("no randomness from the kernel: {e}")))
 }
 
 /// Compare two secrets in time that depends only on their lengths (which are public: always 64).
 pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    let diff = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
-    // black_box keeps the optimizer from turning the fold into an early exit.
-    std::hint::black_box(diff) == 0
+    crate::secret::same(a, b)
 }
 
 /// Where the server may listen.
