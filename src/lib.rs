@@ -21,6 +21,7 @@
 //! - [`secret`]: random tokens from the kernel and constant-time comparison.
 //! - [`publish`]: the publish flow (intent, look-before-write, authorization, one write, read-back, settle).
 //! - [`utc`]: UTC calendar arithmetic for display (one implementation).
+//! - [`wait`]: the one bounded poll (a named condition, a deadline, a period) every poll loop uses.
 //! - [`cli`]: the `oncepost` command line; the binary in `src/main.rs` only calls [`cli::main`].
 //!
 //! Data flows one way: cli -> publish/recover -> store + browser. The browser never writes to the store
@@ -44,3 +45,4 @@ pub mod review;
 pub mod secret;
 pub mod store;
 pub mod utc;
+pub mod wait;

@@ -3,9 +3,10 @@
 //! directory). The store's claim lease stays the authority across hosts; these only make the local case
 //! cheap and orderly. A lock is released when its value is dropped (or the process dies).
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::identity::{AccountNameError, check_account_name};
+use crate::wait::Wait;
 
 /// A held lock.
 #[derive(Debug)]
@@ -41,15 +42,18 @@ impl FileLock {
 
     /// Take the lock, polling for at most `bound`; `Ok(None)` when it stayed held.
     pub async fn take_within(path: &Path, bound: Duration) -> std::io::Result<Option<FileLock>> {
-        let until = Instant::now() + bound;
+        let wait = Wait::new(
+            format!("the lock {}", path.display()),
+            bound,
+            Duration::from_millis(100),
+        );
         loop {
             if let Some(l) = FileLock::try_take(path)? {
                 return Ok(Some(l));
             }
-            if Instant::now() >= until {
+            if wait.pause().await.is_err() {
                 return Ok(None);
             }
-            tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
 

@@ -16,7 +16,7 @@
 //! }
 //! ```
 use std::future::Future;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use chromiumoxide::Page;
 use chromiumoxide::cdp::browser_protocol::input::{
@@ -34,6 +34,7 @@ use super::transport::{
 };
 use super::{BrowserError, BrowserSession};
 use crate::store::{DispatchAuthorization, Fence};
+use crate::wait::Wait;
 
 /// How success shows after the create response (from the contract's `[[success]]`).
 #[derive(Debug, Clone)]
@@ -256,14 +257,15 @@ impl<'a> ComposePage<'a> {
     /// `limit`, and a failed try is repeated until `limit` runs out. The last error comes back if none
     /// succeeded.
     pub async fn screenshot_settled(&self, limit: Duration) -> Result<Vec<u8>, BrowserError> {
-        let start = Instant::now();
+        let wait = Wait::new(
+            "screenshot after the page settled",
+            limit,
+            Duration::from_millis(150),
+        );
         let slice = Duration::from_millis(2_000);
-        let mut last = BrowserError::Timeout {
-            during: "screenshot after the page settled".into(),
-            after: limit,
-        };
-        while start.elapsed() < limit {
-            let left = limit.saturating_sub(start.elapsed()).min(slice);
+        let mut last = BrowserError::from(wait.expiry());
+        while !wait.expired() {
+            let left = wait.remaining().min(slice);
             let attempt = async {
                 let ready = evaluate_json(
                     &self.page,
@@ -286,12 +288,14 @@ impl<'a> ComposePage<'a> {
                 Ok(Err(e)) => last = e,
                 Err(_) => {
                     last = BrowserError::Timeout {
-                        during: "screenshot after the page settled".into(),
+                        during: wait.what().into(),
                         after: left,
                     }
                 }
             }
-            tokio::time::sleep(Duration::from_millis(150)).await;
+            if wait.pause().await.is_err() {
+                break;
+            }
         }
         Err(last)
     }
@@ -337,7 +341,7 @@ impl<'a> ComposePage<'a> {
         if watch.is_empty() {
             return Ok(None);
         }
-        let start = Instant::now();
+        let wait = Wait::new("the success signal", limit, Duration::from_millis(100));
         loop {
             let url = self.url().await?;
             for r in &watch {
@@ -374,10 +378,10 @@ impl<'a> ComposePage<'a> {
                     SuccessRule::ResponseJson { .. } => {}
                 }
             }
-            if start.elapsed() >= limit {
+            // Not seen within the bound: no signal (the caller decides what that means).
+            if wait.pause().await.is_err() {
                 return Ok(None);
             }
-            tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
 

@@ -133,4 +133,14 @@ impl BrowserError {
     }
 }
 
+/// A wait that ran out is a bound that was passed: `Timeout`, naming what was awaited.
+impl From<crate::wait::Expired> for BrowserError {
+    fn from(e: crate::wait::Expired) -> Self {
+        BrowserError::Timeout {
+            during: e.what,
+            after: e.bound,
+        }
+    }
+}
+
 pub use crate::durable::private_dir;

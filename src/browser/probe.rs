@@ -19,6 +19,7 @@ use super::locator::{NamedLocator, NonPublishingStep, PublishControl, Purpose, S
 use super::screenshot::{self, Mark, MarkVerdict};
 use super::write_guard::WriteAttempt;
 use super::{BrowserError, BrowserSession, Liveness};
+use crate::wait::Wait;
 
 /// Everything a probe needs, in browser terms.
 #[derive(Debug, Clone)]
@@ -191,16 +192,20 @@ impl<'a> ProbePage<'a> {
         target: &NamedLocator,
         limit: Duration,
     ) -> Result<LocatorCheck, BrowserError> {
-        let start = Instant::now();
+        let wait = Wait::new(
+            format!("{} to pass its checks", target.name),
+            limit,
+            Duration::from_millis(100),
+        );
         loop {
             let mut checks = self.check(std::slice::from_ref(target)).await?;
             let c = checks
                 .pop()
                 .ok_or_else(|| BrowserError::Script("no check result".into()))?;
-            if c.ok || start.elapsed() >= limit {
+            // Out of time: the last check is the answer (the caller reads what failed in it).
+            if c.ok || wait.pause().await.is_err() {
                 return Ok(c);
             }
-            tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
 
@@ -391,14 +396,22 @@ pub async fn run(
     timings.screenshot_ms = ms(t);
 
     // Timers, beacons and workers may write after the checks: keep the guard watching for a while.
-    let watch_until = Instant::now() + opts.observe;
-    while Instant::now() < watch_until {
+    // Not a wait for a condition: the guard records while the window lasts; only the browser's liveness is
+    // looked at, every 50 ms.
+    let window = Wait::new(
+        "the observation window",
+        opts.observe,
+        Duration::from_millis(50),
+    );
+    while !window.expired() {
         if live.is_dead() {
             return Err(BrowserError::Died {
-                during: "the observation window".into(),
+                during: window.what().into(),
             });
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        if window.pause().await.is_err() {
+            break;
+        }
     }
     let writes = guard.writes_since(mark);
     for w in &writes {

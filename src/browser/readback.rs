@@ -12,7 +12,7 @@
 //! finding. By permalink, the id came from this attempt's own create answer, so an item that does not show
 //! its author is taken as ours, but one showing another author is a lead. Ids and links taken from a page
 //! must be http(s) inside the contract's `origins.allowed`; anything else is an [`Alarm`], never a finding.
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use base64::Engine;
 use chromiumoxide::cdp::browser_protocol::network::SetBypassServiceWorkerParams;
@@ -24,6 +24,7 @@ use serde::{Deserialize, Serialize};
 use super::checks::{BoxRect, evaluate_json};
 use super::{BrowserError, BrowserSession};
 use crate::identity::normalize_text;
+use crate::wait::Wait;
 
 /// How shown text is compared with what was sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -659,13 +660,18 @@ async fn read_until(
     navigation_timeout: Duration,
     judge: impl Fn(&[ShownItem]) -> Judged,
 ) -> Result<Readback, BrowserError> {
-    let until = Instant::now() + Duration::from_millis(plan.propagation_ms);
+    // The propagation window: the post may take that long to be listed.
+    let window = Wait::new(
+        "the post to be shown",
+        Duration::from_millis(plan.propagation_ms),
+        Duration::from_millis(250),
+    );
     let mut reads = 0;
     loop {
         reads += 1;
         // The screenshot is evidence of a final answer: skip it for reads that will be repeated, and for
         // a look-before-write that found nothing (propagation 0).
-        let last = Instant::now() >= until;
+        let last = window.expired();
         let keep_not_found = plan.propagation_ms > 0;
         let shoot = |v: &ReadVerdict| match v {
             ReadVerdict::Match { .. } | ReadVerdict::Mismatch { .. } => true,
@@ -680,7 +686,7 @@ async fn read_until(
             verdict,
             ReadVerdict::Match { .. } | ReadVerdict::Mismatch { .. }
         );
-        if settled || Instant::now() >= until {
+        if settled || window.pause().await.is_err() {
             let items = items
                 .into_iter()
                 .map(|mut i| {
@@ -699,7 +705,6 @@ async fn read_until(
                 png,
             });
         }
-        tokio::time::sleep(Duration::from_millis(250)).await;
     }
 }
 

@@ -326,11 +326,15 @@ impl BrowserSession {
         }
         if let Some(pid) = self.pid {
             // Give Chromium a moment to exit by itself (it flushes the profile), then make sure.
-            for _ in 0..30 {
-                if !process_alive(pid) {
+            let exit = crate::wait::Wait::new(
+                "Chromium to exit",
+                Duration::from_millis(1_500),
+                Duration::from_millis(50),
+            );
+            while process_alive(pid) {
+                if exit.pause().await.is_err() {
                     break;
                 }
-                tokio::time::sleep(Duration::from_millis(50)).await;
             }
             if process_alive(pid) {
                 sigkill(pid);

@@ -10,7 +10,7 @@
 //! recorded; the contract and base URL are not recorded, so they stay required.
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::contract::Contract;
 use crate::identity::{DeliveryKey, DeliverySpec, MAX_TEXT_BYTES, check_text_size};
@@ -19,6 +19,7 @@ use crate::publish::{
     self, PublishError, PublishOptions, PublishOutcome, PublishRequest, StepTime,
 };
 use crate::store::{Status, StoreError};
+use crate::wait::Wait;
 
 use super::context::{account_arg, parse_duration_ms};
 use super::output::{clean, errln, outln};
@@ -274,7 +275,12 @@ async fn publish_locked(
     };
     ctx.ensure_data_dir()?;
     let store = ctx.open_store().await?;
-    let deadline = Instant::now() + wait_timeout;
+    // --wait: queue behind another process's publish of this intent, for at most --wait-timeout.
+    let queue = Wait::new(
+        format!("intent {} to be free", key.as_str()),
+        wait_timeout,
+        Duration::from_millis(250),
+    );
     let progress = move |s: &StepTime| match log {
         LogFormat::Text => errln!(
             "oncepost: [{:>6} ms] {} ({} ms)",
@@ -303,7 +309,7 @@ async fn publish_locked(
         match r {
             Ok(o) => return Ok(o),
             Err(PublishError::Store(StoreError::LeaseHeld { owner, .. })) => {
-                if !wait || Instant::now() >= deadline {
+                if !wait || queue.pause().await.is_err() {
                     return Err(CliError {
                         exit: Exit::InProgressElsewhere,
                         message: format!(
@@ -312,7 +318,6 @@ async fn publish_locked(
                         ),
                     });
                 }
-                tokio::time::sleep(Duration::from_millis(250)).await;
             }
             Err(e) => return Err(map_err(e)),
         }

@@ -263,12 +263,13 @@ mod tests {
         let mut answer = String::new();
         c.read_to_string(&mut answer).await.unwrap();
         assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
-        for _ in 0..50 {
-            if !s.page_knocks_since(mark).is_empty() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        // The ledger is written by the sinkhole's own task: wait (bounded) for its line.
+        let wait = crate::wait::Wait::new(
+            "the knock's line",
+            Duration::from_millis(500),
+            Duration::from_millis(10),
+        );
+        while s.page_knocks_since(mark).is_empty() && wait.pause().await.is_ok() {}
         let k = s.page_knocks_since(mark);
         assert_eq!(k.len(), 1);
         assert_eq!(k[0].host, "127.0.0.1");
