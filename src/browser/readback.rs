@@ -243,17 +243,45 @@ pub struct Alarm {
 }
 
 impl ReadbackPlan {
-    /// The permalink of post `id`.
+    /// The permalink of post `id` (encoded for where `{id}` stands: see [`fill_template`]).
     pub fn permalink_of(&self, id: &str) -> String {
-        let enc: String = url::form_urlencoded::byte_serialize(id.as_bytes()).collect();
-        self.permalink.replace("{id}", &enc)
+        fill_template(&self.permalink, "{id}", id)
     }
 
-    /// The search URL for `text`.
+    /// The search URL for `text` (encoded for where `{text}` stands: see [`fill_template`]).
     pub fn search_for(&self, text: &str) -> String {
-        let enc: String = url::form_urlencoded::byte_serialize(text.as_bytes()).collect();
-        self.search.replace("{text}", &enc)
+        fill_template(&self.search, "{text}", text)
     }
+}
+
+/// What a path segment keeps as is: RFC 3986's unreserved characters. Everything else is percent-encoded,
+/// `/` too (an id is one segment) and a space as `%20` (a path reads `+` as a plus sign).
+const PATH_SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+/// `template` with every `placeholder` replaced by `value`, encoded for where it stands: a query value is
+/// form-encoded (a space is `+`, as a form sends it), a path segment (or a fragment) is percent-encoded
+/// (a space is `%20`). Both encodings encode `?` and `#`, so a value never moves a later placeholder from
+/// the path into the query.
+pub fn fill_template(template: &str, placeholder: &str, value: &str) -> String {
+    let mut out = String::with_capacity(template.len() + value.len());
+    let mut parts = template.split(placeholder);
+    if let Some(first) = parts.next() {
+        out.push_str(first);
+    }
+    for part in parts {
+        let in_query = out.contains('?') && !out.contains('#');
+        if in_query {
+            out.extend(url::form_urlencoded::byte_serialize(value.as_bytes()));
+        } else {
+            out.extend(percent_encoding::utf8_percent_encode(value, PATH_SEGMENT));
+        }
+        out.push_str(part);
+    }
+    out
 }
 
 /// One post item as a page shows it.
@@ -728,6 +756,42 @@ mod tests {
             handle: handle.map(String::from),
             allowed_origins: vec!["http://127.0.0.1:9".into()],
         }
+    }
+
+    #[test]
+    fn an_id_in_a_path_is_percent_encoded_and_a_query_value_form_encoded() {
+        let p = plan(None);
+        // A path segment: a space is %20 (a path reads `+` as a plus), `/`, `?` and `#` stay inside it.
+        assert_eq!(p.permalink_of("a b"), "http://127.0.0.1:9/p/a%20b");
+        assert_eq!(
+            p.permalink_of("a+b/c?d#e"),
+            "http://127.0.0.1:9/p/a%2Bb%2Fc%3Fd%23e"
+        );
+        assert_eq!(
+            p.permalink_of("fb-12_3.x~"),
+            "http://127.0.0.1:9/p/fb-12_3.x~"
+        );
+        assert_eq!(p.permalink_of("é"), "http://127.0.0.1:9/p/%C3%A9");
+        // A query value: form encoding, as a form would send it.
+        assert_eq!(
+            p.search_for("Quarterly results & more"),
+            "http://127.0.0.1:9/search?q=Quarterly+results+%26+more"
+        );
+        assert_eq!(
+            fill_template("http://h/post?id={id}", "{id}", "a b"),
+            "http://h/post?id=a+b"
+        );
+        // The same template may hold both, and a fragment is not a query.
+        assert_eq!(
+            fill_template("http://h/u/{x}/view?x={x}#{x}", "{x}", "a b"),
+            "http://h/u/a%20b/view?x=a+b#a%20b"
+        );
+        // A search by text in the path.
+        assert_eq!(
+            fill_template("http://h/search/{text}", "{text}", "1+1 = 2"),
+            "http://h/search/1%2B1%20%3D%202"
+        );
+        assert_eq!(fill_template("http://h/p", "{id}", "x"), "http://h/p");
     }
 
     fn item(id: Option<&str>, text: &str, author: Option<&str>, href: Option<&str>) -> ShownItem {
