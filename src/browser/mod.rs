@@ -48,7 +48,8 @@ pub use transport::{
 };
 pub use write_guard::{WriteAttempt, WriteGuard};
 
-/// Errors of the browser boundary.
+/// Errors of the browser boundary. Callers ask the `is_*` predicates (or match the variants), never the text:
+/// what an error means is classified once, where it is created ([`CdpFailure::of`] for Chromium's answers).
 #[derive(Debug, thiserror::Error)]
 pub enum BrowserError {
     /// No Chromium binary was found.
@@ -61,6 +62,18 @@ pub enum BrowserError {
     #[error("cannot launch Chromium: {message}")]
     Launch {
         /// Why.
+        message: String,
+    },
+    /// Chromium refused the profile because another Chromium holds it (its ProcessSingleton lock).
+    #[error(
+        "cannot launch Chromium: profile {} is in use by another Chromium (one browser per account at a \
+         time): {message}",
+        dir.display()
+    )]
+    ProfileInUse {
+        /// The profile directory.
+        dir: PathBuf,
+        /// Chromium's own words.
         message: String,
     },
     /// The profile directory could not be prepared.
@@ -92,6 +105,8 @@ pub enum BrowserError {
         during: String,
         /// Chromium's message.
         message: String,
+        /// What the answer means, classified when it arrived.
+        failure: CdpFailure,
     },
     /// The page's JavaScript for the checks failed or returned something unexpected.
     #[error("locator check script failed: {0}")]
@@ -99,6 +114,13 @@ pub enum BrowserError {
     /// A plan that cannot be run (e.g. a step aimed at the publish control).
     #[error("invalid probe plan: {0}")]
     Plan(String),
+    /// The write guard's log is poisoned (a task panicked holding it): what the page attempted is unknown,
+    /// so every request is failed and nothing read from the log can be trusted (fail closed).
+    #[error("the write guard's log is unreadable (poisoned by a panic): {during}")]
+    GuardPoisoned {
+        /// What was being done.
+        during: String,
+    },
     /// Reading or writing a local file failed.
     #[error("{what}: {source}")]
     Io {
@@ -107,6 +129,19 @@ pub enum BrowserError {
         /// The cause.
         source: std::io::Error,
     },
+}
+
+/// What an error answer from Chromium means, decided once from the chromiumoxide error that carried it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CdpFailure {
+    /// A paused request's target (page, popup, frame) is gone: Chromium cancelled the request and no
+    /// longer knows its interception id ("Invalid InterceptionId"). The request did not leave.
+    TargetGone,
+    /// A navigation reached no server at all (the Chromium network error code, e.g.
+    /// `net::ERR_CONNECTION_REFUSED`): nothing was exchanged with the platform.
+    Unreachable(&'static str),
+    /// Any other error answer.
+    Other,
 }
 
 /// Chromium's network errors that mean a navigation reached no server at all: nothing was exchanged with the
@@ -120,16 +155,85 @@ const UNREACHABLE_NET_ERRORS: [&str; 6] = [
     "net::ERR_INVALID_URL",
 ];
 
+/// Chromium's answer (`Fetch.*` with an id it no longer knows) when the paused request's target is gone.
+const TARGET_GONE: &str = "Invalid InterceptionId";
+
+impl CdpFailure {
+    /// Classify a chromiumoxide error. Chromium's answers carry no machine-readable reason beyond a JSON-RPC
+    /// code shared by every bad parameter (-32602), so its message is read here, once: a navigation's
+    /// `errorText` arrives as `ChromeMessage`, a protocol error as `Chrome`.
+    pub fn of(e: &chromiumoxide::error::CdpError) -> CdpFailure {
+        use chromiumoxide::error::CdpError;
+        let message = match e {
+            CdpError::Chrome(c) => c.message.as_str(),
+            CdpError::ChromeMessage(m) => m.as_str(),
+            _ => return CdpFailure::Other,
+        };
+        CdpFailure::of_message(message)
+    }
+
+    fn of_message(message: &str) -> CdpFailure {
+        if message.contains(TARGET_GONE) {
+            return CdpFailure::TargetGone;
+        }
+        match UNREACHABLE_NET_ERRORS
+            .into_iter()
+            .find(|code| message.contains(code))
+        {
+            Some(code) => CdpFailure::Unreachable(code),
+            None => CdpFailure::Other,
+        }
+    }
+}
+
 impl BrowserError {
     /// The Chromium network error, when this is a navigation that reached no server (connection refused,
     /// name not resolved, ...).
     pub fn unreachable(&self) -> Option<&'static str> {
         match self {
-            BrowserError::Cdp { message, .. } => UNREACHABLE_NET_ERRORS
-                .into_iter()
-                .find(|code| message.contains(code)),
+            BrowserError::Cdp {
+                failure: CdpFailure::Unreachable(code),
+                ..
+            } => Some(code),
             _ => None,
         }
+    }
+
+    /// Whether this is a navigation that reached no server (see [`BrowserError::unreachable`]).
+    pub fn is_unreachable(&self) -> bool {
+        self.unreachable().is_some()
+    }
+
+    /// Whether answering a paused request failed only because its target (page, popup, frame) is gone,
+    /// which cancels the request inside Chromium.
+    pub fn is_target_gone(&self) -> bool {
+        matches!(
+            self,
+            BrowserError::Cdp {
+                failure: CdpFailure::TargetGone,
+                ..
+            }
+        )
+    }
+
+    /// Whether Chromium refused the profile because another Chromium holds it.
+    pub fn is_profile_in_use(&self) -> bool {
+        matches!(self, BrowserError::ProfileInUse { .. })
+    }
+
+    /// Whether the browser died (or its connection broke).
+    pub fn is_died(&self) -> bool {
+        matches!(self, BrowserError::Died { .. })
+    }
+
+    /// Whether a call or a wait ran past its bound.
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, BrowserError::Timeout { .. })
+    }
+
+    /// Whether the write guard's log was found poisoned (see [`BrowserError::GuardPoisoned`]).
+    pub fn is_guard_poisoned(&self) -> bool {
+        matches!(self, BrowserError::GuardPoisoned { .. })
     }
 }
 
@@ -144,3 +248,89 @@ impl From<crate::wait::Expired> for BrowserError {
 }
 
 pub use crate::durable::private_dir;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chromiumoxide::error::CdpError;
+
+    fn cdp(e: CdpError) -> BrowserError {
+        BrowserError::Cdp {
+            during: "a call".into(),
+            message: e.to_string(),
+            failure: CdpFailure::of(&e),
+        }
+    }
+
+    #[test]
+    fn chromiums_answers_are_classified_once_and_asked_by_predicate() {
+        // What Chromium 156 answers Fetch.failRequest for a request whose page closed.
+        let gone = cdp(CdpError::Chrome(chromiumoxide::types::Error {
+            code: -32602,
+            message: "Invalid InterceptionId.".into(),
+        }));
+        assert!(gone.is_target_gone());
+        assert!(!gone.is_unreachable());
+        // A navigation's errorText.
+        let refused = cdp(CdpError::ChromeMessage(
+            "net::ERR_CONNECTION_REFUSED".into(),
+        ));
+        assert_eq!(refused.unreachable(), Some("net::ERR_CONNECTION_REFUSED"));
+        assert!(refused.is_unreachable() && !refused.is_target_gone());
+        let other = cdp(CdpError::Chrome(chromiumoxide::types::Error {
+            code: -32000,
+            message: "Cannot find context with specified id".into(),
+        }));
+        assert!(!other.is_target_gone() && !other.is_unreachable());
+        // Only Chromium's own answers are read: a local error quoting the words is not one.
+        assert_eq!(
+            CdpFailure::of(&CdpError::NotFound),
+            CdpFailure::Other,
+            "a chromiumoxide-side error is never a Chromium answer"
+        );
+        let io = std::io::Error::other("Invalid InterceptionId");
+        assert_eq!(CdpFailure::of(&CdpError::Io(io)), CdpFailure::Other);
+        // The text is unchanged by the classification.
+        assert_eq!(
+            refused.to_string(),
+            "a call failed: net::ERR_CONNECTION_REFUSED"
+        );
+    }
+
+    #[test]
+    fn the_other_predicates_name_their_variant() {
+        let died = BrowserError::Died { during: "x".into() };
+        assert!(died.is_died() && !died.is_timeout() && !died.is_target_gone());
+        let late: BrowserError = crate::wait::Expired {
+            what: "the success signal".into(),
+            bound: Duration::from_secs(2),
+        }
+        .into();
+        assert!(late.is_timeout());
+        assert_eq!(
+            late.to_string(),
+            "the success signal did not finish within 2s"
+        );
+        let in_use = BrowserError::ProfileInUse {
+            dir: "/p/alice".into(),
+            message: "ProcessSingleton".into(),
+        };
+        assert!(in_use.is_profile_in_use());
+        assert_eq!(
+            in_use.to_string(),
+            "cannot launch Chromium: profile /p/alice is in use by another Chromium (one browser per \
+             account at a time): ProcessSingleton"
+        );
+        let held = session::launch_error(
+            Path::new("/p/alice"),
+            "Browser process exited ... Failed to create /p/alice/SingletonLock: File exists"
+                .into(),
+        );
+        assert!(held.is_profile_in_use(), "{held}");
+        let other = session::launch_error(Path::new("/p/alice"), "no such file".into());
+        assert!(!other.is_profile_in_use());
+        assert_eq!(other.to_string(), "cannot launch Chromium: no such file");
+        let poisoned = BrowserError::GuardPoisoned { during: "y".into() };
+        assert!(poisoned.is_guard_poisoned() && !poisoned.is_died());
+    }
+}

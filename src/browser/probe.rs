@@ -413,7 +413,8 @@ pub async fn run(
             break;
         }
     }
-    let writes = guard.writes_since(mark);
+    // A poisoned guard log fails the probe: what the page attempted is unknown.
+    let writes = guard.writes_since(mark)?;
     for w in &writes {
         problems.push(format!(
             "write attempted and blocked: {} {} ({}){}",

@@ -161,7 +161,11 @@ impl Liveness {
                 Ok(Err(e)) => Err(if self.is_dead() {
                     BrowserError::Died { during: what.to_string() }
                 } else {
-                    BrowserError::Cdp { during: what.to_string(), message: e.to_string() }
+                    BrowserError::Cdp {
+                        during: what.to_string(),
+                        message: e.to_string(),
+                        failure: super::CdpFailure::of(&e),
+                    }
                 }),
                 Err(_) => Err(BrowserError::Timeout { during: what.to_string(), after: limit }),
             },
@@ -483,23 +487,22 @@ async fn launch_unguarded(
         .map_err(|message| BrowserError::Launch { message })?;
     Browser::launch(config)
         .await
-        .map_err(|e| BrowserError::Launch {
-            message: in_use_hint(&opts.profile_dir, e.to_string()),
-        })
+        .map_err(|e| launch_error(&opts.profile_dir, e.to_string()))
 }
 
-/// Name the likely cause when Chromium refuses a profile another Chromium holds.
-fn in_use_hint(profile: &Path, message: String) -> String {
+/// Chromium's words when it refuses a profile another Chromium holds (its ProcessSingleton lock): the one
+/// place they are read, so the caller gets [`BrowserError::ProfileInUse`] instead of a text to search.
+pub(super) fn launch_error(profile: &Path, message: String) -> BrowserError {
     if message.contains("ProcessSingleton")
         || message.contains("SingletonLock")
         || message.contains("profile appears to be in use")
     {
-        format!(
-            "profile {} is in use by another Chromium (one browser per account at a time): {message}",
-            profile.display()
-        )
+        BrowserError::ProfileInUse {
+            dir: profile.to_path_buf(),
+            message,
+        }
     } else {
-        message
+        BrowserError::Launch { message }
     }
 }
 

@@ -17,7 +17,13 @@
 //! the probe does not report that attempt. Cross-origin iframes (OOPIF) are guarded (browser-wide) but
 //! their locators cannot be checked yet. A request nobody answers would hang forever, so an answer that
 //! cannot be sent is recorded as a guard fault instead of being dropped silently.
-use std::sync::{Arc, Mutex};
+//!
+//! The log is behind a mutex. A poisoned mutex (a task panicked holding it) fails closed: every request
+//! paused afterwards is failed before it leaves (no read is fetched: whether it carries the typed text is
+//! unknown), and every reader of the log gets [`BrowserError::GuardPoisoned`] (or, for the faults, a fault
+//! line) instead of an empty list, so a probe reports it and a publish can neither call a press "not sent"
+//! nor miss an alarm.
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use chromiumoxide::cdp::browser_protocol::fetch::{
     ContinueRequestParams, EnableParams, EventRequestPaused, FailRequestParams, RequestPattern,
@@ -128,34 +134,38 @@ impl WriteGuard {
         Ok(guard)
     }
 
-    /// Every write attempted so far.
-    pub fn writes(&self) -> Vec<WriteAttempt> {
+    /// Every write attempted so far (`Err` when the log is poisoned: see the module docs).
+    pub fn writes(&self) -> Result<Vec<WriteAttempt>, BrowserError> {
         self.writes_since(0)
     }
 
-    /// How many writes were recorded so far (a mark for [`WriteGuard::writes_since`]).
+    /// How many writes were recorded so far (a mark for [`WriteGuard::writes_since`]). A poisoned log gives
+    /// 0: only a position, and every read from it fails anyway.
     pub fn mark(&self) -> usize {
         self.log.lock().map(|l| l.writes.len()).unwrap_or_default()
     }
 
-    /// Writes recorded after `mark`.
-    pub fn writes_since(&self, mark: usize) -> Vec<WriteAttempt> {
-        self.log
-            .lock()
-            .map(|l| l.writes.get(mark..).unwrap_or_default().to_vec())
-            .unwrap_or_default()
+    /// Writes recorded after `mark` (`Err` when the log is poisoned: what the page attempted is unknown).
+    pub fn writes_since(&self, mark: usize) -> Result<Vec<WriteAttempt>, BrowserError> {
+        let l = read_log(&self.log, "read the writes the page attempted")?;
+        Ok(l.writes.get(mark..).unwrap_or_default().to_vec())
     }
 
-    /// Requests the guard could not answer (each is also a reason to distrust the probe).
+    /// Requests the guard could not answer (each is also a reason to distrust the probe). A poisoned log
+    /// is one such reason: it is reported as a fault, never as an empty list.
     pub fn faults(&self) -> Vec<String> {
-        self.log
-            .lock()
-            .map(|l| l.faults.clone())
-            .unwrap_or_default()
+        match read_log(&self.log, "read the guard's faults") {
+            Ok(l) => l.faults.clone(),
+            Err(e) => vec![e.to_string()],
+        }
     }
 
     /// Arm the create-request takeover: the next paused request matching `pattern` is handed to the
     /// returned receiver instead of being failed. Only the press (one authorization) calls this.
+    ///
+    /// On a poisoned log nothing is armed and the sender is dropped: the press sees no handover at once, the
+    /// answerer fails the create request before it leaves, and [`WriteGuard::not_sent_proof`] refuses, so
+    /// the outcome is indeterminate, never "not sent".
     pub(crate) fn arm(&self, pattern: CreatePattern) -> oneshot::Receiver<EventRequestPaused> {
         let (tx, rx) = oneshot::channel();
         let knocks_mark = self.door.sinkhole().mark();
@@ -184,9 +194,7 @@ impl WriteGuard {
     /// how this page publishes), a request the guard could not answer, or a write it could not stop, each
     /// leaves the question to the platform: indeterminate.
     pub(crate) fn not_sent_proof(&self) -> Result<String, String> {
-        let Ok(l) = self.log.lock() else {
-            return Err("the guard's log is unreadable".into());
-        };
+        let l = read_log(&self.log, "prove that nothing left").map_err(|e| e.to_string())?;
         let Some(t) = l.takeover.as_ref() else {
             return Err("no press was armed".into());
         };
@@ -233,6 +241,7 @@ impl WriteGuard {
         }
         // A long text is recognised by its beginning: a URL may carry a cut copy.
         let needle: String = v.chars().take(WATCHED_PREFIX_CHARS).collect();
+        // A poisoned log keeps nothing: then the answerer fails every read, watched or not.
         if let Ok(mut l) = self.log.lock() {
             l.typed.push(needle);
         }
@@ -244,7 +253,8 @@ impl WriteGuard {
     }
 
     /// Take the slot back if nothing was handed over yet. True: no matching request was paused (and from
-    /// now on every match is failed). False: one was handed over and is on its way to the receiver.
+    /// now on every match is failed). False: one was handed over and is on its way to the receiver, or the
+    /// log is poisoned (then the wait for it ends in doubt: `not_sent_proof` refuses).
     pub(crate) fn disarm(&self) -> bool {
         self.log
             .lock()
@@ -253,19 +263,27 @@ impl WriteGuard {
             .is_some()
     }
 
-    /// Further create requests (matching the armed pattern) that were failed before they left.
-    pub fn extra_creates(&self) -> Vec<WriteAttempt> {
-        self.log
-            .lock()
-            .ok()
-            .and_then(|l| l.takeover.as_ref().map(|t| t.extras.clone()))
-            .unwrap_or_default()
+    /// Further create requests (matching the armed pattern) that were failed before they left (`Err` when
+    /// the log is poisoned).
+    pub fn extra_creates(&self) -> Result<Vec<WriteAttempt>, BrowserError> {
+        let l = read_log(&self.log, "read the further create requests")?;
+        Ok(l.takeover
+            .as_ref()
+            .map(|t| t.extras.clone())
+            .unwrap_or_default())
     }
 
     /// How many requests were paused in total (GET/HEAD included).
     pub fn paused_count(&self) -> usize {
         self.log.lock().map(|l| l.paused).unwrap_or_default()
     }
+}
+
+/// The log, or [`BrowserError::GuardPoisoned`] naming what needed it.
+fn read_log<'a>(log: &'a Mutex<Log>, during: &str) -> Result<MutexGuard<'a, Log>, BrowserError> {
+    log.lock().map_err(|_| BrowserError::GuardPoisoned {
+        during: during.to_string(),
+    })
 }
 
 /// Typed values shorter than this are not watched in URLs.
@@ -294,30 +312,6 @@ pub fn is_read(method: &str) -> bool {
     method.eq_ignore_ascii_case("GET") || method.eq_ignore_ascii_case("HEAD")
 }
 
-/// Whether answering a paused request failed only because its target (page, popup, frame) is gone, which
-/// cancels the request inside Chromium.
-fn target_gone(e: &super::BrowserError) -> bool {
-    e.to_string().contains("Invalid InterceptionId")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_url_carrying_typed_text_is_recognised_in_every_encoding() {
-        let typed = vec!["Quarterly results".to_string()];
-        assert!(carries_typed(
-            "http://x/p?d=Quarterly%20results%20are",
-            &typed
-        ));
-        assert!(carries_typed("http://x/p?d=Quarterly+results", &typed));
-        assert!(carries_typed("http://x/Quarterly results", &typed));
-        assert!(!carries_typed("http://x/p?d=Quarterly", &typed));
-        assert!(!carries_typed("http://x/p?d=Quarterly+results", &[]));
-    }
-}
-
 #[derive(Clone)]
 struct Answerer {
     live: Liveness,
@@ -325,78 +319,96 @@ struct Answerer {
     door: Door,
 }
 
+/// What the guard does with one paused request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Route {
+    /// Handed to the armed takeover: the press's receiver answers it (sends it once itself, or fails it).
+    HandedOver,
+    /// The response stage of a request that already went its way: continued (nothing more leaves).
+    ContinueResponse,
+    /// A read oncepost fetches itself and fulfils (Chromium has no route out: door/).
+    Fetch,
+    /// Failed before it leaves and recorded as a write attempt.
+    Fail {
+        /// A GET/HEAD whose URL carries the typed text.
+        carries: bool,
+        /// A further request matching the armed create request.
+        extra: bool,
+    },
+}
+
+/// Decide what happens to a paused request, counting it, and hand it over (through `hand_over`, which says
+/// whether the receiver took it) when it is the armed create request.
+fn route(
+    log: &Mutex<Log>,
+    method: &str,
+    url: &str,
+    response_stage: bool,
+    hand_over: impl FnOnce(oneshot::Sender<EventRequestPaused>) -> bool,
+) -> Route {
+    let Ok(mut l) = log.lock() else {
+        // Fail closed: with the log poisoned neither the takeover nor the typed text a read must not carry
+        // can be trusted, so nothing is handed over and nothing is fetched. Every request is failed before
+        // it leaves; a response stage is continued (its request is already out: continuing sends nothing).
+        return if response_stage {
+            Route::ContinueResponse
+        } else {
+            Route::Fail {
+                carries: false,
+                extra: false,
+            }
+        };
+    };
+    l.paused += 1;
+    let mut extra = false;
+    if let Some(t) = l.takeover.as_mut()
+        && !response_stage
+        && t.pattern.matches(method, url)
+    {
+        if let Some(tx) = t.slot.take()
+            && hand_over(tx)
+        {
+            return Route::HandedOver;
+        }
+        extra = true;
+    }
+    if response_stage {
+        return Route::ContinueResponse;
+    }
+    let carries = is_read(method) && carries_typed(url, &l.typed);
+    if is_read(method) && !carries {
+        Route::Fetch
+    } else {
+        Route::Fail { carries, extra }
+    }
+}
+
 impl Answerer {
     async fn answer(&self, ev: &EventRequestPaused, log: &Mutex<Log>) {
         let method = ev.request.method.clone();
-        // Route the request to the takeover when it is the armed create request (or its response stage).
-        let mut extra = false;
-        if let Ok(mut l) = log.lock() {
-            l.paused += 1;
-            if let Some(t) = l.takeover.as_mut() {
-                let response_stage =
-                    ev.response_status_code.is_some() || ev.response_error_reason.is_some();
-                if !response_stage && t.pattern.matches(&method, &ev.request.url) {
-                    if let Some(tx) = t.slot.take() {
-                        // The receiver answers it (sends it once itself, or fails it).
-                        if tx.send(ev.clone()).is_ok() {
-                            return;
-                        }
-                    }
-                    extra = true;
-                }
+        let response_stage =
+            ev.response_status_code.is_some() || ev.response_error_reason.is_some();
+        let (carries, extra) = match route(log, &method, &ev.request.url, response_stage, |tx| {
+            tx.send(ev.clone()).is_ok()
+        }) {
+            Route::HandedOver => return,
+            Route::ContinueResponse => {
+                let _ = self
+                    .live
+                    .call(
+                        "continue a response",
+                        self.browser
+                            .execute(ContinueRequestParams::new(ev.request_id.clone())),
+                    )
+                    .await;
+                return;
             }
-        }
-        if ev.response_status_code.is_some() || ev.response_error_reason.is_some() {
-            let _ = self
-                .live
-                .call(
-                    "continue a response",
-                    self.browser
-                        .execute(ContinueRequestParams::new(ev.request_id.clone())),
-                )
-                .await;
-            return;
-        }
-        let carries = is_read(&method)
-            && log
-                .lock()
-                .map(|l| carries_typed(&ev.request.url, &l.typed))
-                .unwrap_or(false);
-        if is_read(&method) && !carries {
-            // oncepost fetches the read itself: Chromium has no route out (door/).
-            let r = match self.door.reads().fetch(ev).await {
-                ReadAnswer::Fulfill {
-                    status,
-                    headers,
-                    body,
-                } => {
-                    let params = fulfill_params(ev.request_id.clone(), status, &headers, &body);
-                    self.live
-                        .call("hand a read to the page", self.browser.execute(params))
-                        .await
-                        .map(|_| ())
-                }
-                ReadAnswer::Fail { reason, why } => {
-                    tracing::debug!(%why, "a read failed at the door");
-                    self.live
-                        .call(
-                            "fail a read",
-                            self.browser
-                                .execute(FailRequestParams::new(ev.request_id.clone(), reason)),
-                        )
-                        .await
-                        .map(|_| ())
-                }
-            };
-            if let Err(e) = r
-                && !target_gone(&e)
-                && let Ok(mut l) = log.lock()
-            {
-                l.faults
-                    .push(format!("could not answer {method} {}: {e}", ev.request.url));
+            Route::Fetch => {
+                self.fetch_read(ev, &method, log).await;
+                return;
             }
-            return;
-        }
+            Route::Fail { carries, extra } => (carries, extra),
+        };
         let r = self
             .live
             .call(
@@ -411,8 +423,9 @@ impl Answerer {
         // answer arrives, Chromium cancels it and reports the id as invalid: still blocked, not a fault.
         let blocked = match &r {
             Ok(_) => true,
-            Err(e) => target_gone(e),
+            Err(e) => e.is_target_gone(),
         };
+        // A poisoned log records nothing more; every reader of it fails (see the module docs).
         if let Ok(mut l) = log.lock() {
             if let Err(e) = &r
                 && !blocked
@@ -433,5 +446,183 @@ impl Answerer {
             }
             l.writes.push(attempt);
         }
+    }
+
+    /// oncepost fetches the read itself and hands the answer to the page.
+    async fn fetch_read(&self, ev: &EventRequestPaused, method: &str, log: &Mutex<Log>) {
+        let r = match self.door.reads().fetch(ev).await {
+            ReadAnswer::Fulfill {
+                status,
+                headers,
+                body,
+            } => {
+                let params = fulfill_params(ev.request_id.clone(), status, &headers, &body);
+                self.live
+                    .call("hand a read to the page", self.browser.execute(params))
+                    .await
+                    .map(|_| ())
+            }
+            ReadAnswer::Fail { reason, why } => {
+                tracing::debug!(%why, "a read failed at the door");
+                self.live
+                    .call(
+                        "fail a read",
+                        self.browser
+                            .execute(FailRequestParams::new(ev.request_id.clone(), reason)),
+                    )
+                    .await
+                    .map(|_| ())
+            }
+        };
+        if let Err(e) = r
+            && !e.is_target_gone()
+            && let Ok(mut l) = log.lock()
+        {
+            l.faults
+                .push(format!("could not answer {method} {}: {e}", ev.request.url));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_url_carrying_typed_text_is_recognised_in_every_encoding() {
+        let typed = vec!["Quarterly results".to_string()];
+        assert!(carries_typed(
+            "http://x/p?d=Quarterly%20results%20are",
+            &typed
+        ));
+        assert!(carries_typed("http://x/p?d=Quarterly+results", &typed));
+        assert!(carries_typed("http://x/Quarterly results", &typed));
+        assert!(!carries_typed("http://x/p?d=Quarterly", &typed));
+        assert!(!carries_typed("http://x/p?d=Quarterly+results", &[]));
+    }
+
+    fn poisoned(log: &Mutex<Log>) {
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _held = log.lock();
+            panic!("a task panicked holding the guard's log (on purpose)");
+        }));
+        assert!(log.is_poisoned());
+    }
+
+    fn create() -> CreatePattern {
+        CreatePattern {
+            method: "POST".into(),
+            url: crate::browser::UrlMatch::Exact("http://x/api/posts".into()),
+        }
+    }
+
+    fn armed(log: &Mutex<Log>) -> oneshot::Receiver<EventRequestPaused> {
+        let (tx, rx) = oneshot::channel();
+        log.lock().unwrap().takeover = Some(Takeover {
+            pattern: create(),
+            slot: Some(tx),
+            extras: Vec::new(),
+            knocks_mark: 0,
+            faults_mark: 0,
+            writes_mark: 0,
+        });
+        rx
+    }
+
+    const FAILED: Route = Route::Fail {
+        carries: false,
+        extra: false,
+    };
+
+    #[test]
+    fn requests_are_routed_by_method_takeover_and_typed_text() {
+        let log = Mutex::new(Log::default());
+        let take = |_tx: oneshot::Sender<EventRequestPaused>| true;
+        assert_eq!(
+            route(&log, "GET", "http://x/feed", false, take),
+            Route::Fetch
+        );
+        assert_eq!(
+            route(&log, "POST", "http://x/api/posts", false, take),
+            FAILED
+        );
+        assert_eq!(
+            route(&log, "POST", "http://x/api/posts", true, take),
+            Route::ContinueResponse
+        );
+        log.lock().unwrap().typed.push("Quarterly results".into());
+        assert_eq!(
+            route(&log, "GET", "http://x/px?d=Quarterly+results", false, take),
+            Route::Fail {
+                carries: true,
+                extra: false
+            }
+        );
+        let _rx = armed(&log);
+        assert_eq!(
+            route(&log, "POST", "http://x/api/posts", false, take),
+            Route::HandedOver
+        );
+        // The slot is spent: a second create request is failed and kept as an extra.
+        assert_eq!(
+            route(&log, "POST", "http://x/api/posts", false, take),
+            Route::Fail {
+                carries: false,
+                extra: true
+            }
+        );
+        assert_eq!(log.lock().unwrap().paused, 6);
+    }
+
+    #[test]
+    fn a_poisoned_log_fails_every_request_and_hands_nothing_over() {
+        let log = Mutex::new(Log::default());
+        let _rx = armed(&log);
+        log.lock().unwrap().typed.push("Quarterly results".into());
+        poisoned(&log);
+        let mut handed = 0;
+        // A plain read is not fetched (whether it carries the draft is unknown), the armed create request
+        // is not handed over, a write is failed.
+        for (method, url) in [
+            ("GET", "http://x/feed"),
+            ("GET", "http://x/px?d=Quarterly+results"),
+            ("POST", "http://x/api/posts"),
+            ("PUT", "http://x/api/drafts"),
+        ] {
+            let r = route(&log, method, url, false, |_tx| {
+                handed += 1;
+                true
+            });
+            assert_eq!(r, FAILED, "{method} {url}");
+        }
+        assert_eq!(handed, 0);
+        assert_eq!(
+            route(&log, "POST", "http://x/api/posts", true, |_tx| true),
+            Route::ContinueResponse
+        );
+    }
+
+    #[tokio::test]
+    async fn every_reader_of_a_poisoned_log_fails_closed() {
+        let guard = WriteGuard {
+            log: Arc::new(Mutex::new(Log::default())),
+            door: Door::open().await.unwrap(),
+        };
+        let _rx = guard.arm(create());
+        assert!(guard.writes().unwrap().is_empty());
+        poisoned(&guard.log);
+        assert!(guard.writes().unwrap_err().is_guard_poisoned());
+        assert!(guard.writes_since(0).unwrap_err().is_guard_poisoned());
+        assert!(guard.extra_creates().unwrap_err().is_guard_poisoned());
+        let faults = guard.faults();
+        assert_eq!(faults.len(), 1);
+        assert!(faults[0].contains("poisoned"), "{faults:?}");
+        let doubt = guard.not_sent_proof().unwrap_err();
+        assert!(doubt.contains("poisoned"), "{doubt}");
+        // "Not taken back" sends the press to wait for a handover that never comes, then to doubt.
+        assert!(!guard.disarm());
+        // A press armed after the poison gets a receiver whose sender is gone (no handover, ever).
+        let mut late = guard.arm(create());
+        assert!(late.try_recv().is_err());
     }
 }

@@ -56,9 +56,10 @@ impl CliError {
     }
 }
 
-impl From<StoreError> for CliError {
-    fn from(e: StoreError) -> Self {
-        let exit = match &e {
+impl Exit {
+    /// The exit code for a store error.
+    pub fn of_store(e: &StoreError) -> Exit {
+        match e {
             StoreError::UnknownKey(_)
             | StoreError::UnknownAccount(_)
             | StoreError::AccountExists(_)
@@ -74,9 +75,14 @@ impl From<StoreError> for CliError {
             | StoreError::Decode(_)
             | StoreError::Migrate(_)
             | StoreError::Db(_) => Exit::Internal,
-        };
+        }
+    }
+}
+
+impl From<StoreError> for CliError {
+    fn from(e: StoreError) -> Self {
         CliError {
-            exit,
+            exit: Exit::of_store(&e),
             message: e.to_string(),
         }
     }

@@ -335,6 +335,11 @@ fn map_err(e: PublishError) -> CliError {
         }
         PublishError::Browser(e) => CliError::internal(e.to_string()),
         PublishError::Evidence(e) => CliError::internal(e.to_string()),
+        // The exit says what the store did to the alarm (unavailable, internal, ...); the message says all.
+        PublishError::AlarmNotRecorded { ref source, .. } => CliError {
+            exit: Exit::of_store(source),
+            message: e.to_string(),
+        },
     }
 }
 

@@ -158,6 +158,19 @@ pub enum PublishError {
     /// Evidence could not be written.
     #[error(transparent)]
     Evidence(#[from] EvidenceError),
+    /// An alarm could not be recorded and the intent could not be parked for it either (the store is
+    /// unreachable, or the intent is published, which nothing parks): the caller reports it (non-zero exit).
+    #[error(
+        "an alarm could not be recorded ({what}): {source}; and the intent could not be parked for it: {park}"
+    )]
+    AlarmNotRecorded {
+        /// The alarm.
+        what: String,
+        /// Why the store did not record it.
+        source: StoreError,
+        /// Why the intent was not parked.
+        park: String,
+    },
 }
 
 /// Progress reporting: one call per finished step.
@@ -235,20 +248,113 @@ pub fn new_intent(req: &PublishRequest, contract: &Contract) -> Result<NewIntent
     })
 }
 
-/// Record each refused id or link of a read-back as an alarm (an evidence event); best effort, like the
-/// other evidence notes (the verdict never depends on it).
-async fn record_alarms(store: &Store, key: &DeliveryKey, actor: &str, rb: &browser::Readback) {
-    for alarm in &rb.alarms {
-        let _ = store
-            .note(
+/// The alarms of one run (side effects the guard or the door saw, ids and links a read-back refused), each
+/// recorded in the intent's history as it is seen. An alarm the store does not take is never dropped: the
+/// first such failure is kept, and the run parks the intent for it as soon as the state allows (see
+/// [`Alarms::park_if_lost`]). Only when parking fails too (the store is unreachable, or the intent is
+/// published, which nothing parks) is it an error, [`PublishError::AlarmNotRecorded`], which the CLI reports
+/// with a non-zero exit.
+#[derive(Debug, Default)]
+struct Alarms {
+    lost: Option<Lost>,
+}
+
+/// The first alarm the store did not take.
+#[derive(Debug)]
+struct Lost {
+    what: String,
+    error: StoreError,
+}
+
+impl Lost {
+    /// Why the intent is parked for it.
+    fn why(&self) -> String {
+        format!(
+            "an alarm could not be recorded ({}: {})",
+            self.what, self.error
+        )
+    }
+
+    /// The error when the intent could not be parked for it (`park` says why not).
+    fn unparked(self, park: String) -> PublishError {
+        PublishError::AlarmNotRecorded {
+            what: self.what,
+            source: self.error,
+            park,
+        }
+    }
+}
+
+impl Alarms {
+    /// Record one alarm (`kind` is `SideEffectAlarm`, or `Evidence` for a read-back's refused value).
+    async fn record(
+        &mut self,
+        store: &Store,
+        key: &DeliveryKey,
+        kind: EventKind,
+        actor: &str,
+        reason: &str,
+        details: Value,
+    ) {
+        if let Err(e) = store
+            .note(key, kind, actor, reason, details, Timestamp::now())
+            .await
+        {
+            tracing::warn!(alarm = reason, error = %e, "an alarm could not be recorded");
+            if self.lost.is_none() {
+                self.lost = Some(Lost {
+                    what: reason.to_string(),
+                    error: e,
+                });
+            }
+        }
+    }
+
+    /// Record each refused id or link of a read-back as an alarm (an evidence event).
+    async fn readback(
+        &mut self,
+        store: &Store,
+        key: &DeliveryKey,
+        actor: &str,
+        rb: &browser::Readback,
+    ) {
+        for alarm in &rb.alarms {
+            self.record(
+                store,
                 key,
                 EventKind::Evidence,
                 actor,
                 &format!("alarm: {}", browser::readback::ALARM_REASON),
                 json!({ "alarm": alarm, "lookup": rb.url }),
-                Timestamp::now(),
             )
             .await;
+        }
+    }
+
+    /// When an alarm was lost, park the intent for it (from pending, failed or indeterminate) and say why;
+    /// when it cannot be parked, the error (see [`Alarms`]). Call once the intent has landed.
+    async fn park_if_lost(
+        self,
+        store: &Store,
+        key: &DeliveryKey,
+        actor: &str,
+    ) -> Result<Option<String>, PublishError> {
+        let Some(lost) = self.lost else {
+            return Ok(None);
+        };
+        let why = lost.why();
+        match store
+            .park(
+                key,
+                actor,
+                &format!("side_effect_alarm: {why}"),
+                Timestamp::now(),
+            )
+            .await
+        {
+            Ok(_) => Ok(Some(why)),
+            Err(e) => Err(lost.unparked(e.to_string())),
+        }
     }
 }
 
@@ -495,7 +601,15 @@ async fn with_session(
                 return Err(e.into());
             }
         };
-        record_alarms(store, key, &req.owner, &rb).await;
+        let mut alarms = Alarms::default();
+        alarms.readback(store, key, &req.owner, &rb).await;
+        // Nothing is begun yet: a lost alarm parks the pending intent before anything else happens.
+        if let Some(why) = alarms.park_if_lost(store, key, &req.owner).await? {
+            if let Ok(p) = opened {
+                p.close().await;
+            }
+            return Ok((None, false, format!("parked before writing: {why}")));
+        }
         let found = matches!(
             rb.verdict,
             ReadVerdict::Match { .. } | ReadVerdict::Lead { .. }
@@ -676,7 +790,8 @@ async fn attempt(
         .sinkhole()
         .page_knocks_since(knock_mark);
     if !knocks.is_empty() {
-        alarm_refused_channels(store, key, &req.owner, &token, &knocks).await;
+        let mut alarms = Alarms::default();
+        alarm_refused_channels(&mut alarms, store, key, &req.owner, &token, &knocks).await;
         page.close().await;
         let landing = settle::land(Verdict::ChannelRefused {
             report: json!({
@@ -689,7 +804,13 @@ async fn attempt(
                 "refused_channels": knocks,
             }),
         });
-        return finish(store, &claim.fence, key, &req.owner, landing, false).await;
+        let (pressed, summary) =
+            finish(store, &claim.fence, key, &req.owner, landing, false).await?;
+        // Settled failed first (the claim's fence is needed for that), then parked for a lost alarm.
+        return Ok(match alarms.park_if_lost(store, key, &req.owner).await? {
+            Some(why) => (pressed, format!("{summary}; parked: {why}")),
+            None => (pressed, summary),
+        });
     }
     // The contract is read again right before authorization: a changed file is refused by the store.
     let current_hash = match Contract::load(&req.contract_path) {
@@ -764,31 +885,47 @@ async fn attempt(
     // What the page did beyond the one create request, from the compose page's load until now (after the
     // response was handed to it and captured, so a page's own retry timer is seen): each further create
     // request and each other write attempt is a side-effect alarm bound to this intent.
-    let extras = session.write_guard().extra_creates();
+    let mut alarms = Alarms::default();
+    let guard = session.write_guard();
+    // A poisoned guard log (see write_guard.rs) hides what the page did: an alarm like a write that could
+    // not be stopped, so the intent is parked.
+    let mut unblocked = false;
+    let (extras, writes) = match (guard.extra_creates(), guard.writes_since(mark)) {
+        (Ok(x), Ok(w)) => (x, w),
+        (Err(e), _) | (_, Err(e)) => {
+            unblocked = true;
+            alarms
+                .record(
+                    store,
+                    key,
+                    EventKind::SideEffectAlarm,
+                    &req.owner,
+                    "what the page attempted is unknown: the write guard's log is unreadable",
+                    json!({ "attempt": token, "error": e.to_string() }),
+                )
+                .await;
+            (Vec::new(), Vec::new())
+        }
+    };
     for x in &extras {
-        let _ = store
-            .note(
+        alarms
+            .record(
+                store,
                 key,
                 EventKind::SideEffectAlarm,
                 &req.owner,
                 "a further create request for one authorization was failed before it left",
                 json!({ "attempt": token, "request": x }),
-                Timestamp::now(),
             )
             .await;
     }
     // Other writes the page attempted while we composed, pressed and watched: the guard failed them before they
     // left (blocked) unless its answer could not be delivered. Each is a side-effect alarm.
-    let mut unblocked = false;
-    for w in session
-        .write_guard()
-        .writes_since(mark)
-        .iter()
-        .filter(|w| !extras.contains(w))
-    {
+    for w in writes.iter().filter(|w| !extras.contains(w)) {
         unblocked |= !w.blocked;
-        let _ = store
-            .note(
+        alarms
+            .record(
+                store,
                 key,
                 EventKind::SideEffectAlarm,
                 &req.owner,
@@ -798,7 +935,6 @@ async fn attempt(
                     "the page attempted a write that is not the create request and it could not be stopped"
                 },
                 json!({ "attempt": token, "request": w }),
-                Timestamp::now(),
             )
             .await;
     }
@@ -809,7 +945,7 @@ async fn attempt(
         .door()
         .sinkhole()
         .page_knocks_since(knock_mark);
-    alarm_refused_channels(store, key, &req.owner, &token, &late_knocks).await;
+    alarm_refused_channels(&mut alarms, store, key, &req.owner, &token, &late_knocks).await;
     page.close().await;
     let landing = settle::land(verdict);
     let (pressed, summary) = finish(store, &fence, key, &req.owner, landing, true).await?;
@@ -826,10 +962,19 @@ async fn attempt(
     } else {
         None
     };
-    if let Some(why) = alarm
-        && let Ok(it) = store.intent(key).await
-        && matches!(it.state, Status::Failed | Status::Indeterminate)
-    {
+    // An alarm that could not be recorded is one more reason to park (see `Alarms`).
+    let lost = alarms.lost;
+    let why = match (alarm, lost.as_ref().map(Lost::why)) {
+        (Some(a), Some(l)) => Some(format!("{a}; {l}")),
+        (Some(a), None) => Some(a.to_string()),
+        (None, Some(l)) => Some(l),
+        (None, None) => None,
+    };
+    let Some(why) = why else {
+        return Ok((pressed, summary));
+    };
+    let state = store.intent(key).await.map(|it| it.state);
+    if let Ok(Status::Failed | Status::Indeterminate) = state {
         store
             .park(
                 key,
@@ -837,14 +982,26 @@ async fn attempt(
                 &format!("side_effect_alarm: {why}"),
                 Timestamp::now(),
             )
-            .await?;
+            .await
+            .map_err(|e| match lost {
+                Some(l) => l.unparked(e.to_string()),
+                None => e.into(),
+            })?;
         return Ok((pressed, format!("{summary}; parked: {why}")));
+    }
+    if let Some(l) = lost {
+        // Published (nothing parks it) or the state is unreadable: the lost alarm is the caller's to report.
+        return Err(l.unparked(match state {
+            Ok(s) => format!("the intent is {s}"),
+            Err(e) => e.to_string(),
+        }));
     }
     Ok((pressed, summary))
 }
 
-/// One side-effect alarm per channel the door refused (best effort: the outcome does not wait on it).
+/// One side-effect alarm per channel the door refused (one the store does not take is kept in `alarms`).
 async fn alarm_refused_channels(
+    alarms: &mut Alarms,
     store: &Store,
     key: &DeliveryKey,
     owner: &str,
@@ -852,14 +1009,14 @@ async fn alarm_refused_channels(
     knocks: &[browser::door::Knock],
 ) {
     for k in knocks {
-        let _ = store
-            .note(
+        alarms
+            .record(
+                store,
                 key,
                 EventKind::SideEffectAlarm,
                 owner,
                 "the page tried a channel oncepost refuses; refused before any byte left",
                 json!({ "attempt": attempt, "channel": k, "what": k.describe() }),
-                Timestamp::now(),
             )
             .await;
     }
@@ -1145,6 +1302,119 @@ async fn answer(
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use crate::store::{NewAccount, Policy, StoreLocation};
+
+    async fn store_with_intent(dir: &std::path::Path) -> (Store, DeliveryKey) {
+        let location = StoreLocation::Sqlite(dir.join("oncepost.db"));
+        let store = Store::open(&location, Policy::default()).await.unwrap();
+        let account = NewAccount {
+            name: "alice".into(),
+            platform: "fixturebook".into(),
+            min_interval_ms: 0,
+            dup_window_ms: 0,
+        };
+        store
+            .add_account(&account, "test", Timestamp::now())
+            .await
+            .unwrap();
+        let new = NewIntent {
+            account: "alice".into(),
+            action: ActionKind::Post,
+            target: String::new(),
+            request: CanonicalRequest::new(Some("hello"), &BTreeMap::new()),
+            source_ref: None,
+        };
+        let key = store
+            .create_intent(&new, Timestamp::now())
+            .await
+            .unwrap()
+            .intent
+            .key;
+        (store, key)
+    }
+
+    #[tokio::test]
+    async fn an_alarm_the_store_does_not_take_parks_the_intent() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, key) = store_with_intent(dir.path()).await;
+        let mut alarms = Alarms::default();
+        alarms
+            .record(
+                &store,
+                &key,
+                EventKind::SideEffectAlarm,
+                "test",
+                "recorded",
+                json!({}),
+            )
+            .await;
+        assert!(alarms.lost.is_none());
+        // The store refuses this one (a state change is not a note): the store's refusal, seen as the
+        // publish flow sees any failed `note`.
+        alarms
+            .record(
+                &store,
+                &key,
+                EventKind::Parked,
+                "test",
+                "the page tried a channel",
+                json!({}),
+            )
+            .await;
+        let why = alarms
+            .park_if_lost(&store, &key, "test")
+            .await
+            .unwrap()
+            .expect("a lost alarm parks");
+        assert!(why.contains("the page tried a channel"), "{why}");
+        let tl = store.timeline(&key).await.unwrap();
+        assert_eq!(tl.intent.state, Status::Parked);
+        let parked = tl.events.last().unwrap();
+        assert_eq!(parked.kind, EventKind::Parked);
+        assert_eq!(
+            parked.reason.as_deref(),
+            Some(format!("side_effect_alarm: {why}").as_str())
+        );
+        // The recorded one is in the history.
+        assert!(tl.events.iter().any(
+            |e| e.kind == EventKind::SideEffectAlarm && e.reason.as_deref() == Some("recorded")
+        ));
+        // Nothing lost: nothing parked.
+        assert!(
+            Alarms::default()
+                .park_if_lost(&store, &key, "test")
+                .await
+                .unwrap()
+                .is_none()
+        );
+    }
+
+    #[tokio::test]
+    async fn an_alarm_lost_with_the_store_is_an_error_with_a_non_zero_exit() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, key) = store_with_intent(dir.path()).await;
+        store.close().await;
+        let mut alarms = Alarms::default();
+        alarms
+            .record(
+                &store,
+                &key,
+                EventKind::SideEffectAlarm,
+                "test",
+                "a write that could not be stopped",
+                json!({}),
+            )
+            .await;
+        let e = alarms.park_if_lost(&store, &key, "test").await.unwrap_err();
+        let PublishError::AlarmNotRecorded { what, source, .. } = &e else {
+            panic!("{e}");
+        };
+        assert_eq!(what, "a write that could not be stopped");
+        assert_ne!(crate::cli::Exit::of_store(source), crate::cli::Exit::Ok);
+        assert!(e.to_string().contains("could not be parked"), "{e}");
+    }
+
     #[test]
     fn owner_ids_name_this_host_and_process_and_differ() {
         let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();

@@ -227,9 +227,14 @@ pub async fn reconcile_asked<L: PlatformLookup>(
             policy.lookup_timeout.as_millis()
         )),
     };
+    // Each refused id or link is an alarm in the history. One the store does not take is not dropped: a
+    // lead is always parked (below), and the failure goes into the evidence of that parking next to the
+    // alarms themselves; when the store is unreachable, recording the lookup fails too and the caller
+    // reports that error (non-zero exit).
+    let mut unrecorded = None;
     if let Ok(LookupResult::Lead { alarms, .. }) = &result {
         for alarm in alarms {
-            let _ = store
+            if let Err(e) = store
                 .note(
                     key,
                     EventKind::Evidence,
@@ -238,7 +243,11 @@ pub async fn reconcile_asked<L: PlatformLookup>(
                     json!({ "alarm": alarm, "lookup": ticket.number }),
                     Timestamp::now().max(now),
                 )
-                .await;
+                .await
+            {
+                tracing::warn!(error = %e, "a reconcile alarm could not be recorded");
+                unrecorded.get_or_insert_with(|| e.to_string());
+            }
         }
     }
     let outcome = match result {
@@ -260,9 +269,11 @@ pub async fn reconcile_asked<L: PlatformLookup>(
             // Not this account's post as far as anyone can show: for the state table a lookup that did not
             // find it, with the lead attached, and always parked (a person decides, even with --stay).
             policy.not_found = NotFoundPolicy::Park;
-            ReconcileOutcome::NotFound {
-                evidence: json!({ "lead": candidates, "alarms": alarms, "lookup": evidence }),
+            let mut evidence = json!({ "lead": candidates, "alarms": alarms, "lookup": evidence });
+            if let Some(e) = unrecorded {
+                evidence["alarms_not_recorded"] = json!(e);
             }
+            ReconcileOutcome::NotFound { evidence }
         }
         Err(error) => ReconcileOutcome::Unavailable { error },
     };

@@ -608,6 +608,7 @@ async fn wait_for_write(
         if let Some(w) = session
             .write_guard()
             .writes_since(mark)
+            .expect("the guard's log")
             .into_iter()
             .find(|w| w.method == method && w.url == url)
         {

@@ -768,7 +768,10 @@ async fn a_second_create_request_for_one_authorization_is_failed_before_it_leave
     // The second request is answered by the guard in its own task: wait (bounded) for its record.
     let mut extras = Vec::new();
     for _ in 0..50 {
-        extras = session.write_guard().extra_creates();
+        extras = session
+            .write_guard()
+            .extra_creates()
+            .expect("the guard's log");
         if !extras.is_empty() {
             break;
         }
