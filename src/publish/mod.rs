@@ -603,18 +603,14 @@ async fn with_session(
         };
         let mut alarms = Alarms::default();
         alarms.readback(store, key, &req.owner, &rb).await;
-        // Nothing is begun yet: a lost alarm parks the pending intent before anything else happens.
-        if let Some(why) = alarms.park_if_lost(store, key, &req.owner).await? {
-            if let Ok(p) = opened {
-                p.close().await;
-            }
-            return Ok((None, false, format!("parked before writing: {why}")));
-        }
+        // Nothing is begun yet: an alarm the store did not take parks the pending intent here, as a lead
+        // would be (with what the lookup saw), before anything is recorded as found or pressed.
+        let lost = alarms.lost;
         let found = matches!(
             rb.verdict,
             ReadVerdict::Match { .. } | ReadVerdict::Lead { .. }
         );
-        if found {
+        if found || lost.is_some() {
             if let Ok(p) = opened {
                 p.close().await;
             }
@@ -628,6 +624,7 @@ async fn with_session(
                 permalink,
                 authorship,
             } = &rb.verdict
+                && lost.is_none()
             {
                 store
                     .record_found_before_write(
@@ -656,24 +653,36 @@ async fn with_session(
                 .first()
                 .map(|c| c.why.describe())
                 .unwrap_or("authorship not shown");
-            store
+            let mut reason = if matches!(rb.verdict, ReadVerdict::Lead { .. }) {
+                format!("lead: a post with this text is on the platform but {why}")
+            } else {
+                String::new()
+            };
+            let mut details = json!({ "lookup": rb.url, "items": items, "lead": candidates, "alarms": rb.alarms });
+            if let Some(l) = &lost {
+                let sep = if reason.is_empty() { "" } else { "; " };
+                reason = format!("{reason}{sep}side_effect_alarm: {}", l.why());
+                details["alarms_not_recorded"] = json!(l.error.to_string());
+            }
+            let parked = store
                 .park_lead(
                     key,
                     &req.owner,
-                    &format!(
-                        "lead: a post with this text is on the platform but {why}; nothing pressed, a person decides"
-                    ),
-                    json!({ "lookup": rb.url, "items": items, "lead": candidates, "alarms": rb.alarms }),
+                    &format!("{reason}; nothing pressed, a person decides"),
+                    details,
                     Timestamp::now(),
                 )
-                .await?;
-            return Ok((
-                None,
-                false,
-                format!(
-                    "parked before writing: a post with this text is on the platform but {why}"
-                ),
-            ));
+                .await;
+            if let (Err(e), Some(l)) = (&parked, lost) {
+                return Err(l.unparked(e.to_string()));
+            }
+            parked?;
+            // The lead's words as before; the lost alarm after them (or alone).
+            let summary = match reason.strip_prefix("lead: ") {
+                Some(lead) => lead.to_string(),
+                None => reason,
+            };
+            return Ok((None, false, format!("parked before writing: {summary}")));
         }
     }
     let contract_hash = contract.hash();
