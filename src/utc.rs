@@ -54,6 +54,12 @@ pub fn rfc3339(ms: i64) -> String {
     )
 }
 
+/// For people: RFC 3339 with a space for the `T`, e.g. `2026-12-01 10:40:16.123Z` (human timelines; JSON keeps
+/// the milliseconds).
+pub fn display(ms: i64) -> String {
+    rfc3339(ms).replacen('T', " ", 1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -64,5 +70,6 @@ mod tests {
         assert_eq!(rfc3339(1_800_000_000_123), "2027-01-15T08:00:00.123Z");
         assert_eq!(rfc3339(951_782_400_000), "2000-02-29T00:00:00.000Z");
         assert_eq!(rfc3339(-1), "1969-12-31T23:59:59.999Z");
+        assert_eq!(display(1_796_121_616_123), "2026-12-01 10:40:16.123Z");
     }
 }

@@ -101,7 +101,7 @@ fn print_json(v: &impl serde::Serialize) -> Result<(), CliError> {
 }
 
 fn fmt_time(ms: i64) -> String {
-    crate::utc::rfc3339(ms).replacen('T', " ", 1)
+    crate::utc::display(ms)
 }
 
 fn intent_line(i: &Intent) -> String {

@@ -66,9 +66,28 @@ pub enum LogFormat {
     Json,
 }
 
-/// The subcommands.
+/// The subcommands, in the order of a user's journey (`--help` lists them so): try it, publish, check a
+/// page, write a contract, look at what needs a person, settle the unknown, run unattended; then
+/// administration.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Start the bundled fixture platform, publish one post through the full flow, print the timeline.
+    Demo(demo::DemoArgs),
+    /// Publish one post at most once, verified by reading it back (exit 0 published, 10 indeterminate,
+    /// 11 failed, 12 parked, 13 in progress elsewhere).
+    Publish(publish::PublishArgs),
+    /// Check a platform page against its contract without any risk of posting (exit 3: a required locator
+    /// failed or the page attempted a write).
+    Probe(probe::ProbeArgs),
+    /// Platform contracts (selectors/NAME.toml).
+    #[command(subcommand)]
+    Contract(contract::ContractCommand),
+    /// Serve the review page for parked and indeterminate sends on loopback (or --export it as static HTML).
+    Review(review::ReviewArgs),
+    /// Settle indeterminate intents by LOOKING at the platform: one recorded lookup each, never a resend.
+    Reconcile(recover::ReconcileArgs),
+    /// Run sweep and reconcile on a schedule until SIGINT/SIGTERM (unattended use).
+    Worker(recover::WorkerArgs),
     /// Inspect intents: list them, or show one with its timeline of events and attempts.
     #[command(subcommand)]
     Intents(intents::IntentsCmd),
@@ -88,25 +107,8 @@ pub enum Command {
     /// Store administration: migrate, bump the restore epoch.
     #[command(subcommand)]
     Store(admin::StoreCmd),
-    /// Platform contracts (selectors/NAME.toml).
-    #[command(subcommand)]
-    Contract(contract::ContractCommand),
-    /// Check a platform page against its contract without any risk of posting (exit 3: a required locator
-    /// failed or the page attempted a write).
-    Probe(probe::ProbeArgs),
     /// Run the bundled Fixturebook fixture platform (for tests and demos).
     Fixtures(fixtures::FixturesArgs),
-    /// Settle indeterminate intents by LOOKING at the platform: one recorded lookup each, never a resend.
-    Reconcile(recover::ReconcileArgs),
-    /// Run sweep and reconcile on a schedule until SIGINT/SIGTERM (unattended use).
-    Worker(recover::WorkerArgs),
-    /// Serve the review page for parked and indeterminate sends on loopback (or --export it as static HTML).
-    Review(review::ReviewArgs),
-    /// Publish one post at most once, verified by reading it back (exit 0 published, 10 indeterminate,
-    /// 11 failed, 12 parked, 13 in progress elsewhere).
-    Publish(publish::PublishArgs),
-    /// Start the bundled fixture platform, publish one post through the full flow, print the timeline.
-    Demo(demo::DemoArgs),
 }
 
 /// Parse arguments, run, and map the outcome to an exit code.
@@ -249,5 +251,45 @@ pub fn data_dir(cli: &Cli) -> anyhow::Result<PathBuf> {
     match &cli.data_dir {
         Some(d) => Ok(d.clone()),
         None => context::default_data_dir().map_err(|e| anyhow::anyhow!(e.message)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn help_lists_the_commands_in_the_order_of_a_users_journey() {
+        let names: Vec<String> = super::Cli::command()
+            .get_subcommands()
+            .map(|c| c.get_name().to_string())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "demo",
+                "publish",
+                "probe",
+                "contract",
+                "review",
+                "reconcile",
+                "worker",
+                "intents",
+                "retry",
+                "park",
+                "redeliver",
+                "sweep",
+                "switch",
+                "accounts",
+                "store",
+                "fixtures",
+            ]
+        );
+        let help = super::Cli::command().render_help().to_string();
+        let at = |name: &str| help.find(&format!("\n  {name} ")).unwrap_or(usize::MAX);
+        assert!(
+            at("demo") < at("publish") && at("worker") < at("intents"),
+            "{help}"
+        );
     }
 }

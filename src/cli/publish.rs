@@ -372,9 +372,14 @@ pub fn print_outcome(o: &PublishOutcome, json: bool) {
     }
     outln!("  timeline:");
     for e in &o.timeline {
+        // The JSON keeps epoch milliseconds; a person reads UTC.
+        let at = e["at"]
+            .as_i64()
+            .map(crate::utc::display)
+            .unwrap_or_else(|| e["at"].to_string());
         outln!(
             "    {} {:<20} {} -> {}  {}",
-            e["at"],
+            at,
             e["kind"].as_str().unwrap_or(""),
             e["from"].as_str().unwrap_or("-"),
             e["to"].as_str().unwrap_or(""),
