@@ -506,6 +506,114 @@ async fn reconcile_refuses_a_permalink_on_another_site() {
     );
 }
 
+/// Make the store refuse the read-back alarms (`evidence` rows whose reason starts with `alarm:`; a SQLite
+/// trigger): the store failing at the moment an alarm is recorded, while everything else goes through.
+async fn refuse_alarm_evidence(home: &Path) {
+    let store = Store::open(&StoreLocation::default_in(home), Policy::default())
+        .await
+        .unwrap();
+    store
+        .execute_raw_for_tests(
+            "CREATE TRIGGER test_refuse_alarms BEFORE INSERT ON events \
+             WHEN NEW.kind = 'evidence' AND NEW.reason LIKE 'alarm:%' \
+             BEGIN SELECT RAISE(ABORT, 'refused by the test trigger'); END",
+        )
+        .await
+        .unwrap();
+    store.close().await;
+}
+
+/// The javascript: link again, with the store refusing the alarm: still parked before anything is pressed,
+/// and the parking says the alarm could not be recorded (its evidence names the store's refusal).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_alarm_the_store_refuses_before_writing_is_named_in_the_parking() {
+    let env = Env::start().await;
+    refuse_alarm_evidence(env.dir.path()).await;
+    let hostile = env.contract_with("hostile.toml", |t| {
+        t.replace(
+            "search = \"{base_url}/search?q={text}\"",
+            "search = \"{base_url}/hostile/search?link=js&q={text}\"",
+        )
+    });
+    let text = unique("hostile search, alarm refused");
+    env.post_as("alice", &text).await;
+    let (code, v, err) = env.publish("alice", &hostile, &text).await;
+    assert_eq!(code, 12, "{v} {err}");
+    assert_eq!(v["pressed"], false);
+    assert_eq!(v["permalink"], Value::Null);
+    let t = env.show(v["key"].as_str().unwrap()).await;
+    assert!(
+        !events(&t, "evidence")
+            .iter()
+            .any(|e| e["reason"].as_str().unwrap_or("").starts_with("alarm:")),
+        "{t}"
+    );
+    let parked = events(&t, "parked");
+    assert_eq!(parked.len(), 1, "{t}");
+    let reason = parked[0]["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("lead: ") && reason.contains("an alarm could not be recorded"),
+        "{reason}"
+    );
+    assert!(
+        parked[0]["details"]["alarms_not_recorded"]
+            .as_str()
+            .unwrap_or("")
+            .contains("refused by the test trigger"),
+        "{t}"
+    );
+    assert_eq!(
+        parked[0]["details"]["alarms"][0]["value"], "javascript:alert(document.domain)",
+        "the refused value is kept in the parking: {t}"
+    );
+    assert_eq!(env.platform.stats().create_arrivals, 1);
+}
+
+/// The offsite link during reconcile, with the store refusing the alarm: the lead is parked anyway and
+/// its evidence carries the alarm and the store's refusal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reconcile_alarm_the_store_refuses_is_in_the_parkings_evidence() {
+    let env = Env::start().await;
+    let hostile = env.contract_with("hostile.toml", |t| {
+        t.replace(
+            "search = \"{base_url}/search?q={text}\"",
+            "search = \"{base_url}/hostile/search?link=offsite&q={text}\"",
+        )
+    });
+    let key = env
+        .indeterminate("alice", &hostile, &unique("offsite, alarm refused"))
+        .await;
+    refuse_alarm_evidence(env.dir.path()).await;
+    tokio::time::sleep(Duration::from_millis(2_100)).await;
+    let (code, out, err) = env.reconcile(&hostile, &["--key", &key, "--json"]).await;
+    assert_eq!(code, 12, "{out} {err}");
+    let t = env.show(&key).await;
+    assert_eq!(t["intent"]["state"], "parked");
+    assert_eq!(t["intent"]["permalink"], Value::Null);
+    assert!(
+        !events(&t, "evidence")
+            .iter()
+            .any(|e| e["reason"].as_str().unwrap_or("").starts_with("alarm:")),
+        "{t}"
+    );
+    let parked = events(&t, "parked");
+    let evidence = &parked.last().unwrap()["details"]["evidence"];
+    assert!(
+        evidence["alarms_not_recorded"]
+            .as_str()
+            .unwrap_or("")
+            .contains("refused by the test trigger"),
+        "{t}"
+    );
+    assert!(
+        evidence["alarms"][0]["value"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("https://evil.example/p/"),
+        "{t}"
+    );
+}
+
 // ---- the store's and the recovery layer's halves, on both backends ----
 
 async fn store_with_accounts(b: Backend) -> kit::TestDb {

@@ -226,6 +226,60 @@ async fn a_page_that_publishes_over_a_websocket_gets_nothing_out_and_is_never_pr
     assert_eq!(env.stats().create_arrivals, 0);
 }
 
+/// Make the store refuse every row of `kind` in the history (a SQLite trigger): the store failing at the
+/// moment an alarm is recorded, while the intent's own transitions still go through.
+async fn refuse_events(home: &Path, kind: &str) {
+    use oncepost::store::{Policy, Store, StoreLocation};
+    let store = Store::open(&StoreLocation::default_in(home), Policy::default())
+        .await
+        .expect("open the store");
+    store
+        .execute_raw_for_tests(&format!(
+            "CREATE TRIGGER test_refuse_{kind} BEFORE INSERT ON events WHEN NEW.kind = '{kind}' \
+             BEGIN SELECT RAISE(ABORT, 'refused by the test trigger'); END"
+        ))
+        .await
+        .expect("create the trigger");
+    store.close().await;
+}
+
+/// The same page with the store refusing side-effect alarms: the refused channel's alarm cannot be
+/// recorded, and that is not silent. The intent is parked for it (exit 12), never left `failed` with no
+/// alarm in its history (which `retry` would have re-opened as if nothing had happened).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_alarm_the_store_refuses_parks_the_intent_instead_of_vanishing() {
+    let env = Env::start(Fault::new(FaultMode::Normal)).await;
+    refuse_events(env.home(), "side_effect_alarm").await;
+    let contract = env.contract(Some("websocket"), None);
+    let text = unique("alarm refused");
+    let (code, v, err) = env.publish(&contract, &text).await;
+    assert_eq!(code, 12, "{v} {err}");
+    assert_eq!(v["state"], "parked", "{v}");
+    assert_eq!(v["pressed"], false, "{v}");
+    assert_no_live_traffic(&env.stats(), "publish");
+    assert_eq!(env.copies(&text), 0);
+    let intent = env.show(v["key"].as_str().unwrap()).await;
+    assert!(
+        alarms(&intent).is_empty(),
+        "the store took no alarm: {intent}"
+    );
+    let events = intent["events"].as_array().unwrap();
+    let parked = events.last().unwrap();
+    assert_eq!(parked["kind"], "parked", "{intent}");
+    let reason = parked["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("side_effect_alarm: an alarm could not be recorded")
+            && reason.contains("refused by the test trigger"),
+        "{reason}"
+    );
+    assert!(
+        events.iter().any(|e| e["to"] == "failed"),
+        "settled failed first (nothing left), then parked: {intent}"
+    );
+    let (code, out, err) = env.run(&["retry", v["key"].as_str().unwrap()]).await;
+    assert_eq!(code, 4, "a parked send is not retryable: {out} {err}");
+}
+
 /// A page that opens its WebSocket only when publish is pressed: the create request never reaches
 /// oncepost, and the absence of a paused request is NOT proof of "not sent" when the page tried another
 /// channel after the press. It settles indeterminate (then parked by the alarm), never `failed`, so nothing
