@@ -502,10 +502,16 @@ mod tests {
     }
 
     fn poisoned(log: &Mutex<Log>) {
-        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let _held = log.lock();
-            panic!("a task panicked holding the guard's log (on purpose)");
-        }));
+        // Another thread panics holding the lock, as a guard task would.
+        std::thread::scope(|s| {
+            let panicked = s
+                .spawn(|| {
+                    let _held = log.lock();
+                    panic!("a task panicked holding the guard's log (on purpose)");
+                })
+                .join();
+            assert!(panicked.is_err());
+        });
         assert!(log.is_poisoned());
     }
 
