@@ -253,6 +253,7 @@ pub use crate::durable::private_dir;
 mod tests {
     use super::*;
     use chromiumoxide::error::CdpError;
+    use std::path::Path;
 
     fn cdp(e: CdpError) -> BrowserError {
         BrowserError::Cdp {
