@@ -2,60 +2,54 @@
 //! another account's post is never taken as this account's, by look-before-write, by read-back through search
 //! or by reconcile. It is a lead for a person (parked, the candidate in the history); the account's own post is
 //! still found among the others (published with its own id).
-use std::path::{Path, PathBuf};
+use std::ops::Deref;
+use std::path::PathBuf;
 use std::time::Duration;
 
-use oncepost::fixture_platform::{
-    Fault, FaultMode, FixtureConfig, FixturePlatform, RunningPlatform,
-};
+use oncepost::fixture_platform::{Fault, FaultMode};
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_oncepost");
+use crate::kit::{self, unique};
 
 fn fixture_contract() -> String {
-    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("selectors/fixture.toml"))
-        .unwrap()
+    std::fs::read_to_string(kit::fixture_contract()).unwrap()
 }
 
+/// The kit's platform and data dir, alice (handle alice) added, the fixture contract copied next to them.
 struct Env {
-    dir: tempfile::TempDir,
-    platform: RunningPlatform,
+    kit: kit::Env,
     contract: PathBuf,
+}
+
+impl Deref for Env {
+    type Target = kit::Env;
+    fn deref(&self) -> &kit::Env {
+        &self.kit
+    }
 }
 
 impl Env {
     async fn start() -> Env {
-        let dir = tempfile::tempdir().unwrap();
-        let platform = FixturePlatform::start(FixtureConfig::new(dir.path().join("platform")))
-            .await
-            .unwrap();
-        let contract = dir.path().join("fixture.toml");
-        std::fs::write(&contract, fixture_contract()).unwrap();
-        let env = Env {
-            dir,
-            platform,
-            contract,
-        };
+        let kit = kit::Env::start(Fault::default()).await;
+        let contract = kit.write_file("fixture.toml", &fixture_contract());
+        let env = Env { kit, contract };
         env.account("alice", Some("alice")).await;
         env
     }
 
     async fn account(&self, name: &str, handle: Option<&str>) {
-        let mut args = vec!["accounts", "add", name, "--platform", "fixture"];
+        let mut extra = vec![];
         if let Some(h) = handle {
-            args.extend(["--handle", h]);
+            extra.extend(["--handle", h]);
         }
-        let (code, out, err) = self.run(&args).await;
-        assert_eq!(code, 0, "accounts add: {out} {err}");
+        self.add_account(name, &extra).await;
     }
 
     /// A contract file next to the store: the fixture contract with `edit` applied.
     fn contract_with(&self, name: &str, edit: impl Fn(String) -> String) -> PathBuf {
-        let p = self.dir.path().join(name);
         let text = edit(fixture_contract());
         assert_ne!(text, fixture_contract(), "the edit changed nothing");
-        std::fs::write(&p, text).unwrap();
-        p
+        self.write_file(name, &text)
     }
 
     /// A contract whose success signal carries no id (the "Saved." status), so the read-back goes through
@@ -78,59 +72,11 @@ impl Env {
         })
     }
 
-    async fn run(&self, args: &[&str]) -> (i32, String, String) {
-        let out = tokio::process::Command::new(BIN)
-            .args(args)
-            .env("ONCEPOST_HOME", self.dir.path())
-            .env_remove("ONCEPOST_STORE")
-            .env_remove("ONCEPOST_BASE_URL")
-            .kill_on_drop(true)
-            .output()
-            .await
-            .unwrap();
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    }
-
-    /// `oncepost publish --json` of `text` as `account`, logged in as that account.
-    async fn publish(
-        &self,
-        account: &str,
-        contract: &Path,
-        text: &str,
-        extra: &[&str],
-    ) -> (i32, Value, String) {
-        let base = self.platform.base_url();
-        let login = format!("{base}/login?account={account}");
-        let c = contract.display().to_string();
-        let mut args = vec![
-            "publish",
-            "--json",
-            "--contract",
-            &c,
-            "--account",
-            account,
-            "--base-url",
-            &base,
-            "--login-url",
-            &login,
-            "--text",
-            text,
-        ];
-        args.extend_from_slice(extra);
-        let (code, out, err) = self.run(&args).await;
-        let v = serde_json::from_str(&out).unwrap_or(Value::Null);
-        (code, v, err)
-    }
-
     async fn reconcile(&self, key: &str) -> (i32, Value, String) {
-        let base = self.platform.base_url();
+        let base = self.base_url();
         let c = self.contract.display().to_string();
-        let (code, out, err) = self
-            .run(&[
+        self.oncepost
+            .run_json(&[
                 "reconcile",
                 "--json",
                 "--contract",
@@ -140,81 +86,8 @@ impl Env {
                 "--key",
                 key,
             ])
-            .await;
-        (code, serde_json::from_str(&out).unwrap_or(Value::Null), err)
+            .await
     }
-
-    async fn show(&self, key: &str) -> Value {
-        let (code, out, err) = self.run(&["intents", "show", key, "--json"]).await;
-        assert_eq!(code, 0, "{err}");
-        serde_json::from_str(&out).unwrap()
-    }
-
-    /// Post `text` on the platform directly as `account` (its session cookie), as its own earlier run or
-    /// another person would have. Returns the post id.
-    async fn post_as(&self, account: &str, text: &str) -> String {
-        let base = self.platform.base_url();
-        let client = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .unwrap();
-        let login = client
-            .get(format!("{base}/login?account={account}"))
-            .send()
-            .await
-            .unwrap();
-        let cookie = login.headers()["set-cookie"]
-            .to_str()
-            .unwrap()
-            .split(';')
-            .next()
-            .unwrap()
-            .to_string();
-        let page = client
-            .get(format!("{base}/compose"))
-            .header("cookie", &cookie)
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
-        let token = page
-            .split("name=\"csrf-token\" content=\"")
-            .nth(1)
-            .unwrap()
-            .split('"')
-            .next()
-            .unwrap()
-            .to_string();
-        let r: Value = client
-            .post(format!("{base}/api/posts"))
-            .header("cookie", &cookie)
-            .header("x-csrf-token", token)
-            .header("content-type", "application/json")
-            .body(serde_json::json!({ "text": text, "title": "" }).to_string())
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .map(|b| serde_json::from_str(&b).unwrap())
-            .unwrap();
-        r["id"].as_str().unwrap().to_string()
-    }
-
-    fn post_id_of(&self, account: &str, text: &str) -> String {
-        self.platform
-            .posts()
-            .into_iter()
-            .find(|p| p.account == account && p.text == text)
-            .unwrap_or_else(|| panic!("no post of {account} with {text:?}"))
-            .id
-    }
-}
-
-fn unique(label: &str) -> String {
-    format!("{label} {}", uuid::Uuid::new_v4().simple())
 }
 
 fn kinds(t: &Value) -> Vec<String> {

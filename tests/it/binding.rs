@@ -4,48 +4,41 @@
 //! accepts it (recorded). Links a page supplies outside the platform (`javascript:`, another site) are alarms,
 //! never findings. Plus the store's halves, on both backends: the kill switch by the contract's platform, the
 //! binding that never changes, and the recovery layer's own refusal of an outside permalink.
-use crate::kit;
-
 use std::collections::BTreeMap;
+use std::ops::Deref;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::kit::{Backend, test_db};
+use crate::kit::{self, Backend, test_db, unique};
 use oncepost::contract::Binding;
-use oncepost::fixture_platform::{
-    Fault, FaultMode, FixtureConfig, FixturePlatform, RunningPlatform,
-};
+use oncepost::fixture_platform::{Fault, FaultMode, FixtureConfig, FixturePlatform};
 use oncepost::identity::{ActionKind, CanonicalRequest, DeliveryKey};
 use oncepost::recover::{self, LookupResult, PlatformLookup, ReconcilePolicy};
 use oncepost::store::*;
 use serde_json::{Value, json};
 
-const BIN: &str = env!("CARGO_BIN_EXE_oncepost");
-
 fn fixture_contract() -> String {
-    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("selectors/fixture.toml"))
-        .unwrap()
+    std::fs::read_to_string(kit::fixture_contract()).unwrap()
 }
 
+/// The kit's platform and data dir, alice (handle alice) added, the fixture contract copied next to them.
 struct Env {
-    dir: tempfile::TempDir,
-    platform: RunningPlatform,
+    kit: kit::Env,
     contract: PathBuf,
+}
+
+impl Deref for Env {
+    type Target = kit::Env;
+    fn deref(&self) -> &kit::Env {
+        &self.kit
+    }
 }
 
 impl Env {
     async fn start() -> Env {
-        let dir = tempfile::tempdir().unwrap();
-        let platform = FixturePlatform::start(FixtureConfig::new(dir.path().join("platform")))
-            .await
-            .unwrap();
-        let contract = dir.path().join("fixture.toml");
-        std::fs::write(&contract, fixture_contract()).unwrap();
-        let env = Env {
-            dir,
-            platform,
-            contract,
-        };
+        let kit = kit::Env::start(Fault::default()).await;
+        let contract = kit.write_file("fixture.toml", &fixture_contract());
+        let env = Env { kit, contract };
         env.account("alice", "fixture").await;
         env
     }
@@ -66,11 +59,9 @@ impl Env {
     }
 
     fn contract_with(&self, name: &str, edit: impl Fn(String) -> String) -> PathBuf {
-        let p = self.dir.path().join(name);
         let text = edit(fixture_contract());
         assert_ne!(text, fixture_contract(), "the edit changed nothing");
-        std::fs::write(&p, text).unwrap();
-        p
+        self.write_file(name, &text)
     }
 
     /// The fixture contract under another platform name (same pages).
@@ -80,23 +71,6 @@ impl Env {
         })
     }
 
-    async fn run(&self, args: &[&str]) -> (i32, String, String) {
-        let out = tokio::process::Command::new(BIN)
-            .args(args)
-            .env("ONCEPOST_HOME", self.dir.path())
-            .env_remove("ONCEPOST_STORE")
-            .env_remove("ONCEPOST_BASE_URL")
-            .kill_on_drop(true)
-            .output()
-            .await
-            .unwrap();
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    }
-
     async fn publish_at(
         &self,
         base: &str,
@@ -104,34 +78,18 @@ impl Env {
         contract: &Path,
         text: &str,
     ) -> (i32, Value, String) {
-        let login = format!("{base}/login?account={account}");
-        let c = contract.display().to_string();
-        let (code, out, err) = self
-            .run(&[
-                "publish",
-                "--json",
-                "--contract",
-                &c,
-                "--account",
-                account,
-                "--base-url",
-                base,
-                "--login-url",
-                &login,
-                "--text",
-                text,
-            ])
-            .await;
-        (code, serde_json::from_str(&out).unwrap_or(Value::Null), err)
+        let args = self.publish_args_at(base, account, contract, text);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        self.oncepost.run_json(&args).await
     }
 
     async fn publish(&self, account: &str, contract: &Path, text: &str) -> (i32, Value, String) {
-        let base = self.platform.base_url();
+        let base = self.base_url();
         self.publish_at(&base, account, contract, text).await
     }
 
     async fn reconcile(&self, contract: &Path, extra: &[&str]) -> (i32, String, String) {
-        let base = self.platform.base_url();
+        let base = self.base_url();
         self.reconcile_at(&base, contract, extra).await
     }
 
@@ -147,12 +105,6 @@ impl Env {
         self.run(&args).await
     }
 
-    async fn show(&self, key: &str) -> Value {
-        let (code, out, err) = self.run(&["intents", "show", key, "--json"]).await;
-        assert_eq!(code, 0, "{err}");
-        serde_json::from_str(&out).unwrap()
-    }
-
     /// An indeterminate intent of `account` through `contract`: the create was committed, then a 500.
     async fn indeterminate(&self, account: &str, contract: &Path, text: &str) -> String {
         self.platform
@@ -162,61 +114,6 @@ impl Env {
         assert_eq!(code, 10, "{v} {err}");
         v["key"].as_str().unwrap().to_string()
     }
-
-    async fn post_as(&self, account: &str, text: &str) -> String {
-        let base = self.platform.base_url();
-        let client = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .unwrap();
-        let login = client
-            .get(format!("{base}/login?account={account}"))
-            .send()
-            .await
-            .unwrap();
-        let cookie = login.headers()["set-cookie"]
-            .to_str()
-            .unwrap()
-            .split(';')
-            .next()
-            .unwrap()
-            .to_string();
-        let page = client
-            .get(format!("{base}/compose"))
-            .header("cookie", &cookie)
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
-        let token = page
-            .split("name=\"csrf-token\" content=\"")
-            .nth(1)
-            .unwrap()
-            .split('"')
-            .next()
-            .unwrap()
-            .to_string();
-        let r: Value = client
-            .post(format!("{base}/api/posts"))
-            .header("cookie", &cookie)
-            .header("x-csrf-token", token)
-            .header("content-type", "application/json")
-            .body(json!({ "text": text, "title": "" }).to_string())
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .map(|b| serde_json::from_str(&b).unwrap())
-            .unwrap();
-        r["id"].as_str().unwrap().to_string()
-    }
-}
-
-fn unique(label: &str) -> String {
-    format!("{label} {}", uuid::Uuid::new_v4().simple())
 }
 
 fn events<'a>(t: &'a Value, kind: &str) -> Vec<&'a Value> {

@@ -5,49 +5,36 @@
 //!
 //! The platform counts every WebSocket handshake, frame and UDP datagram (src/fixture_platform/live.rs):
 //! every assertion of "nothing left" is the server's count, not oncepost's word.
+use std::ops::Deref;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use oncepost::fixture_platform::{
-    Fault, FaultMode, FixtureConfig, FixturePlatform, RunningPlatform, Stats,
-};
+use oncepost::fixture_platform::{Fault, FaultMode, Stats};
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_oncepost");
+use crate::kit::{self, unique};
 
 fn repo(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
+    kit::repo_path(rel)
 }
 
+/// The kit's platform and data dir with alice (handle alice) added.
 struct Env {
-    dir: tempfile::TempDir,
-    platform: RunningPlatform,
+    kit: kit::Env,
+}
+
+impl Deref for Env {
+    type Target = kit::Env;
+    fn deref(&self) -> &kit::Env {
+        &self.kit
+    }
 }
 
 impl Env {
     async fn start(fault: Fault) -> Env {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let mut cfg = FixtureConfig::new(dir.path().join("platform"));
-        cfg.fault = fault;
-        let platform = FixturePlatform::start(cfg).await.expect("platform starts");
-        let env = Env { dir, platform };
-        let (code, out, err) = env
-            .run(&[
-                "accounts",
-                "add",
-                "alice",
-                "--platform",
-                "fixture",
-                "--handle",
-                "alice",
-            ])
-            .await;
-        assert_eq!(code, 0, "accounts add: {out} {err}");
-        env
-    }
-
-    fn home(&self) -> &Path {
-        self.dir.path()
+        let kit = kit::Env::start(fault).await;
+        kit.add_account("alice", &["--handle", "alice"]).await;
+        Env { kit }
     }
 
     /// The bundled contract with its compose page moved to `/hostile/{variant}` (`None`: the normal compose
@@ -75,54 +62,19 @@ impl Env {
         path
     }
 
-    fn command(&self, args: &[&str]) -> tokio::process::Command {
-        let mut cmd = tokio::process::Command::new(BIN);
-        cmd.args(args)
-            .env("ONCEPOST_HOME", self.home())
-            .env_remove("ONCEPOST_STORE")
-            .kill_on_drop(true);
-        cmd
-    }
-
-    async fn run(&self, args: &[&str]) -> (i32, String, String) {
-        let out = self.command(args).output().await.expect("run oncepost");
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    }
-
     fn publish_args(&self, contract: &Path, text: &str) -> Vec<String> {
-        let base = self.platform.base_url();
-        vec![
-            "publish".into(),
-            "--json".into(),
-            "--contract".into(),
-            contract.to_string_lossy().into_owned(),
-            "--account".into(),
-            "alice".into(),
-            "--base-url".into(),
-            base.clone(),
-            "--login-url".into(),
-            format!("{base}/login?account=alice"),
-            "--text".into(),
-            text.into(),
-        ]
+        self.kit.publish_args("alice", contract, text)
     }
 
     async fn publish(&self, contract: &Path, text: &str) -> (i32, Value, String) {
-        let args = self.publish_args(contract, text);
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let (code, out, err) = self.run(&args).await;
-        (code, serde_json::from_str(&out).unwrap_or(Value::Null), err)
+        self.kit.publish("alice", contract, text, &[]).await
     }
 
     /// `probe --json --fill` (observing 1.5 s after the checks) of `contract`; it must exit 3 (a write was
     /// attempted). The report.
     async fn probe_fill(&self, contract: &Path) -> Value {
         let c = contract.to_string_lossy().into_owned();
-        let base = self.platform.base_url();
+        let base = self.base_url();
         let (code, out, err) = self
             .run(&[
                 "probe",
@@ -141,31 +93,8 @@ impl Env {
         assert_eq!(code, 3, "{out} {err}");
         serde_json::from_str(&out).unwrap_or(Value::Null)
     }
-
-    async fn show(&self, key: &str) -> Value {
-        let (code, out, err) = self.run(&["intents", "show", "--json", key]).await;
-        assert_eq!(code, 0, "intents show: {out} {err}");
-        serde_json::from_str(&out).unwrap_or(Value::Null)
-    }
-
-    fn stats(&self) -> Stats {
-        self.platform.stats()
-    }
-
-    fn copies(&self, text: &str) -> usize {
-        self.platform
-            .posts()
-            .iter()
-            .filter(|p| p.text == text)
-            .count()
-    }
 }
 
-fn unique(label: &str) -> String {
-    format!("{label} {}", uuid::Uuid::new_v4().simple())
-}
-
-/// Nothing reached the platform by any live channel.
 fn assert_no_live_traffic(s: &Stats, what: &str) {
     assert_eq!(
         s.websocket_handshakes, 0,

@@ -4,73 +4,38 @@
 //!
 //! Also, without a browser: the harness's sender never retries (a server that drops the connection after
 //! reading the request receives exactly one), and a refused connection is "not sent".
+use std::ops::Deref;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use oncepost::browser::{DispatchOutcome, OneShotSender, WireRequest};
-use oncepost::fixture_platform::{
-    Fault, FaultMode, FixtureConfig, FixturePlatform, RunningPlatform,
-};
+use oncepost::fixture_platform::{Fault, FaultMode};
 use serde_json::Value;
 use tokio::io::AsyncReadExt;
 
-const BIN: &str = env!("CARGO_BIN_EXE_oncepost");
+use crate::kit::{self, unique};
 
-fn repo(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
+/// The kit's platform and data dir with alice (handle alice) added; publishes through the bundled contract.
+struct Env {
+    kit: kit::Env,
+    contract: PathBuf,
 }
 
-struct Env {
-    dir: tempfile::TempDir,
-    platform: RunningPlatform,
-    contract: PathBuf,
+impl Deref for Env {
+    type Target = kit::Env;
+    fn deref(&self) -> &kit::Env {
+        &self.kit
+    }
 }
 
 impl Env {
     async fn start(fault: Fault) -> Env {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let mut cfg = FixtureConfig::new(dir.path().join("platform"));
-        cfg.fault = fault;
-        let platform = FixturePlatform::start(cfg).await.expect("platform starts");
-        let contract = repo("selectors/fixture.toml");
-        let env = Env {
-            dir,
-            platform,
-            contract,
-        };
-        let (code, out, err) = env
-            .run(&[
-                "accounts",
-                "add",
-                "alice",
-                "--platform",
-                "fixture",
-                "--handle",
-                "alice",
-            ])
-            .await;
-        assert_eq!(code, 0, "accounts add: {out} {err}");
-        env
-    }
-
-    fn home(&self) -> &Path {
-        self.dir.path()
-    }
-
-    async fn run(&self, args: &[&str]) -> (i32, String, String) {
-        let out = tokio::process::Command::new(BIN)
-            .args(args)
-            .env("ONCEPOST_HOME", self.home())
-            .env_remove("ONCEPOST_STORE")
-            .kill_on_drop(true)
-            .output()
-            .await
-            .expect("run oncepost");
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
+        let kit = kit::Env::start(fault).await;
+        kit.add_account("alice", &["--handle", "alice"]).await;
+        Env {
+            kit,
+            contract: kit::fixture_contract(),
+        }
     }
 
     /// `oncepost publish --json` of `text` as alice (logged in), with extra arguments.
@@ -80,49 +45,13 @@ impl Env {
         text: &str,
         extra: &[&str],
     ) -> (i32, Value, String) {
-        let base = self.platform.base_url();
-        let login = format!("{base}/login?account=alice");
-        let c = contract.to_string_lossy().into_owned();
-        let mut args = vec![
-            "publish",
-            "--json",
-            "--contract",
-            &c,
-            "--account",
-            "alice",
-            "--base-url",
-            &base,
-            "--login-url",
-            &login,
-            "--text",
-            text,
-        ];
-        args.extend_from_slice(extra);
-        let (code, out, err) = self.run(&args).await;
-        let v: Value = serde_json::from_str(&out).unwrap_or(Value::Null);
-        (code, v, err)
+        self.kit.publish("alice", contract, text, extra).await
     }
 
     async fn publish(&self, text: &str, extra: &[&str]) -> (i32, Value, String) {
         let c = self.contract.clone();
         self.publish_with(&c, text, extra).await
     }
-
-    fn arrivals(&self) -> u64 {
-        self.platform.stats().create_arrivals
-    }
-
-    fn copies(&self, text: &str) -> usize {
-        self.platform
-            .posts()
-            .iter()
-            .filter(|p| p.text == text)
-            .count()
-    }
-}
-
-fn unique(label: &str) -> String {
-    format!("{label} {}", uuid::Uuid::new_v4().simple())
 }
 
 fn kinds(v: &Value) -> Vec<String> {
@@ -370,48 +299,7 @@ async fn look_before_write_finds_the_post_and_presses_nothing() {
     let base = env.platform.base_url();
     // Post it directly as alice, the way an earlier lost run of hers would have (her session cookie, so the
     // post shows her as its author: only her own post settles her intent).
-    let client = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
-    let login = client
-        .get(format!("{base}/login?account=alice"))
-        .send()
-        .await
-        .unwrap();
-    let cookie = login.headers()["set-cookie"]
-        .to_str()
-        .unwrap()
-        .split(';')
-        .next()
-        .unwrap()
-        .to_string();
-    let page = client
-        .get(format!("{base}/compose"))
-        .header("cookie", &cookie)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let token = page
-        .split("name=\"csrf-token\" content=\"")
-        .nth(1)
-        .unwrap()
-        .split('"')
-        .next()
-        .unwrap()
-        .to_string();
-    let r = client
-        .post(format!("{base}/api/posts"))
-        .header("cookie", &cookie)
-        .header("x-csrf-token", token)
-        .header("content-type", "application/json")
-        .body(serde_json::json!({ "text": text, "title": "" }).to_string())
-        .send()
-        .await
-        .unwrap();
+    let r = kit::platform::post_directly(&base, "alice", &text).await;
     assert_eq!(r.status().as_u16(), 201);
     assert_eq!(env.arrivals(), 1);
     let (code, v, err) = env.publish(&text, &[]).await;
@@ -650,7 +538,7 @@ async fn a_refused_connection_is_not_sent() {
 /// The server sees exactly one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_create_request_for_one_authorization_is_failed_before_it_leaves() {
-    use oncepost::browser::{BrowserSession, ComposePage, LaunchOptions, TransportOptions};
+    use oncepost::browser::{ComposePage, TransportOptions};
     use oncepost::contract::Contract;
     use oncepost::identity::{ActionKind, CanonicalRequest};
     use oncepost::store::{Begun, NewAccount, NewIntent, Policy, Store, StoreLocation, Timestamp};
@@ -703,9 +591,7 @@ async fn a_second_create_request_for_one_authorization_is_failed_before_it_leave
     else {
         panic!("not claimed")
     };
-    let session = BrowserSession::launch(&LaunchOptions::new(env.home().join("profile")))
-        .await
-        .unwrap();
+    let session = kit::chromium::session(&env.home().join("profile")).await;
     let page = ComposePage::open(&session, &plan.probe, None, Duration::from_secs(20))
         .await
         .unwrap();

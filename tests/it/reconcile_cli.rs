@@ -1,86 +1,46 @@
 //! `oncepost reconcile` through the real binary and real Chromium: an indeterminate publish is settled by
 //! LOOKING at the platform once (found -> published, not found -> parked), and no create request ever follows
 //! an indeterminate state.
+use std::ops::Deref;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use oncepost::fixture_platform::{
-    Fault, FaultMode, FixtureConfig, FixturePlatform, RunningPlatform,
-};
+use oncepost::fixture_platform::{Fault, FaultMode};
 use serde_json::Value;
 use tokio::io::AsyncBufReadExt;
 
-const BIN: &str = env!("CARGO_BIN_EXE_oncepost");
+use crate::kit;
 
+/// The kit's platform and data dir with alice (handle alice) added; the bundled contract.
 struct Env {
-    dir: tempfile::TempDir,
-    platform: RunningPlatform,
+    kit: kit::Env,
     contract: String,
+}
+
+impl Deref for Env {
+    type Target = kit::Env;
+    fn deref(&self) -> &kit::Env {
+        &self.kit
+    }
 }
 
 impl Env {
     async fn start(fault: FaultMode) -> Env {
-        let dir = tempfile::tempdir().unwrap();
-        let mut cfg = FixtureConfig::new(dir.path().join("platform"));
-        cfg.fault = Fault::new(fault);
-        let platform = FixturePlatform::start(cfg).await.unwrap();
-        let contract = Path::new(env!("CARGO_MANIFEST_DIR")).join("selectors/fixture.toml");
-        let env = Env {
-            dir,
-            platform,
-            contract: contract.display().to_string(),
-        };
-        let (code, _, err) = env
-            .run(&[
-                "accounts",
-                "add",
-                "alice",
-                "--platform",
-                "fixture",
-                "--handle",
-                "alice",
-            ])
-            .await;
-        assert_eq!(code, 0, "{err}");
-        env
-    }
-
-    async fn run(&self, args: &[&str]) -> (i32, String, String) {
-        let out = tokio::process::Command::new(BIN)
-            .args(args)
-            .env("ONCEPOST_HOME", self.dir.path())
-            .env_remove("ONCEPOST_STORE")
-            .kill_on_drop(true)
-            .output()
-            .await
-            .unwrap();
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
+        let kit = kit::Env::start(Fault::new(fault)).await;
+        kit.add_account("alice", &["--handle", "alice"]).await;
+        Env {
+            kit,
+            contract: kit::fixture_contract().display().to_string(),
+        }
     }
 
     async fn publish(&self, text: &str) -> (i32, Value) {
-        let base = self.platform.base_url();
         // Logged in, so the post shows alice as its author (the lookup settles only on her own posts).
-        let login = format!("{base}/login?account=alice");
-        let (code, out, err) = self
-            .run(&[
-                "publish",
-                "--json",
-                "--contract",
-                &self.contract,
-                "--account",
-                "alice",
-                "--base-url",
-                &base,
-                "--login-url",
-                &login,
-                "--text",
-                text,
-            ])
-            .await;
+        let args = self
+            .kit
+            .publish_args("alice", Path::new(&self.contract), text);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, out, err) = self.run(&args).await;
         (
             code,
             serde_json::from_str(&out)
@@ -89,7 +49,7 @@ impl Env {
     }
 
     async fn reconcile(&self, extra: &[&str]) -> (i32, String, String) {
-        let base = self.platform.base_url();
+        let base = self.base_url();
         let mut args = vec![
             "reconcile",
             "--contract",
@@ -223,7 +183,7 @@ async fn the_worker_runs_passes_and_stops_cleanly_on_sigterm() {
             .is_empty()
     );
     // unattended: runs until SIGTERM, then finishes its pass and exits 0
-    let mut child = tokio::process::Command::new(BIN)
+    let mut child = tokio::process::Command::new(kit::BIN)
         .args([
             "worker",
             "--contract",

@@ -2,59 +2,36 @@
 //! SQLite and PostgreSQL: a parked send is redelivered once (whoever asks, however many at once), and
 //! `publish --key NEWKEY` sends exactly one copy of what the intent recorded; `publish --key` on an intent that
 //! is not pending presses nothing and answers its state's exit code.
-use crate::kit;
+use std::ops::Deref;
 
-use std::path::{Path, PathBuf};
-
-use crate::kit::Backend;
-use oncepost::fixture_platform::{FixtureConfig, FixturePlatform, RunningPlatform};
+use crate::kit::{self, Backend, unique};
+use oncepost::fixture_platform::Fault;
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_oncepost");
-
+/// The kit's platform and data dir (the store on the test's backend) with alice added.
 struct Env {
-    dir: tempfile::TempDir,
-    platform: RunningPlatform,
-    pg: Option<String>,
+    kit: kit::Env,
+}
+
+impl Deref for Env {
+    type Target = kit::Env;
+    fn deref(&self) -> &kit::Env {
+        &self.kit
+    }
 }
 
 impl Env {
     async fn start(b: Backend) -> Env {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let platform = FixturePlatform::start(FixtureConfig::new(dir.path().join("platform")))
-            .await
-            .expect("platform starts");
-        let pg = (b == Backend::Postgres).then(kit::fresh_pg_url);
-        let env = Env { dir, platform, pg };
-        let (code, out, err) = env
-            .run(&["accounts", "add", "alice", "--platform", "fixture"])
-            .await;
-        assert_eq!(code, 0, "accounts add: {out} {err}");
-        env
-    }
-
-    async fn run(&self, args: &[&str]) -> (i32, String, String) {
-        let mut cmd = tokio::process::Command::new(BIN);
-        cmd.args(args)
-            .env("ONCEPOST_HOME", self.dir.path())
-            .env_remove("ONCEPOST_STORE")
-            .kill_on_drop(true);
-        if let Some(url) = &self.pg {
-            cmd.env("ONCEPOST_STORE", url);
-        }
-        let out = cmd.output().await.expect("run oncepost");
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
+        let kit = kit::Env::start_on(Fault::default(), b).await;
+        kit.add_account("alice", &[]).await;
+        Env { kit }
     }
 
     /// `publish --json` with the contract, base URL and alice's login link, plus `args`.
     async fn publish(&self, args: &[&str]) -> (i32, Value, String) {
-        let base = self.platform.base_url();
+        let base = self.base_url();
         let login = format!("{base}/login?account=alice");
-        let contract = repo("selectors/fixture.toml");
+        let contract = kit::fixture_contract();
         let contract = contract.to_string_lossy();
         let mut all = vec![
             "publish",
@@ -67,8 +44,7 @@ impl Env {
             &login,
         ];
         all.extend_from_slice(args);
-        let (code, out, err) = self.run(&all).await;
-        (code, serde_json::from_str(&out).unwrap_or(Value::Null), err)
+        self.oncepost.run_json(&all).await
     }
 
     /// A send that never left, parked by an operator: publish under the global kill switch (authorization
@@ -90,31 +66,10 @@ impl Env {
     }
 
     async fn redeliver(&self, key: &str, by: &str, reason: &str) -> (i32, Value, String) {
-        let (code, out, err) = self
-            .run(&["redeliver", key, "--by", by, "--reason", reason, "--json"])
-            .await;
-        (code, serde_json::from_str(&out).unwrap_or(Value::Null), err)
+        self.oncepost
+            .run_json(&["redeliver", key, "--by", by, "--reason", reason, "--json"])
+            .await
     }
-
-    fn arrivals(&self) -> u64 {
-        self.platform.stats().create_arrivals
-    }
-
-    fn copies(&self, text: &str) -> usize {
-        self.platform
-            .posts()
-            .iter()
-            .filter(|p| p.text == text)
-            .count()
-    }
-}
-
-fn repo(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
-}
-
-fn unique(label: &str) -> String {
-    format!("{label} {}", uuid::Uuid::new_v4().simple())
 }
 
 async fn park_redeliver_then_publish_key_sends_exactly_one_copy(b: Backend) {
@@ -247,7 +202,7 @@ async fn publish_key_on_an_intent_that_is_not_pending_presses_nothing(b: Backend
         "{v} {err}"
     );
     let base = env.platform.base_url();
-    let contract = repo("selectors/fixture.toml");
+    let contract = kit::fixture_contract();
     let (code, out, _) = env
         .run(&[
             "publish",

@@ -3,18 +3,14 @@
 //! allows it; an intent cannot be deleted, re-keyed, rewritten or created in another state than pending; a
 //! consumed intent has at most one redelivery. Through the binary: a published intent hand-edited back to
 //! pending with the sqlite3 shell or psql is refused, and `publish` of it never presses again.
-use crate::kit;
-
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::path::{Path, PathBuf};
+use std::ops::Deref;
 
-use crate::kit::{Backend, test_db};
-use oncepost::fixture_platform::{FixtureConfig, FixturePlatform, RunningPlatform};
+use crate::kit::{self, Backend, test_db};
+use oncepost::fixture_platform::Fault;
 use oncepost::identity::{ActionKind, CanonicalRequest, DeliveryKey};
 use oncepost::store::*;
 use serde_json::Value;
-
-const BIN: &str = env!("CARGO_BIN_EXE_oncepost");
 const T0: i64 = 1_800_000_000_000;
 
 fn at(ms: i64) -> Timestamp {
@@ -347,80 +343,33 @@ on_both_backends!(
 // ---------------------------------------------------------------------------------------------------------
 // Through the binary: a hand edit with the sqlite3 shell or psql, then `publish` again.
 
+/// The kit's platform and data dir (the store on the test's backend) with alice added.
 struct Env {
-    dir: tempfile::TempDir,
-    platform: RunningPlatform,
+    kit: kit::Env,
     /// The PostgreSQL URL, or None for the default SQLite file in the data dir.
     pg: Option<String>,
 }
 
+impl Deref for Env {
+    type Target = kit::Env;
+    fn deref(&self) -> &kit::Env {
+        &self.kit
+    }
+}
+
 impl Env {
     async fn start(b: Backend) -> Env {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let platform = FixturePlatform::start(FixtureConfig::new(dir.path().join("platform")))
-            .await
-            .expect("platform starts");
-        let pg = (b == Backend::Postgres).then(kit::fresh_pg_url);
-        let env = Env { dir, platform, pg };
+        let kit = kit::Env::start_on(Fault::default(), b).await;
+        let pg = kit.oncepost.store().map(String::from);
         // No duplicate-text window: only the state table stands between a hand edit and a second copy.
-        let (code, out, err) = env
-            .run(&[
-                "accounts",
-                "add",
-                "alice",
-                "--platform",
-                "fixture",
-                "--dup-window",
-                "0s",
-            ])
-            .await;
-        assert_eq!(code, 0, "accounts add: {out} {err}");
-        env
-    }
-
-    fn home(&self) -> &Path {
-        self.dir.path()
-    }
-
-    async fn run(&self, args: &[&str]) -> (i32, String, String) {
-        let mut cmd = tokio::process::Command::new(BIN);
-        cmd.args(args)
-            .env("ONCEPOST_HOME", self.home())
-            .env_remove("ONCEPOST_STORE")
-            .kill_on_drop(true);
-        if let Some(url) = &self.pg {
-            cmd.env("ONCEPOST_STORE", url);
-        }
-        let out = cmd.output().await.expect("run oncepost");
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
+        kit.add_account("alice", &["--dup-window", "0s"]).await;
+        Env { kit, pg }
     }
 
     async fn publish(&self, text: &str, extra: &[&str]) -> (i32, Value, String) {
-        let base = self.platform.base_url();
-        let login = format!("{base}/login?account=alice");
-        let contract = repo("selectors/fixture.toml");
-        let contract = contract.to_string_lossy();
-        let mut args = vec![
-            "publish",
-            "--json",
-            "--contract",
-            &contract,
-            "--account",
-            "alice",
-            "--base-url",
-            &base,
-            "--login-url",
-            &login,
-            "--text",
-            text,
-        ];
-        args.extend_from_slice(extra);
-        let (code, out, err) = self.run(&args).await;
-        (code, serde_json::from_str(&out).unwrap_or(Value::Null), err)
+        self.kit
+            .publish("alice", &kit::fixture_contract(), text, extra)
+            .await
     }
 
     /// Run SQL the way an operator would: the sqlite3 shell on the store file, or psql on the URL.
@@ -444,18 +393,6 @@ impl Env {
             ),
         )
     }
-
-    fn copies(&self, text: &str) -> usize {
-        self.platform
-            .posts()
-            .iter()
-            .filter(|p| p.text == text)
-            .count()
-    }
-}
-
-fn repo(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
 }
 
 async fn a_published_intent_edited_back_to_pending_by_hand_is_refused_and_never_sent_again(

@@ -1,0 +1,96 @@
+//! Chromium from one place: the project's own driver ([`session`], with its door and write guard) and a
+//! plain headless Chromium without either ([`Chrome`], chromiumoxide launched directly: a person's browser,
+//! or a page's own behaviour observed with nothing of oncepost in between).
+
+use std::path::Path;
+use std::time::Duration;
+
+use chromiumoxide::error::CdpError;
+use chromiumoxide::{Browser, BrowserConfig, Page};
+use futures::StreamExt;
+use oncepost::browser::{BrowserSession, LaunchOptions};
+
+/// The project's driver with a profile at `profile`.
+pub async fn session(profile: &Path) -> BrowserSession {
+    BrowserSession::launch(&LaunchOptions::new(profile.to_path_buf()))
+        .await
+        .expect("Chromium launches")
+}
+
+/// A plain headless Chromium; close it with [`Chrome::close`]. Every call below is bounded by the bound it
+/// was launched with.
+pub struct Chrome {
+    browser: Browser,
+    handler: tokio::task::JoinHandle<()>,
+    bound: Duration,
+    _profile: Option<tempfile::TempDir>,
+}
+
+impl Chrome {
+    /// With a fresh temp profile (removed on drop).
+    pub async fn launch(bound: Duration) -> Chrome {
+        let profile = tempfile::tempdir().expect("profile dir");
+        let mut c = Chrome::launch_in(profile.path(), None, bound).await;
+        c._profile = Some(profile);
+        c
+    }
+
+    /// With its profile at `profile`, and a window size when the test looks at the layout.
+    pub async fn launch_in(profile: &Path, window: Option<(u32, u32)>, bound: Duration) -> Chrome {
+        let mut config = BrowserConfig::builder()
+            .chrome_executable(oncepost::browser::find_chromium().expect("chromium"))
+            .user_data_dir(profile)
+            .no_sandbox()
+            .args([
+                "disable-gpu",
+                "disable-quic",
+                "no-first-run",
+                "disable-background-networking",
+                "disable-component-update",
+                "disable-sync",
+            ])
+            .viewport(None)
+            .launch_timeout(bound)
+            .request_timeout(bound);
+        if let Some((w, h)) = window {
+            config = config.window_size(w, h);
+        }
+        let config = config.build().expect("browser config");
+        let (browser, mut handler) = tokio::time::timeout(bound, Browser::launch(config))
+            .await
+            .expect("launch in time")
+            .expect("launch Chromium");
+        let handler = tokio::spawn(async move {
+            while let Some(ev) = handler.next().await {
+                // The browser is gone: stop, or later CDP calls hang instead of failing.
+                if let Err(CdpError::Ws(_)) = ev {
+                    break;
+                }
+            }
+        });
+        Chrome {
+            browser,
+            handler,
+            bound,
+            _profile: None,
+        }
+    }
+
+    pub fn browser(&self) -> &Browser {
+        &self.browser
+    }
+
+    /// A new tab on `url`.
+    pub async fn open(&self, url: &str) -> Page {
+        tokio::time::timeout(self.bound, self.browser.new_page(url))
+            .await
+            .expect("page in time")
+            .expect("new page")
+    }
+
+    pub async fn close(mut self) {
+        let _ = tokio::time::timeout(self.bound, self.browser.close()).await;
+        let _ = tokio::time::timeout(self.bound, self.browser.wait()).await;
+        self.handler.abort();
+    }
+}

@@ -1,0 +1,222 @@
+//! A Fixturebook platform started in-process, with a data dir for `oncepost` next to it: the `Env` the
+//! binary-driven tests share (each module wraps it with its own contract and account).
+
+use std::path::{Path, PathBuf};
+
+use oncepost::fixture_platform::{Fault, FixtureConfig, FixturePlatform, RunningPlatform, Stats};
+use serde_json::Value;
+
+use super::{Backend, Oncepost, fresh_pg_url};
+
+/// A temp dir holding the platform's files (`<dir>/platform`) and the data dir, a running platform, and
+/// the binary pointed at that data dir.
+pub struct Env {
+    pub dir: tempfile::TempDir,
+    pub platform: RunningPlatform,
+    pub oncepost: Oncepost,
+}
+
+impl Env {
+    /// A platform with `fault`, the data dir the temp dir itself, its store the default SQLite file.
+    pub async fn start(fault: Fault) -> Env {
+        Env::start_with(fault, None, None).await
+    }
+
+    /// [`Env::start`] with the store on `backend` (PostgreSQL: a fresh database of the test cluster).
+    pub async fn start_on(fault: Fault, backend: Backend) -> Env {
+        let store = (backend == Backend::Postgres).then(fresh_pg_url);
+        Env::start_with(fault, None, store).await
+    }
+
+    /// A platform with `fault`; the data dir `<dir>/<home>` (`None`: the temp dir itself) and the store at
+    /// `store` (`None`: the data dir's SQLite file).
+    pub async fn start_with(fault: Fault, home: Option<&str>, store: Option<String>) -> Env {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut cfg = FixtureConfig::new(dir.path().join("platform"));
+        cfg.fault = fault;
+        let platform = FixturePlatform::start(cfg).await.expect("platform starts");
+        let home = match home {
+            Some(h) => dir.path().join(h),
+            None => dir.path().to_path_buf(),
+        };
+        let oncepost = Oncepost::new(home).with_store(store);
+        Env {
+            dir,
+            platform,
+            oncepost,
+        }
+    }
+
+    pub fn home(&self) -> &Path {
+        self.oncepost.home()
+    }
+
+    pub fn base_url(&self) -> String {
+        self.platform.base_url()
+    }
+
+    pub fn command(&self, args: &[&str]) -> tokio::process::Command {
+        self.oncepost.command(args)
+    }
+
+    pub async fn run(&self, args: &[&str]) -> (i32, String, String) {
+        self.oncepost.run(args).await
+    }
+
+    /// `accounts add NAME --platform fixture` and `extra` (`--handle`, `--dup-window`, ...); must succeed.
+    pub async fn add_account(&self, name: &str, extra: &[&str]) {
+        let mut args = vec!["accounts", "add", name, "--platform", "fixture"];
+        args.extend_from_slice(extra);
+        let (code, out, err) = self.run(&args).await;
+        assert_eq!(code, 0, "accounts add: {out} {err}");
+    }
+
+    /// `publish --json --contract C --account A --base-url B --login-url B/login?account=A --text T`, logged in
+    /// as the account so its posts carry its handle.
+    pub fn publish_args(&self, account: &str, contract: &Path, text: &str) -> Vec<String> {
+        self.publish_args_at(&self.base_url(), account, contract, text)
+    }
+
+    /// [`Env::publish_args`] against another base URL.
+    pub fn publish_args_at(
+        &self,
+        base: &str,
+        account: &str,
+        contract: &Path,
+        text: &str,
+    ) -> Vec<String> {
+        vec![
+            "publish".into(),
+            "--json".into(),
+            "--contract".into(),
+            contract.to_string_lossy().into_owned(),
+            "--account".into(),
+            account.into(),
+            "--base-url".into(),
+            base.into(),
+            "--login-url".into(),
+            format!("{base}/login?account={account}"),
+            "--text".into(),
+            text.into(),
+        ]
+    }
+
+    /// Run [`Env::publish_args`] plus `extra`: (exit code, the JSON report or `Value::Null`, stderr).
+    pub async fn publish(
+        &self,
+        account: &str,
+        contract: &Path,
+        text: &str,
+        extra: &[&str],
+    ) -> (i32, Value, String) {
+        let mut args = self.publish_args(account, contract, text);
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        self.oncepost.run_json(&args).await
+    }
+
+    /// `intents show --json KEY`, which must succeed.
+    pub async fn show(&self, key: &str) -> Value {
+        self.oncepost.show(key).await
+    }
+
+    pub fn stats(&self) -> Stats {
+        self.platform.stats()
+    }
+
+    /// Create requests that reached the platform (stored or not).
+    pub fn arrivals(&self) -> u64 {
+        self.platform.stats().create_arrivals
+    }
+
+    /// Stored posts with exactly `text`.
+    pub fn copies(&self, text: &str) -> usize {
+        copies(&self.platform, text)
+    }
+
+    /// The id of `account`'s stored post with `text`.
+    pub fn post_id_of(&self, account: &str, text: &str) -> String {
+        self.platform
+            .posts()
+            .into_iter()
+            .find(|p| p.account == account && p.text == text)
+            .unwrap_or_else(|| panic!("no post of {account} with {text:?}"))
+            .id
+    }
+
+    /// Post `text` as `account` straight to the platform (no oncepost, no browser); see [`post_as`].
+    pub async fn post_as(&self, account: &str, text: &str) -> String {
+        post_as(&self.base_url(), account, text).await
+    }
+
+    /// A file in the data dir's parent temp dir holding `contents` (a contract variant); its path.
+    pub fn write_file(&self, name: &str, contents: &str) -> PathBuf {
+        let p = self.dir.path().join(name);
+        std::fs::write(&p, contents).expect("write test file");
+        p
+    }
+}
+
+/// Stored posts of `platform` with exactly `text`.
+pub fn copies(platform: &RunningPlatform, text: &str) -> usize {
+    platform.posts().iter().filter(|p| p.text == text).count()
+}
+
+/// Post `text` on the platform at `base` directly as `account` (its session cookie and CSRF token), as its
+/// own earlier run or another person would have. Returns the post id.
+pub async fn post_as(base: &str, account: &str, text: &str) -> String {
+    let r: Value = post_directly(base, account, text)
+        .await
+        .text()
+        .await
+        .map(|b| serde_json::from_str(&b).unwrap())
+        .unwrap();
+    r["id"].as_str().unwrap().to_string()
+}
+
+/// The create request of [`post_as`], its answer unread: log in as `account` (no redirect followed, so the
+/// session cookie is at hand), read the compose page's CSRF token, POST the JSON body the page would send.
+pub async fn post_directly(base: &str, account: &str, text: &str) -> reqwest::Response {
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let login = client
+        .get(format!("{base}/login?account={account}"))
+        .send()
+        .await
+        .unwrap();
+    let cookie = login.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_string();
+    let page = client
+        .get(format!("{base}/compose"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let token = page
+        .split("name=\"csrf-token\" content=\"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap()
+        .to_string();
+    client
+        .post(format!("{base}/api/posts"))
+        .header("cookie", &cookie)
+        .header("x-csrf-token", token)
+        .header("content-type", "application/json")
+        .body(serde_json::json!({ "text": text, "title": "" }).to_string())
+        .send()
+        .await
+        .unwrap()
+}
