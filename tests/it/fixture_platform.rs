@@ -945,71 +945,9 @@ fn fixtures_serve_rejects_an_unknown_fault_with_exit_2() {
 
 mod chromium {
     use super::*;
+    use crate::kit::chromium::{Chrome, click, type_text};
     use chromiumoxide::Page;
-    use chromiumoxide::browser::{Browser, BrowserConfig};
     use chromiumoxide::cdp::browser_protocol::input::InsertTextParams;
-    use chromiumoxide::error::CdpError;
-    use futures::StreamExt;
-
-    /// A headless Chromium with its own profile; close it with [`Chrome::close`].
-    pub struct Chrome {
-        browser: Browser,
-        handler: tokio::task::JoinHandle<()>,
-        _profile: tempfile::TempDir,
-    }
-
-    impl Chrome {
-        pub async fn launch() -> Chrome {
-            let profile = tempfile::tempdir().unwrap();
-            let config = BrowserConfig::builder()
-                .chrome_executable("/usr/bin/chromium")
-                .user_data_dir(profile.path())
-                .no_sandbox()
-                .args([
-                    "disable-gpu",
-                    "disable-quic",
-                    "no-first-run",
-                    "disable-background-networking",
-                    "disable-component-update",
-                    "disable-sync",
-                ])
-                .viewport(None)
-                .launch_timeout(WAIT)
-                .request_timeout(WAIT)
-                .build()
-                .unwrap();
-            let (browser, mut handler) = tokio::time::timeout(WAIT, Browser::launch(config))
-                .await
-                .expect("launch in time")
-                .expect("launch");
-            let handler = tokio::spawn(async move {
-                while let Some(ev) = handler.next().await {
-                    // The browser is gone: stop, or later CDP calls hang instead of failing.
-                    if let Err(CdpError::Ws(_)) = ev {
-                        break;
-                    }
-                }
-            });
-            Chrome {
-                browser,
-                handler,
-                _profile: profile,
-            }
-        }
-
-        pub async fn open(&self, url: &str) -> Page {
-            tokio::time::timeout(WAIT, self.browser.new_page(url))
-                .await
-                .expect("page in time")
-                .expect("new page")
-        }
-
-        pub async fn close(mut self) {
-            let _ = tokio::time::timeout(WAIT, self.browser.close()).await;
-            let _ = tokio::time::timeout(WAIT, self.browser.wait()).await;
-            self.handler.abort();
-        }
-    }
 
     pub async fn eval<T: serde::de::DeserializeOwned>(page: &Page, js: &str) -> T {
         tokio::time::timeout(WAIT, page.evaluate(js))
@@ -1046,7 +984,7 @@ mod chromium {
     async fn hostile_pages_write_when_chromium_merely_loads_them() {
         let dir = tempfile::tempdir().unwrap();
         let p = start(dir.path()).await;
-        let chrome = Chrome::launch().await;
+        let chrome = Chrome::launch(WAIT).await;
         let on_load: Vec<_> = HOSTILE_VARIANTS
             .iter()
             .filter_map(|v| match v.misbehaviour {
@@ -1092,7 +1030,7 @@ mod chromium {
     async fn write_on_focus_and_autosave_write_only_once_the_user_focuses_or_types() {
         let dir = tempfile::tempdir().unwrap();
         let p = start(dir.path()).await;
-        let chrome = Chrome::launch().await;
+        let chrome = Chrome::launch(WAIT).await;
 
         let page = chrome
             .open(&format!("{}/hostile/write-on-focus", p.base_url()))
@@ -1148,7 +1086,7 @@ mod chromium {
     async fn click_hazard_pages_misbehave_as_described_without_writing() {
         let dir = tempfile::tempdir().unwrap();
         let p = start(dir.path()).await;
-        let chrome = Chrome::launch().await;
+        let chrome = Chrome::launch(WAIT).await;
         let base = p.base_url();
 
         let page = chrome
@@ -1186,13 +1124,7 @@ mod chromium {
         );
         until_js(&page, "!!document.getElementById('post-text')").await;
         // The late form is wired up: typing enables publish.
-        page.find_element("#post-text")
-            .await
-            .unwrap()
-            .focus()
-            .await
-            .unwrap();
-        page.execute(InsertTextParams::new("late")).await.unwrap();
+        type_text(&page, "#post-text", "late").await;
         until_js(&page, "!document.getElementById('publish').disabled").await;
 
         assert_eq!(p.stats().other_writes_total, 0);
@@ -1207,7 +1139,7 @@ mod chromium {
     async fn compose_page_publishes_once_and_shows_errors() {
         let dir = tempfile::tempdir().unwrap();
         let p = start(dir.path()).await;
-        let chrome = Chrome::launch().await;
+        let chrome = Chrome::launch(WAIT).await;
         let page = chrome
             .open(&format!("{}/login?account=carol", p.base_url()))
             .await;
@@ -1217,22 +1149,9 @@ mod chromium {
         )
         .await;
         assert!(eval::<bool>(&page, "document.getElementById('publish').disabled").await);
-        page.find_element("#post-text")
-            .await
-            .unwrap()
-            .focus()
-            .await
-            .unwrap();
-        page.execute(InsertTextParams::new("Hello, Fixturebook ✓"))
-            .await
-            .unwrap();
+        type_text(&page, "#post-text", "Hello, Fixturebook ✓").await;
         until_js(&page, "!document.getElementById('publish').disabled").await;
-        page.find_element("#publish")
-            .await
-            .unwrap()
-            .click()
-            .await
-            .unwrap();
+        click(&page, "#publish").await;
         until_js(&page, "/^\\/p\\/[a-z0-9]+$/.test(location.pathname)").await;
         let path: String = eval(&page, "location.pathname").await;
         let posts = p.posts();
@@ -1245,22 +1164,9 @@ mod chromium {
         p.set_fault(Fault::new(FaultMode::Reject4xx));
         let page = chrome.open(&format!("{}/compose", p.base_url())).await;
         until_js(&page, "document.readyState === 'complete'").await;
-        page.find_element("#post-text")
-            .await
-            .unwrap()
-            .focus()
-            .await
-            .unwrap();
-        page.execute(InsertTextParams::new("will be rejected"))
-            .await
-            .unwrap();
+        type_text(&page, "#post-text", "will be rejected").await;
         until_js(&page, "!document.getElementById('publish').disabled").await;
-        page.find_element("#publish")
-            .await
-            .unwrap()
-            .click()
-            .await
-            .unwrap();
+        click(&page, "#publish").await;
         until_js(&page, "document.getElementById('compose-status').textContent.includes('422') || document.getElementById('compose-status').textContent.includes('rejected')").await;
         until_js(&page, "!document.getElementById('publish').disabled").await;
         assert_eq!(p.posts().len(), 1);
@@ -1275,7 +1181,7 @@ mod chromium {
     async fn chromium_resends_one_dropped_fetch_post_on_a_reused_connection() {
         let dir = tempfile::tempdir().unwrap();
         let p = start(dir.path()).await;
-        let chrome = Chrome::launch().await;
+        let chrome = Chrome::launch(WAIT).await;
         let mut arrivals = Vec::new();
         for _trial in 0..3 {
             let before = p.stats().create_arrivals;

@@ -9,7 +9,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use oncepost::browser::{
-    BrowserSession, LaunchOptions, ProbeOptions, ProbePlan, ProbeReport, ProbeVerdict, probe,
+    BrowserSession, ProbeOptions, ProbePlan, ProbeReport, ProbeVerdict, probe,
 };
 use oncepost::contract::Contract;
 use wiremock::matchers::{method, path};
@@ -113,9 +113,7 @@ fn plan_for(base: &str, page: &str) -> ProbePlan {
 }
 
 async fn launch(dir: &Path) -> BrowserSession {
-    BrowserSession::launch(&LaunchOptions::new(dir.join("profile")))
-        .await
-        .expect("Chromium launches")
+    crate::kit::chromium::session(&dir.join("profile")).await
 }
 
 async fn run(

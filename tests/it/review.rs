@@ -1098,14 +1098,12 @@ mod chromium {
     //! A person's browser has neither oncepost's door nor its write guard: these tests drive a plain headless
     //! Chromium (chromiumoxide, launched directly), so the review page itself is what stops a forged POST.
     use super::*;
-    use chromiumoxide::Page;
-    use chromiumoxide::{Browser, BrowserConfig};
-    use futures::StreamExt;
+    use crate::kit::chromium::Chrome;
+    use chromiumoxide::{Browser, Page};
 
-    /// A person's browser: plain headless Chromium, every call bounded.
+    /// A person's browser: plain headless Chromium (the kit's), every call bounded.
     struct Person {
-        browser: Browser,
-        handler: tokio::task::JoinHandle<()>,
+        chrome: Chrome,
     }
 
     /// Bounded calls, named like `BrowserSession::liveness().call(..)`.
@@ -1127,22 +1125,9 @@ mod chromium {
 
     impl Person {
         async fn launch(profile: &std::path::Path) -> Person {
-            let config = BrowserConfig::builder()
-                .chrome_executable(oncepost::browser::find_chromium().expect("chromium"))
-                .user_data_dir(profile)
-                .viewport(None)
-                .window_size(1280, 900)
-                .args([
-                    "no-sandbox",
-                    "disable-gpu",
-                    "no-first-run",
-                    "disable-background-networking",
-                ])
-                .build()
-                .expect("browser config");
-            let (browser, mut handler) = Browser::launch(config).await.expect("launch Chromium");
-            let handler = tokio::spawn(async move { while handler.next().await.is_some() {} });
-            Person { browser, handler }
+            Person {
+                chrome: Chrome::launch_in(profile, Some((1280, 900)), WAIT).await,
+            }
         }
 
         fn liveness(&self) -> Calls {
@@ -1150,13 +1135,11 @@ mod chromium {
         }
 
         fn browser(&self) -> &Browser {
-            &self.browser
+            self.chrome.browser()
         }
 
-        async fn close(mut self) {
-            let _ = tokio::time::timeout(Duration::from_secs(5), self.browser.close()).await;
-            let _ = tokio::time::timeout(Duration::from_secs(5), self.browser.wait()).await;
-            self.handler.abort();
+        async fn close(self) {
+            self.chrome.close().await;
         }
     }
 

@@ -5,6 +5,7 @@
 use std::path::Path;
 use std::time::Duration;
 
+use chromiumoxide::cdp::browser_protocol::input::InsertTextParams;
 use chromiumoxide::error::CdpError;
 use chromiumoxide::{Browser, BrowserConfig, Page};
 use futures::StreamExt;
@@ -93,4 +94,25 @@ impl Chrome {
         let _ = tokio::time::timeout(self.bound, self.browser.wait()).await;
         self.handler.abort();
     }
+}
+
+/// Focus `selector` and type `text` into it as a person would (input events, not a value assignment).
+pub async fn type_text(page: &Page, selector: &str, text: &str) {
+    page.find_element(selector)
+        .await
+        .unwrap()
+        .focus()
+        .await
+        .unwrap();
+    page.execute(InsertTextParams::new(text)).await.unwrap();
+}
+
+/// Click `selector` (chromiumoxide scrolls it into view and clicks its centre).
+pub async fn click(page: &Page, selector: &str) {
+    page.find_element(selector)
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
 }
