@@ -69,9 +69,11 @@ async fn platform() -> MockServer {
         ("/hostile/iframe", compose("", "<iframe src=\"/hostile/inner\" width=400 height=200></iframe>")),
         ("/hostile/inner", "<script>fetch('/api/sink/iframe',{method:'POST',body:'i'}).catch(()=>{});</script><p>inner</p>".to_string()),
         ("/hostile/worker", compose("", "<script>new Worker('/hostile/worker.js');</script>")),
-        ("/hostile/popup", compose("", "<script>window.open('/hostile/popped');</script>")),
+        // The popup carries the opener's query (`?try=N`) into every request, so a request is attributed to
+        // the probe that opened its popup, never to a late popup of an earlier one.
+        ("/hostile/popup", compose("", "<script>window.open('/hostile/popped'+location.search);</script>")),
         // Its first request is a read the server sees (`/hostile/popped-ran`): proof that the script ran.
-        ("/hostile/popped", "<script>fetch('/hostile/popped-ran').catch(()=>{});fetch('/api/sink/popup',{method:'DELETE'}).catch(()=>{});</script>".to_string()),
+        ("/hostile/popped", "<script>fetch('/hostile/popped-ran'+location.search).catch(()=>{});fetch('/api/sink/popup'+location.search,{method:'DELETE'}).catch(()=>{});</script>".to_string()),
         ("/hostile/dialogs", compose("", "<script>alert('hello'); confirm('post it?');</script>")),
     ];
     for (p, body) in pages {
@@ -280,14 +282,17 @@ async fn every_hostile_write_is_blocked_before_it_leaves_and_reported() {
         },
         ..ProbeOptions::default()
     };
-    let want = format!("{base}/api/sink/popup");
-    let popped_ran = || async {
-        s.received_requests()
-            .await
-            .unwrap_or_default()
-            .iter()
-            .filter(|q| q.url.path() == "/hostile/popped-ran")
-            .count()
+    let popped_ran = |attempt: usize| {
+        let s = &s;
+        async move {
+            let want = format!("try={attempt}");
+            s.received_requests()
+                .await
+                .unwrap_or_default()
+                .iter()
+                .filter(|q| q.url.path() == "/hostile/popped-ran" && q.url.query() == Some(&want))
+                .count()
+        }
     };
     // The popup's script runs on its own schedule (slow on a loaded machine): wait for the guard to record
     // its write, with a bound, instead of trusting the probe's observation window.
@@ -297,15 +302,16 @@ async fn every_hostile_write_is_blocked_before_it_leaves_and_reported() {
     // (the server saw its first read), and then its write must have been reported, blocked.
     let mut r = None;
     let mut tested = false;
-    for _ in 0..3 {
-        let ran_before = popped_ran().await;
+    for attempt in 0..3 {
+        let want = format!("{base}/api/sink/popup?try={attempt}");
         let mark = session.write_guard().mark();
-        let this = probe::run(&session, &plan_for(&base, "/hostile/popup"), &opts)
+        let page = format!("/hostile/popup?try={attempt}");
+        let this = probe::run(&session, &plan_for(&base, &page), &opts)
             .await
             .unwrap()
             .0;
         let seen = wait_for_write(&session, mark, "DELETE", &want).await;
-        let ran = popped_ran().await > ran_before;
+        let ran = popped_ran(attempt).await > 0;
         quiet(&session).await;
         match seen {
             Some(w) => {
