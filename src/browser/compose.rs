@@ -90,6 +90,50 @@ pub struct Pressed {
     pub log: Vec<WriteLogEntry>,
 }
 
+/// A page on its way to the compose page (see [`ComposePage::begin`]).
+pub struct Opening<'a> {
+    page: ComposePage<'a>,
+    at_compose: bool,
+}
+
+impl<'a> Opening<'a> {
+    /// Navigate to the compose URL (again, when `reload`: a page loaded since the login may have changed
+    /// the session's tokens, and the compose page must carry the newest) and check the origin.
+    pub async fn compose(
+        self,
+        reload: bool,
+        navigation_timeout: Duration,
+    ) -> Result<ComposePage<'a>, BrowserError> {
+        let cp = self.page;
+        let live = cp.session.liveness();
+        if reload || !self.at_compose {
+            live.bounded(
+                "navigate to the compose page",
+                navigation_timeout,
+                cp.page.goto(cp.plan.url.as_str()),
+            )
+            .await?;
+        }
+        if let Some(u) = cp.url().await? {
+            let origin = url::Url::parse(&u)
+                .map(|u| u.origin().ascii_serialization())
+                .unwrap_or_default();
+            if !cp.plan.allowed_origins.contains(&origin) {
+                return Err(BrowserError::Plan(format!(
+                    "compose page ended on {u}, outside the allowed origins {:?}",
+                    cp.plan.allowed_origins
+                )));
+            }
+        }
+        Ok(cp)
+    }
+
+    /// Close the page without composing.
+    pub async fn close(self) {
+        self.page.close().await;
+    }
+}
+
 /// An open compose page.
 pub struct ComposePage<'a> {
     session: &'a BrowserSession,
@@ -107,6 +151,22 @@ impl<'a> ComposePage<'a> {
         login_url: Option<&str>,
         navigation_timeout: Duration,
     ) -> Result<ComposePage<'a>, BrowserError> {
+        ComposePage::begin(session, plan, login_url, navigation_timeout)
+            .await?
+            .compose(false, navigation_timeout)
+            .await
+    }
+
+    /// The first half of [`ComposePage::open`]: a fresh page, logged in through `login_url` if given, not
+    /// yet (knowingly) on the compose page. What runs before [`Opening::compose`] (look-before-write)
+    /// runs with the login's cookies, and cannot touch the compose page's session tokens: the compose
+    /// page is the last page loaded.
+    pub async fn begin(
+        session: &'a BrowserSession,
+        plan: &'a ProbePlan,
+        login_url: Option<&str>,
+        navigation_timeout: Duration,
+    ) -> Result<Opening<'a>, BrowserError> {
         let live = session.liveness();
         let page = live
             .call(
@@ -124,38 +184,22 @@ impl<'a> ComposePage<'a> {
         if let Some(u) = login_url {
             live.bounded("open the login URL", navigation_timeout, page.goto(u))
                 .await?;
-            // A login link that redirects to the compose page leaves it loaded: no second navigation.
+            // A login link that redirects to the compose page leaves it loaded: no second navigation
+            // (unless something loaded since, see `Opening::compose`).
             at_compose = live
                 .call("read the page URL", page.url())
                 .await?
                 .is_some_and(|now| now == plan.url);
         }
-        if !at_compose {
-            live.bounded(
-                "navigate to the compose page",
-                navigation_timeout,
-                page.goto(plan.url.as_str()),
-            )
-            .await?;
-        }
-        let cp = ComposePage {
-            session,
-            page,
-            plan,
-            dialogs,
-        };
-        if let Some(u) = cp.url().await? {
-            let origin = url::Url::parse(&u)
-                .map(|u| u.origin().ascii_serialization())
-                .unwrap_or_default();
-            if !plan.allowed_origins.contains(&origin) {
-                return Err(BrowserError::Plan(format!(
-                    "compose page ended on {u}, outside the allowed origins {:?}",
-                    plan.allowed_origins
-                )));
-            }
-        }
-        Ok(cp)
+        Ok(Opening {
+            page: ComposePage {
+                session,
+                page,
+                plan,
+                dialogs,
+            },
+            at_compose,
+        })
     }
 
     fn probe_page(&self) -> ProbePage<'_> {

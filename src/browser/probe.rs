@@ -40,6 +40,9 @@ pub struct ProbePlan {
     pub publish: PublishControl,
     /// CSS selectors blacked out in the screenshot.
     pub masks: Vec<String>,
+    /// Writes the contract declares non-publishing. A probe still blocks them (it sends nothing) and
+    /// reports them apart from the alarms; a publish lets them through.
+    pub non_publish_writes: Vec<super::CreatePattern>,
 }
 
 /// Probe settings.
@@ -144,6 +147,10 @@ pub struct ProbeReport {
     pub filled: bool,
     /// Writes the page attempted (all failed before leaving): live side-effect alarms.
     pub writes: Vec<WriteAttempt>,
+    /// Writes the contract declares non-publishing (draft autosave, UI-state sync): blocked too, since a
+    /// probe sends nothing, but expected: they are no alarm and do not make the verdict. How the page took
+    /// the refusal shows in the screenshot.
+    pub declared_writes: Vec<WriteAttempt>,
     /// Channels the page tried that oncepost's door refuses (WebSocket, WebTransport, TURN: through the
     /// sinkhole; nothing left): live side-effect alarms too.
     pub refused_channels: Vec<Knock>,
@@ -414,7 +421,14 @@ pub async fn run(
         }
     }
     // A poisoned guard log fails the probe: what the page attempted is unknown.
-    let writes = guard.writes_since(mark)?;
+    let (declared_writes, writes): (Vec<WriteAttempt>, Vec<WriteAttempt>) =
+        guard.writes_since(mark)?.into_iter().partition(|w| {
+            !w.carried_typed_text
+                && plan
+                    .non_publish_writes
+                    .iter()
+                    .any(|d| d.matches(&w.method, &w.url))
+        });
     for w in &writes {
         problems.push(format!(
             "write attempted and blocked: {} {} ({}){}",
@@ -454,6 +468,7 @@ pub async fn run(
         steps,
         filled: opts.fill.is_some(),
         writes,
+        declared_writes,
         refused_channels,
         guard_faults,
         requests_seen: guard.paused_count(),

@@ -68,19 +68,25 @@ pub enum UrlMatch {
     Regex(regex::Regex),
 }
 
-/// The create request a press causes: method + URL.
+/// A request by method and URL: the create request a press causes, or a write the contract declares
+/// non-publishing (`non_publish_writes`).
 #[derive(Debug, Clone)]
 pub struct CreatePattern {
     /// Upper-case HTTP method.
     pub method: String,
     /// URL rule.
     pub url: UrlMatch,
+    /// URLs (full) this pattern does not match even when `url` does (`not_url_regex`).
+    pub exclude: Option<regex::Regex>,
 }
 
 impl CreatePattern {
-    /// Whether a paused request is the create request.
+    /// Whether a paused request matches (for the create pattern: is the create request).
     pub fn matches(&self, method: &str, url: &str) -> bool {
         if !method.eq_ignore_ascii_case(&self.method) {
+            return false;
+        }
+        if self.exclude.as_ref().is_some_and(|re| re.is_match(url)) {
             return false;
         }
         match &self.url {

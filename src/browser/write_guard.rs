@@ -58,6 +58,33 @@ pub struct WriteAttempt {
     pub carried_typed_text: bool,
 }
 
+/// A write the contract declares non-publishing (`non_publish_writes`), let through during a publish: sent
+/// by oncepost (Chromium has no route out) and its answer handed to the page.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ForwardedWrite {
+    /// HTTP method.
+    pub method: String,
+    /// Full URL.
+    pub url: String,
+    /// The platform's answer, when one came.
+    pub status: Option<u16>,
+    /// Why no answer came (the page sees a network error).
+    pub error: Option<String>,
+}
+
+/// The writes a publish lets through, and the create request that is never one of them.
+#[derive(Debug, Clone)]
+struct Declared {
+    rules: Vec<CreatePattern>,
+    create: CreatePattern,
+}
+
+impl Declared {
+    fn allows(&self, method: &str, url: &str) -> bool {
+        !self.create.matches(method, url) && self.rules.iter().any(|r| r.matches(method, url))
+    }
+}
+
 #[derive(Debug, Default)]
 struct Log {
     writes: Vec<WriteAttempt>,
@@ -66,6 +93,9 @@ struct Log {
     takeover: Option<Takeover>,
     /// What oncepost typed into the page, watched from the fill until the press (see `watch_typed`).
     typed: Vec<String>,
+    /// Declared non-publish writes let through (set by a publish; a probe never sets it).
+    declared: Option<Declared>,
+    forwarded: Vec<ForwardedWrite>,
 }
 
 /// The create-request takeover, armed by one press (see `transport.rs`): the first paused request matching
@@ -247,6 +277,29 @@ impl WriteGuard {
         }
     }
 
+    /// Let the contract's declared non-publish writes through from now on (a publish calls this before the
+    /// compose page opens; a probe never does, so a probe sends nothing). A request matching `create` is
+    /// never let through this way, whatever a rule says: the create request leaves only by a press.
+    pub(crate) fn let_declared_through(&self, rules: Vec<CreatePattern>, create: CreatePattern) {
+        if let Ok(mut l) = self.log.lock() {
+            l.declared = (!rules.is_empty()).then_some(Declared { rules, create });
+        }
+    }
+
+    /// How many declared writes were let through so far (a mark for [`WriteGuard::forwarded_since`]).
+    pub fn forwarded_mark(&self) -> usize {
+        self.log
+            .lock()
+            .map(|l| l.forwarded.len())
+            .unwrap_or_default()
+    }
+
+    /// Declared non-publish writes let through after `mark` (`Err` when the log is poisoned).
+    pub fn forwarded_since(&self, mark: usize) -> Result<Vec<ForwardedWrite>, BrowserError> {
+        let l = read_log(&self.log, "read the declared writes let through")?;
+        Ok(l.forwarded.get(mark..).unwrap_or_default().to_vec())
+    }
+
     /// The session's door (the sinkhole's ledger of refused channels).
     pub fn door(&self) -> &Door {
         &self.door
@@ -319,6 +372,36 @@ struct Answerer {
     door: Door,
 }
 
+/// What the guard knows of one paused request when it routes it.
+#[derive(Debug, Clone, Copy)]
+struct Paused<'a> {
+    method: &'a str,
+    url: &'a str,
+    /// The response stage of a request that already went its way.
+    response_stage: bool,
+    /// A CORS preflight: `OPTIONS` carrying `Access-Control-Request-Method`. Chromium sends it by itself
+    /// before a cross-origin write; it asks a question and changes nothing, so it is fetched like a read
+    /// and the actual request that follows is judged on its own.
+    preflight: bool,
+}
+
+impl Paused<'_> {
+    fn of(ev: &EventRequestPaused) -> Paused<'_> {
+        let method = ev.request.method.as_str();
+        let preflight = method.eq_ignore_ascii_case("OPTIONS")
+            && ev.request.headers.inner().as_object().is_some_and(|h| {
+                h.keys()
+                    .any(|k| k.eq_ignore_ascii_case("access-control-request-method"))
+            });
+        Paused {
+            method,
+            url: &ev.request.url,
+            response_stage: ev.response_status_code.is_some() || ev.response_error_reason.is_some(),
+            preflight,
+        }
+    }
+}
+
 /// What the guard does with one paused request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Route {
@@ -326,8 +409,10 @@ enum Route {
     HandedOver,
     /// The response stage of a request that already went its way: continued (nothing more leaves).
     ContinueResponse,
-    /// A read oncepost fetches itself and fulfils (Chromium has no route out: door/).
+    /// A read (or a CORS preflight) oncepost fetches itself and fulfils (Chromium has no route out: door/).
     Fetch,
+    /// A write the contract declares non-publishing, during a publish: sent by oncepost, answer fulfilled.
+    Declared,
     /// Failed before it leaves and recorded as a write attempt.
     Fail {
         /// A GET/HEAD whose URL carries the typed text.
@@ -341,11 +426,15 @@ enum Route {
 /// whether the receiver took it) when it is the armed create request.
 fn route(
     log: &Mutex<Log>,
-    method: &str,
-    url: &str,
-    response_stage: bool,
+    p: Paused<'_>,
     hand_over: impl FnOnce(oneshot::Sender<EventRequestPaused>) -> bool,
 ) -> Route {
+    let Paused {
+        method,
+        url,
+        response_stage,
+        preflight,
+    } = p;
     let Ok(mut l) = log.lock() else {
         // Fail closed: with the log poisoned neither the takeover nor the typed text a read must not carry
         // can be trusted, so nothing is handed over and nothing is fetched. Every request is failed before
@@ -376,8 +465,13 @@ fn route(
         return Route::ContinueResponse;
     }
     let carries = is_read(method) && carries_typed(url, &l.typed);
-    if is_read(method) && !carries {
+    if (is_read(method) && !carries) || preflight {
         Route::Fetch
+    } else if !is_read(method)
+        && !extra
+        && l.declared.as_ref().is_some_and(|d| d.allows(method, url))
+    {
+        Route::Declared
     } else {
         Route::Fail { carries, extra }
     }
@@ -386,11 +480,7 @@ fn route(
 impl Answerer {
     async fn answer(&self, ev: &EventRequestPaused, log: &Mutex<Log>) {
         let method = ev.request.method.clone();
-        let response_stage =
-            ev.response_status_code.is_some() || ev.response_error_reason.is_some();
-        let (carries, extra) = match route(log, &method, &ev.request.url, response_stage, |tx| {
-            tx.send(ev.clone()).is_ok()
-        }) {
+        let (carries, extra) = match route(log, Paused::of(ev), |tx| tx.send(ev.clone()).is_ok()) {
             Route::HandedOver => return,
             Route::ContinueResponse => {
                 let _ = self
@@ -405,6 +495,10 @@ impl Answerer {
             }
             Route::Fetch => {
                 self.fetch_read(ev, &method, log).await;
+                return;
+            }
+            Route::Declared => {
+                self.let_through(ev, log).await;
                 return;
             }
             Route::Fail { carries, extra } => (carries, extra),
@@ -448,9 +542,40 @@ impl Answerer {
         }
     }
 
+    /// A declared non-publish write: oncepost sends it (once) and hands the answer to the page, and the
+    /// log keeps it (never as a write attempt: it is what the contract says the page does).
+    async fn let_through(&self, ev: &EventRequestPaused, log: &Mutex<Log>) {
+        let answer = self.door.reads().send_declared(ev).await;
+        let (status, error) = match &answer {
+            ReadAnswer::Fulfill { status, .. } => (Some(*status), None),
+            ReadAnswer::Fail { why, .. } => (None, Some(why.clone())),
+        };
+        if let Ok(mut l) = log.lock() {
+            l.forwarded.push(ForwardedWrite {
+                method: ev.request.method.clone(),
+                url: ev.request.url.clone(),
+                status,
+                error,
+            });
+        }
+        self.hand_to_page(ev, &ev.request.method, answer, log).await;
+    }
+
     /// oncepost fetches the read itself and hands the answer to the page.
     async fn fetch_read(&self, ev: &EventRequestPaused, method: &str, log: &Mutex<Log>) {
-        let r = match self.door.reads().fetch(ev).await {
+        let answer = self.door.reads().fetch(ev).await;
+        self.hand_to_page(ev, method, answer, log).await;
+    }
+
+    /// Fulfil (or fail) a paused request with what oncepost got for it.
+    async fn hand_to_page(
+        &self,
+        ev: &EventRequestPaused,
+        method: &str,
+        answer: ReadAnswer,
+        log: &Mutex<Log>,
+    ) {
+        let r = match answer {
             ReadAnswer::Fulfill {
                 status,
                 headers,
@@ -519,6 +644,7 @@ mod tests {
         CreatePattern {
             method: "POST".into(),
             url: crate::browser::UrlMatch::Exact("http://x/api/posts".into()),
+            exclude: None,
         }
     }
 
@@ -535,6 +661,15 @@ mod tests {
         rx
     }
 
+    fn req(method: &'static str, url: &'static str, response_stage: bool) -> Paused<'static> {
+        Paused {
+            method,
+            url,
+            response_stage,
+            preflight: false,
+        }
+    }
+
     const FAILED: Route = Route::Fail {
         carries: false,
         extra: false,
@@ -545,20 +680,24 @@ mod tests {
         let log = Mutex::new(Log::default());
         let take = |_tx: oneshot::Sender<EventRequestPaused>| true;
         assert_eq!(
-            route(&log, "GET", "http://x/feed", false, take),
+            route(&log, req("GET", "http://x/feed", false), take),
             Route::Fetch
         );
         assert_eq!(
-            route(&log, "POST", "http://x/api/posts", false, take),
+            route(&log, req("POST", "http://x/api/posts", false), take),
             FAILED
         );
         assert_eq!(
-            route(&log, "POST", "http://x/api/posts", true, take),
+            route(&log, req("POST", "http://x/api/posts", true), take),
             Route::ContinueResponse
         );
         log.lock().unwrap().typed.push("Quarterly results".into());
         assert_eq!(
-            route(&log, "GET", "http://x/px?d=Quarterly+results", false, take),
+            route(
+                &log,
+                req("GET", "http://x/px?d=Quarterly+results", false),
+                take
+            ),
             Route::Fail {
                 carries: true,
                 extra: false
@@ -566,18 +705,91 @@ mod tests {
         );
         let _rx = armed(&log);
         assert_eq!(
-            route(&log, "POST", "http://x/api/posts", false, take),
+            route(&log, req("POST", "http://x/api/posts", false), take),
             Route::HandedOver
         );
         // The slot is spent: a second create request is failed and kept as an extra.
         assert_eq!(
-            route(&log, "POST", "http://x/api/posts", false, take),
+            route(&log, req("POST", "http://x/api/posts", false), take),
             Route::Fail {
                 carries: false,
                 extra: true
             }
         );
         assert_eq!(log.lock().unwrap().paused, 6);
+    }
+
+    fn rule(method: &str, re: &str, exclude: Option<&str>) -> CreatePattern {
+        CreatePattern {
+            method: method.into(),
+            url: crate::browser::UrlMatch::Regex(regex::Regex::new(re).unwrap()),
+            exclude: exclude.map(|e| regex::Regex::new(e).unwrap()),
+        }
+    }
+
+    #[test]
+    fn declared_writes_pass_but_never_the_create_request_and_preflights_are_reads() {
+        let log = Mutex::new(Log::default());
+        let take = |_tx: oneshot::Sender<EventRequestPaused>| true;
+        // Before any declaration (a probe): a declared-looking write is failed like any other.
+        assert_eq!(
+            route(&log, req("PUT", "http://x/api/drafts", false), take),
+            FAILED
+        );
+        let guard_rules = vec![
+            rule("PUT", "^http://x/api/", Some("/api/items/drafts/")),
+            // A rule as wide as it gets still never lets the create request through.
+            rule("POST", ".*", None),
+        ];
+        log.lock().unwrap().declared = Some(Declared {
+            rules: guard_rules,
+            create: create(),
+        });
+        assert_eq!(
+            route(&log, req("PUT", "http://x/api/drafts", false), take),
+            Route::Declared
+        );
+        assert_eq!(
+            route(&log, req("POST", "http://x/api/ui-state", false), take),
+            Route::Declared
+        );
+        assert_eq!(
+            route(&log, req("PUT", "http://x/api/items/drafts/7", false), take),
+            FAILED,
+            "not_url_regex excludes it"
+        );
+        assert_eq!(
+            route(&log, req("DELETE", "http://x/api/drafts", false), take),
+            FAILED
+        );
+        assert_eq!(
+            route(&log, req("POST", "http://x/api/posts?x=1", false), take),
+            FAILED,
+            "the create request before the press"
+        );
+        let _rx = armed(&log);
+        assert_eq!(
+            route(&log, req("POST", "http://x/api/posts", false), take),
+            Route::HandedOver
+        );
+        assert_eq!(
+            route(&log, req("POST", "http://x/api/posts", false), take),
+            Route::Fail {
+                carries: false,
+                extra: true
+            },
+            "a second create request after the press"
+        );
+        let preflight = Paused {
+            preflight: true,
+            ..req("OPTIONS", "http://y/api/posts", false)
+        };
+        assert_eq!(route(&log, preflight, take), Route::Fetch);
+        assert_eq!(
+            route(&log, req("OPTIONS", "http://y/api/posts", false), take),
+            FAILED,
+            "an OPTIONS the page sends itself is not a preflight"
+        );
     }
 
     #[test]
@@ -595,7 +807,7 @@ mod tests {
             ("POST", "http://x/api/posts"),
             ("PUT", "http://x/api/drafts"),
         ] {
-            let r = route(&log, method, url, false, |_tx| {
+            let r = route(&log, req(method, url, false), |_tx| {
                 handed += 1;
                 true
             });
@@ -603,7 +815,7 @@ mod tests {
         }
         assert_eq!(handed, 0);
         assert_eq!(
-            route(&log, "POST", "http://x/api/posts", true, |_tx| true),
+            route(&log, req("POST", "http://x/api/posts", true), |_tx| true),
             Route::ContinueResponse
         );
     }

@@ -5,7 +5,9 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 
 use super::output::outln;
-use crate::fixture_platform::{Fault, FaultMode, FixtureConfig, FixturePlatform, MAX_DELAY_MS};
+use crate::fixture_platform::{
+    Fault, FaultMode, FixtureConfig, FixturePlatform, MAX_DELAY_MS, TokenPolicy,
+};
 
 /// Subdirectory of the data dir holding the platform's posts.
 pub const FIXTURE_SUBDIR: &str = "fixture-platform";
@@ -38,6 +40,10 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = crate::fixture_platform::DEFAULT_DELAY_MS,
           value_parser = clap::value_parser!(u64).range(0..=MAX_DELAY_MS))]
     pub delay_ms: u64,
+    /// How CSRF tokens are issued: one per session, or (hostile) a new one on every page, only the newest
+    /// accepted.
+    #[arg(long, value_enum, default_value_t = TokenPolicy::PerSession)]
+    pub tokens: TokenPolicy,
     /// Print one JSON line `{"base_url": ..., "data_dir": ..., "fault": ...}` instead of the bare URL.
     #[arg(long)]
     pub json: bool,
@@ -57,6 +63,7 @@ async fn serve(args: ServeArgs, data_dir: PathBuf) -> anyhow::Result<()> {
         dir: dir.clone(),
         port: args.port,
         fault,
+        tokens: args.tokens,
     })
     .await
     .context("starting the fixture platform")?;

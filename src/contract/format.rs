@@ -221,6 +221,12 @@ pub struct Publish {
     #[serde(default)]
     #[schemars(inner(range(min = 400, max = 499)))]
     pub rejection_statuses: Vec<u16>,
+    /// How long after the press the create request must arrive, in milliseconds (default 5000). A page that
+    /// first flushes its own background syncs (drafts, UI state) may need longer. When it expires nothing was
+    /// sent if the door saw nothing leave (`failed`), else `indeterminate` (docs/states.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 100, max = 120_000))]
+    pub create_wait_ms: Option<u64>,
 }
 
 /// Who sends the create request.
@@ -249,6 +255,11 @@ pub struct RequestMatcher {
     /// A regex over the full URL. Exclusive with `url`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url_regex: Option<String>,
+    /// A regex over the full URL that excludes a request this matcher would otherwise match (e.g. every
+    /// `PUT` under `/api/items/` except `/api/items/drafts/`): a declaration instead of a regex trick, since
+    /// the regex dialect has no look-ahead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_url_regex: Option<String>,
     /// Why this request exists (for declared non-publish writes).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub why: String,

@@ -3,6 +3,8 @@ use crate::browser::{
     self, ElementState, NamedLocator, NonPublishingStep, ProbePlan, PublishControl, Purpose,
 };
 
+use std::time::Duration;
+
 use super::expand_template;
 use super::format::{self, Contract, FieldKind, State};
 
@@ -197,6 +199,12 @@ impl Contract {
             };
             steps.push(NonPublishingStep::new(action, target, &publish).map_err(PlanError::Step)?);
         }
+        let non_publish_writes = self
+            .non_publish_writes
+            .iter()
+            .enumerate()
+            .map(|(i, w)| request_pattern(&base, &format!("non_publish_writes[{i}]"), w))
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(ProbePlan {
             platform: self.platform.clone(),
             contract_hash: self.hash(),
@@ -206,9 +214,14 @@ impl Contract {
             fields,
             publish,
             masks: self.evidence.mask.clone(),
+            non_publish_writes,
         })
     }
 }
+
+/// How long after the press the create request must arrive when the contract does not say
+/// (`publish.create_wait_ms`).
+pub const DEFAULT_CREATE_WAIT_MS: u64 = 5_000;
 
 /// Everything the publish flow needs from a contract, in browser terms.
 #[derive(Debug, Clone)]
@@ -217,6 +230,8 @@ pub struct PublishPlan {
     pub probe: ProbePlan,
     /// The create request pressing publish causes.
     pub create: browser::CreatePattern,
+    /// How long after the press the create request must arrive.
+    pub create_wait: Duration,
     /// Who sends it.
     pub transport: browser::TransportMode,
     /// Statuses that prove nothing was created.
@@ -244,27 +259,11 @@ impl Contract {
                 why: e.to_string(),
             })
         };
-        let cr = &self.publish.create_request;
-        let url = match (&cr.url, &cr.url_regex) {
-            (Some(u), _) => browser::UrlMatch::Exact(tpl(
-                "publish.create_request.url",
-                u,
-                &[("base_url", base.as_str())],
-            )?),
-            (None, Some(r)) => {
-                browser::UrlMatch::Regex(regex("publish.create_request.url_regex", r)?)
-            }
-            (None, None) => {
-                return Err(PlanError::Template {
-                    what: "publish.create_request".into(),
-                    why: "needs url or url_regex".into(),
-                });
-            }
-        };
-        let create = browser::CreatePattern {
-            method: cr.method.to_ascii_uppercase(),
-            url,
-        };
+        let create = request_pattern(
+            &base,
+            "publish.create_request",
+            &self.publish.create_request,
+        )?;
         let mut success = Vec::new();
         for (i, s) in self.success.iter().enumerate() {
             let what = format!("success[{i}]");
@@ -319,6 +318,11 @@ impl Contract {
         Ok(PublishPlan {
             probe,
             create,
+            create_wait: Duration::from_millis(
+                self.publish
+                    .create_wait_ms
+                    .unwrap_or(DEFAULT_CREATE_WAIT_MS),
+            ),
             transport: match self.publish.transport {
                 format::Transport::Harness => browser::TransportMode::Harness,
                 // Behind oncepost's door Chromium has no route out: only the harness can send.
@@ -345,6 +349,45 @@ impl Contract {
             readback,
         })
     }
+}
+
+/// A request matcher of the contract (the create request, a declared write) as the guard matches it.
+fn request_pattern(
+    base: &str,
+    what: &str,
+    m: &format::RequestMatcher,
+) -> Result<browser::CreatePattern, PlanError> {
+    let regex = |key: &str, r: &str| {
+        regex::Regex::new(r).map_err(|e| PlanError::Template {
+            what: format!("{what}.{key}"),
+            why: e.to_string(),
+        })
+    };
+    let url =
+        match (&m.url, &m.url_regex) {
+            (Some(u), _) => browser::UrlMatch::Exact(
+                expand_template(u, &[("base_url", base)]).map_err(|why| PlanError::Template {
+                    what: format!("{what}.url"),
+                    why,
+                })?,
+            ),
+            (None, Some(r)) => browser::UrlMatch::Regex(regex("url_regex", r)?),
+            (None, None) => {
+                return Err(PlanError::Template {
+                    what: what.into(),
+                    why: "needs url or url_regex".into(),
+                });
+            }
+        };
+    let exclude = match &m.not_url_regex {
+        Some(r) => Some(regex("not_url_regex", r)?),
+        None => None,
+    };
+    Ok(browser::CreatePattern {
+        method: m.method.to_ascii_uppercase(),
+        url,
+        exclude,
+    })
 }
 
 /// Read-back and success elements are found by CSS (the pages are read, never acted on).

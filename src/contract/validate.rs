@@ -257,10 +257,13 @@ impl Checker {
                 self.regex(path.key("url_regex"), re, false);
             }
             _ => self.err(
-                path,
+                path.clone(),
                 "give exactly one of url, url_regex",
                 "url is a template matched without the query; url_regex matches the full URL",
             ),
+        }
+        if let Some(re) = &r.not_url_regex {
+            self.regex(path.key("not_url_regex"), re, false);
         }
     }
 }
@@ -419,7 +422,35 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
         }
     }
     for (i, w) in c.non_publish_writes.iter().enumerate() {
-        k.request(root.key("non_publish_writes").index(i), w);
+        let p = root.key("non_publish_writes").index(i);
+        k.request(p.clone(), w);
+        if matches!(w.method.as_str(), "GET" | "HEAD" | "OPTIONS") {
+            k.err(
+                p.key("method"),
+                format!("{} is not a write", w.method),
+                "reads (and CORS preflights) always pass; declare only the writes the page makes",
+            );
+        }
+        let create = &c.publish.create_request;
+        if w.method == create.method
+            && ((w.url.is_some() && w.url == create.url)
+                || (w.url_regex.is_some() && w.url_regex == create.url_regex))
+        {
+            k.err(
+                p.clone(),
+                "this non-publish write is the create request",
+                "the create request is never let through as a non-publish write; narrow the URL or add not_url_regex",
+            );
+        }
+    }
+    if let Some(ms) = c.publish.create_wait_ms
+        && !(100..=120_000).contains(&ms)
+    {
+        k.err(
+            publish.key("create_wait_ms"),
+            format!("create_wait_ms = {ms} is out of range"),
+            "between 100 and 120000 milliseconds",
+        );
     }
 
     if c.success.is_empty() {

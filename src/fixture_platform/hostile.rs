@@ -44,6 +44,10 @@ pub enum Misbehaviour {
     SlowForm,
     /// Credentials in the DOM, the create request and its answer (see `super::secrets`).
     PlantsSecrets,
+    /// A single-page app that syncs in the background: `PUT /api/ui-state` on load and `PUT /api/drafts` on
+    /// input (counted under those keys), retries a failed sync by itself every second, and publishes only
+    /// once every sync went through. A contract declares the two as non-publish writes.
+    SyncsInBackground,
 }
 
 /// One hostile variant.
@@ -144,5 +148,9 @@ pub const HOSTILE_VARIANTS: &[HostileVariant] = &[
     HostileVariant {
         name: "secrets",
         misbehaviour: Misbehaviour::PlantsSecrets,
+    },
+    HostileVariant {
+        name: "draft-sync",
+        misbehaviour: Misbehaviour::SyncsInBackground,
     },
 ];

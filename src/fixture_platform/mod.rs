@@ -92,6 +92,8 @@ pub struct FixtureConfig {
     pub port: u16,
     /// Initial create-request fault.
     pub fault: Fault,
+    /// How CSRF tokens are issued (a hostile mode: one fresh token per page).
+    pub tokens: TokenPolicy,
 }
 
 impl FixtureConfig {
@@ -101,8 +103,21 @@ impl FixtureConfig {
             dir: dir.into(),
             port: 0,
             fault: Fault::default(),
+            tokens: TokenPolicy::default(),
         }
     }
+}
+
+/// How the platform issues the CSRF token a create request must carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum TokenPolicy {
+    /// One token per session, derived from it: every page of a session carries the same one.
+    #[default]
+    PerSession,
+    /// Hostile (as some frameworks do): every page rendered mints a new token and only the newest one
+    /// of the session is accepted, so a page loaded after the compose page makes the compose page's
+    /// token stale. `/search?slow_ms=N` mints its token N ms late (at most 5 s), as a slow search does.
+    PerPage,
 }
 
 /// State shared by every connection: one `Arc` of it per task.
@@ -118,6 +133,10 @@ pub(crate) struct Shared {
     stats: Mutex<Stats>,
     /// Current create-request fault; set by `/__admin/fault` or [`RunningPlatform::set_fault`].
     fault: Mutex<Fault>,
+    /// How CSRF tokens are issued.
+    tokens: TokenPolicy,
+    /// Under [`TokenPolicy::PerPage`]: the newest token of each session (by cookie, `""` without one).
+    newest_tokens: Mutex<std::collections::HashMap<String, String>>,
 }
 
 impl Shared {
@@ -179,6 +198,8 @@ impl FixturePlatform {
             persist_lock: tokio::sync::Mutex::new(()),
             stats: Mutex::new(Stats::default()),
             fault: Mutex::new(config.fault),
+            tokens: config.tokens,
+            newest_tokens: Mutex::new(Default::default()),
         });
         // Persist once so a fresh dir holds the CSRF secret before any page is served.
         shared.persist().await?;

@@ -37,6 +37,7 @@ const HOSTILE: &[&str] = &[
     "duplicate-match",
     "slow",
     "secrets",
+    "draft-sync",
 ];
 
 /// The content of a hostile page, by name (`fixtures/hostile/NAME.html`).
@@ -62,6 +63,7 @@ const HOSTILE: &[&str] = &[
 {%- when "duplicate-match" %}{% include "hostile/duplicate-match.html" %}
 {%- when "slow" %}{% include "hostile/slow.html" %}
 {%- when "secrets" %}{% include "hostile/secrets.html" %}
+{%- when "draft-sync" %}{% include "hostile/draft-sync.html" %}
 {%- when _ %}
 {%- endmatch -%}
 "#

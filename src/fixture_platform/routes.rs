@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 use super::conn::{ConnAction, ConnControl};
 use super::fault::{Fault, FaultMode};
 use super::pages::{self, Viewer};
-use super::{Shared, Stats};
+use super::{Shared, Stats, TokenPolicy};
 
 /// Largest request body accepted (the create route and the sinks).
 const MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -53,9 +53,45 @@ pub(crate) async fn handle(
         }
     }
     let session = session_cookie(&req);
-    let viewer = viewer_for(&shared, session.as_deref());
     let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
-    match (&method, segments.as_slice()) {
+    // The HTML pages (each embeds a CSRF token); not the login link, assets or APIs.
+    let renders_page = method == Method::GET
+        && matches!(
+            segments.as_slice(),
+            [""] | ["compose"] | ["p", _] | ["search"] | ["hostile", _]
+        )
+        && segments.last() != Some(&"sw.js");
+    if renders_page
+        && shared.tokens == TokenPolicy::PerPage
+        && segments.first() == Some(&"search")
+        && let Some(ms) = query_param(&req, "slow_ms").and_then(|v| v.parse::<u64>().ok())
+    {
+        tokio::time::sleep(Duration::from_millis(ms.min(5_000))).await;
+    }
+    // Under per-page tokens a page rendered for a visitor without a (known) session opens one, as such
+    // frameworks do: two pages loaded at once by a new visitor get two sessions, and the cookie jar keeps
+    // whichever answer came last.
+    let mut minted = None;
+    let mut session = session;
+    if shared.tokens == TokenPolicy::PerPage
+        && renders_page
+        && !session
+            .as_deref()
+            .is_some_and(|s| shared.lock_state().sessions.contains_key(s))
+        && let Ok(fresh) = crate::secret::random_hex::<16>()
+    {
+        shared
+            .lock_state()
+            .sessions
+            .insert(fresh.clone(), ANONYMOUS.to_owned());
+        session = Some(fresh.clone());
+        minted = Some(fresh);
+    }
+    let mut viewer = viewer_for(&shared, session.as_deref());
+    if shared.tokens == TokenPolicy::PerPage {
+        viewer.csrf = per_page_token(&shared, session.as_deref(), renders_page);
+    }
+    let mut resp = match (&method, segments.as_slice()) {
         (&Method::GET, [""]) => {
             let posts = shared.lock_state().newest_first();
             html(StatusCode::OK, pages::feed(&viewer, &posts))
@@ -132,7 +168,9 @@ pub(crate) async fn handle(
                 r
             }
         }
-        (&Method::POST, ["api", "drafts"]) | (&Method::POST, ["api", "sink", _]) => {
+        (&Method::POST, ["api", "drafts"])
+        | (&Method::PUT, ["api", "drafts" | "ui-state"])
+        | (&Method::POST, ["api", "sink", _]) => {
             // Drain (bounded) so keep-alive connections stay usable; the content does not matter.
             let _ = read_body(req).await;
             json(StatusCode::OK, &serde_json::json!({"ok": true}))
@@ -168,7 +206,15 @@ pub(crate) async fn handle(
                 )
             }
         }
+    };
+    if let Some(cookie) = minted
+        && let Ok(v) = HeaderValue::from_str(&format!(
+            "{SESSION_COOKIE}={cookie}; HttpOnly; Path=/; SameSite=Lax"
+        ))
+    {
+        resp.headers_mut().append(header::SET_COOKIE, v);
     }
+    resp
 }
 
 /// The create request body.
@@ -436,6 +482,23 @@ fn viewer_for(shared: &Arc<Shared>, session: Option<&str>) -> Viewer {
     );
     let csrf = hex::encode(&h.finalize()[..16]);
     Viewer { account, csrf }
+}
+
+/// Under [`TokenPolicy::PerPage`]: a page render mints the session's new token; anything else (the create
+/// request) is checked against the newest one.
+fn per_page_token(shared: &Shared, session: Option<&str>, mint: bool) -> String {
+    let mut newest = shared
+        .newest_tokens
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let key = session.unwrap_or_default().to_string();
+    if mint && let Ok(t) = crate::secret::random_hex::<16>() {
+        newest.insert(key.clone(), t);
+    }
+    newest
+        .get(&key)
+        .cloned()
+        .unwrap_or_else(|| "no token issued to this session".into())
 }
 
 fn session_cookie(req: &Request<Incoming>) -> Option<String> {

@@ -560,24 +560,54 @@ async fn with_session(
     let nav = req.options.navigation_timeout;
     let mark = session.write_guard().mark();
     let knock_mark = session.write_guard().door().sinkhole().mark();
-    // The search page and the compose page load in parallel (both only read; the write guard fails any
-    // write either makes). The compose page is used only if the search finds nothing.
-    let lookup = async {
-        if req.options.look_before_write {
+    // The writes the contract declares non-publishing (draft autosave, UI-state sync) go out from now on,
+    // sent by oncepost: a page whose publish waits for its own syncs could not publish otherwise. Never
+    // the create request (the guard refuses that whatever a rule says), and never during a probe.
+    let forwarded_mark = session.write_guard().forwarded_mark();
+    session
+        .write_guard()
+        .let_declared_through(plan.probe.non_publish_writes.clone(), plan.create.clone());
+    // Look-before-write runs between the login and the compose page, never beside them: a page loaded at
+    // the same time as the compose page can open a second session or mint a newer token (measured on a real
+    // tracker: two CSRF tokens, the form posted with the stale one, 400: 10 of 35 posts lost). So the order
+    // is login (if any), search, compose, and the compose page is the last page loaded before the press (it
+    // is loaded again when the login left it open, so it carries the newest token). The cost is the search
+    // page's load, no longer hidden behind the compose page's (docs/publish.md).
+    let begun = ComposePage::begin(session, &plan.probe, req.login_url.as_deref(), nav).await;
+    let lookup = match (&begun, req.options.look_before_write) {
+        (Ok(_), true) => {
             Some(browser::readback::by_search(session, &plan.readback, &text, false, nav).await)
-        } else {
-            None
         }
+        _ => None,
     };
-    let open = ComposePage::open(session, &plan.probe, req.login_url.as_deref(), nav);
-    let (lookup, opened) = tokio::join!(lookup, open);
+    let compose_needed = match &lookup {
+        None => true,
+        Some(Err(_)) => false,
+        Some(Ok(rb)) => !matches!(
+            rb.verdict,
+            ReadVerdict::Match { .. } | ReadVerdict::Lead { .. }
+        ),
+    };
+    let opened = match begun {
+        Ok(o) if compose_needed => o.compose(lookup.is_some(), nav).await,
+        Ok(o) => {
+            o.close().await;
+            Err(BrowserError::Plan(
+                "the compose page was not opened: the look before writing decided".into(),
+            ))
+        }
+        Err(e) => Err(e),
+    };
     // A platform that cannot be reached at the first page load is bad input (exit 2), not a failed attempt:
     // nothing is begun. (Later, the same error is an attempt's outcome.)
-    let gone = opened
-        .as_ref()
-        .err()
-        .or(lookup.as_ref().and_then(|l| l.as_ref().err()));
-    if let Some(code) = gone.and_then(BrowserError::unreachable) {
+    let gone = [
+        lookup.as_ref().and_then(|l| l.as_ref().err()),
+        opened.as_ref().err(),
+    ]
+    .into_iter()
+    .flatten()
+    .find_map(BrowserError::unreachable);
+    if let Some(code) = gone {
         if let Ok(p) = opened {
             p.close().await;
         }
@@ -716,7 +746,7 @@ async fn with_session(
         &text,
         claim,
         opened,
-        (mark, knock_mark),
+        (mark, knock_mark, forwarded_mark),
     )
     .instrument(span)
     .await;
@@ -735,7 +765,7 @@ async fn attempt(
     text: &str,
     claim: Claim,
     opened: Result<ComposePage<'_>, BrowserError>,
-    (mark, knock_mark): (usize, usize),
+    (mark, knock_mark, forwarded_mark): (usize, usize, usize),
 ) -> Result<(bool, String), PublishError> {
     let token = claim.fence.attempt.as_str().to_string();
     let link = |point: &str, items: Vec<Item>| {
@@ -855,6 +885,7 @@ async fn attempt(
     // Nothing slow from here to the press.
     let mut topts = req.options.transport.clone();
     topts.mode = plan.transport;
+    topts.pause_wait = plan.create_wait;
     let store2 = store.clone();
     let hook = move |fence: crate::store::Fence, wire: browser::WireRequest| async move {
         let hash = wire.hash();
@@ -956,6 +987,17 @@ async fn attempt(
         .page_knocks_since(knock_mark);
     alarm_refused_channels(&mut alarms, store, key, &req.owner, &token, &late_knocks).await;
     page.close().await;
+    // The declared non-publish writes oncepost let through for this page, with their count: evidence of
+    // what reached the platform besides the one create request (never an alarm: the contract declares them).
+    if let Ok(forwarded) = guard.forwarded_since(forwarded_mark)
+        && !forwarded.is_empty()
+    {
+        let item = ev.put_json(
+            "non_publish_writes",
+            &json!({ "attempt": token, "count": forwarded.len(), "writes": forwarded }),
+        )?;
+        link("non_publish_writes", vec![item]).await;
+    }
     let landing = settle::land(verdict);
     let (pressed, summary) = finish(store, &fence, key, &req.owner, landing, true).await?;
     // A side effect where none was authorized: a write that may have left, or a further create request

@@ -67,13 +67,14 @@ impl ReadFetcher {
         Ok(ReadFetcher { client })
     }
 
-    /// Fetch the read a paused request asks for. Only GET and HEAD to http(s) are fetched: the caller
-    /// never hands anything else here.
+    /// Fetch the read a paused request asks for. Only GET, HEAD and CORS preflights (OPTIONS) to http(s)
+    /// are fetched, without a body: the guard never hands anything else here.
     pub async fn fetch(&self, ev: &EventRequestPaused) -> ReadAnswer {
         let method = ev.request.method.to_ascii_uppercase();
         let method = match method.as_str() {
             "GET" => reqwest::Method::GET,
             "HEAD" => reqwest::Method::HEAD,
+            "OPTIONS" => reqwest::Method::OPTIONS,
             other => {
                 return ReadAnswer::Fail {
                     reason: ErrorReason::BlockedByClient,
@@ -81,6 +82,41 @@ impl ReadFetcher {
                 };
             }
         };
+        self.pass(ev, method, None).await
+    }
+
+    /// Send a write the contract declares non-publishing (the guard decided that; never the create
+    /// request), with its body, and bring back the answer for the page. Such writes are harmless by
+    /// declaration, so the pooled client is fine here; the create request has its own one-shot sender.
+    pub async fn send_declared(&self, ev: &EventRequestPaused) -> ReadAnswer {
+        let wire = match build_wire_request(ev) {
+            Ok(w) => w,
+            Err(why) => {
+                return ReadAnswer::Fail {
+                    reason: ErrorReason::Failed,
+                    why,
+                };
+            }
+        };
+        let method = match reqwest::Method::from_bytes(wire.method.to_ascii_uppercase().as_bytes())
+        {
+            Ok(m) => m,
+            Err(e) => {
+                return ReadAnswer::Fail {
+                    reason: ErrorReason::BlockedByClient,
+                    why: format!("bad method {:?}: {e}", wire.method),
+                };
+            }
+        };
+        self.pass(ev, method, Some(wire.body)).await
+    }
+
+    async fn pass(
+        &self,
+        ev: &EventRequestPaused,
+        method: reqwest::Method,
+        body: Option<Vec<u8>>,
+    ) -> ReadAnswer {
         let url = match url::Url::parse(&ev.request.url) {
             Ok(u) if matches!(u.scheme(), "http" | "https") => u,
             _ => {
@@ -104,6 +140,9 @@ impl ReadFetcher {
         let mut b = self.client.request(method, url);
         for (k, v) in &headers {
             b = b.header(k, v);
+        }
+        if let Some(body) = body {
+            b = b.body(body);
         }
         let mut resp = match b.send().await {
             Ok(r) => r,

@@ -31,9 +31,18 @@ impl Env {
     /// A platform with `fault`; the data dir `<dir>/<home>` (`None`: the temp dir itself) and the store at
     /// `store` (`None`: the data dir's SQLite file).
     pub async fn start_with(fault: Fault, home: Option<&str>, store: Option<String>) -> Env {
+        Env::start_configured(home, store, |cfg| cfg.fault = fault).await
+    }
+
+    /// A platform configured by `edit` (fault, token policy); data dir and store as in [`Env::start_with`].
+    pub async fn start_configured(
+        home: Option<&str>,
+        store: Option<String>,
+        edit: impl FnOnce(&mut FixtureConfig),
+    ) -> Env {
         let dir = tempfile::tempdir().expect("temp dir");
         let mut cfg = FixtureConfig::new(dir.path().join("platform"));
-        cfg.fault = fault;
+        edit(&mut cfg);
         let platform = FixturePlatform::start(cfg).await.expect("platform starts");
         let home = match home {
             Some(h) => dir.path().join(h),

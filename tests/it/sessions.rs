@@ -1,0 +1,104 @@
+//! Look-before-write never races the page's session, through the real binary and real Chromium.
+//!
+//! Fixturebook with `TokenPolicy::PerPage` mints a new CSRF token on every page it renders and accepts only
+//! a session's newest (as some frameworks do), and its search page mints late (`slow_ms`, a slow search). A
+//! publish that loads the search page beside the compose page posts the compose page's token after the
+//! search made it stale: 403, and the post is lost. In sequence (login, search, compose) the compose page is
+//! the last page loaded and its token the newest.
+use std::path::PathBuf;
+
+use oncepost::fixture_platform::TokenPolicy;
+
+use crate::kit::{self, unique};
+
+async fn env() -> kit::Env {
+    let env = kit::Env::start_configured(None, None, |cfg| cfg.tokens = TokenPolicy::PerPage).await;
+    env.add_account("alice", &["--handle", "alice"]).await;
+    env
+}
+
+/// The bundled contract whose search page takes `slow_ms` to render.
+fn slow_search_contract(env: &kit::Env, slow_ms: u64) -> PathBuf {
+    let c = std::fs::read_to_string(kit::repo_path("selectors/fixture.toml")).unwrap();
+    let c = c.replace(
+        "search = \"{base_url}/search?q={text}\"",
+        &format!("search = \"{{base_url}}/search?slow_ms={slow_ms}&q={{text}}\""),
+    );
+    assert!(c.contains("slow_ms="));
+    env.write_file("slow-search.toml", &c)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_search_page_never_makes_the_compose_pages_token_stale() {
+    let env = env().await;
+    let contract = slow_search_contract(&env, 800);
+    for i in 0..2 {
+        let text = unique(&format!("token race {i}"));
+        let (code, v, err) = env.publish("alice", &contract, &text, &[]).await;
+        assert_eq!(code, 0, "publish {i}: {v} {err}");
+        assert_eq!(v["state"], "published", "{v}");
+        assert_eq!(env.copies(&text), 1);
+    }
+    assert_eq!(
+        env.arrivals(),
+        2,
+        "every create request carried a valid token"
+    );
+    assert_eq!(env.stats().create_stored, 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn look_before_write_in_sequence_still_finds_the_post_and_presses_nothing() {
+    let env = env().await;
+    let contract = slow_search_contract(&env, 300);
+    let text = unique("already there");
+    let (code, v, err) = env.publish("alice", &contract, &text, &[]).await;
+    assert_eq!(code, 0, "{v} {err}");
+    // The outcome of that run is lost (a crash, another host): the intent is gone from this store, the post
+    // is not. A fresh data dir publishes the same text: the look finds it, nothing is pressed.
+    let again = kit::Oncepost::new(env.dir.path().join("other-home"));
+    let (code, out, err) = again
+        .run(&[
+            "accounts",
+            "add",
+            "alice",
+            "--platform",
+            "fixture",
+            "--handle",
+            "alice",
+        ])
+        .await;
+    assert_eq!(code, 0, "{out} {err}");
+    let args = env.publish_args("alice", &contract, &text);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, v, err) = again.run_json(&args).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["state"], "published", "{v}");
+    assert_eq!(v["pressed"], false, "{v}");
+    assert_eq!(env.copies(&text), 1);
+    assert_eq!(env.arrivals(), 1);
+}
+
+/// A first-time visitor (no login link, no cookie yet): the platform opens a session on the first page it
+/// renders; loaded side by side, the search and the compose page would open two.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_visitors_first_pages_open_one_session_not_two() {
+    let env = env().await;
+    env.add_account("anon", &["--handle", "anonymous"]).await;
+    let contract = slow_search_contract(&env, 800);
+    let text = unique("first visit");
+    let args = env.publish_args("anon", &contract, &text);
+    // Without `--login-url URL`.
+    let at = args.iter().position(|a| a == "--login-url").unwrap();
+    let args: Vec<&str> = args
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != at && *i != at + 1)
+        .map(|(_, a)| a.as_str())
+        .collect();
+    let (code, v, err) = env.oncepost.run_json(&args).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["state"], "published", "{v}");
+    assert_eq!(env.copies(&text), 1);
+    assert_eq!(env.arrivals(), 1);
+}
