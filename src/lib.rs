@@ -44,5 +44,6 @@ pub mod redact;
 pub mod review;
 pub mod secret;
 pub mod store;
+pub mod template;
 pub mod utc;
 pub mod wait;

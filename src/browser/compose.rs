@@ -48,13 +48,30 @@ pub enum SuccessRule {
         /// Dotted path.
         field: String,
     },
+    /// The create response has this status (its body need carry nothing).
+    ResponseStatus {
+        /// Required status.
+        status: u16,
+    },
     /// An element (CSS) appears, carrying the id in an attribute.
     Element {
         /// CSS selectors, tried in order.
         css: Vec<String>,
         /// Attribute with the id.
         id_attribute: Option<String>,
+        /// The element must show this text (a posted field's value): another post's banner is not ours.
+        text: Option<String>,
     },
+}
+
+/// One success signal of a publish plan.
+#[derive(Debug, Clone)]
+pub struct Success {
+    /// How it shows.
+    pub rule: SuccessRule,
+    /// The post id when the contract takes it from a posted field (`id_from_field`): used when the signal
+    /// itself carries none.
+    pub id: Option<String>,
 }
 
 /// A success signal that was seen.
@@ -361,26 +378,59 @@ impl<'a> ComposePage<'a> {
     /// Wait (bounded) for a success signal, given the create response when there is one.
     pub async fn wait_success(
         &self,
-        rules: &[SuccessRule],
+        rules: &[Success],
         response: Option<(u16, &[u8])>,
         limit: Duration,
     ) -> Result<Option<SuccessSeen>, BrowserError> {
-        for r in rules {
-            if let (SuccessRule::ResponseJson { status, field }, Some((got, body))) = (r, response)
-                && status.is_none_or(|s| s == got)
-                && let Ok(v) = serde_json::from_slice::<serde_json::Value>(body)
-                && let Some(id) = dotted(&v, field)
-            {
-                return Ok(Some(SuccessSeen {
-                    via: "response_json".into(),
-                    id: Some(id),
+        Ok(self
+            .wait_signal(rules, response, limit)
+            .await?
+            .map(|(mut seen, by_field)| {
+                if seen.id.is_none() {
+                    seen.id = by_field;
+                }
+                seen
+            }))
+    }
+
+    async fn wait_signal(
+        &self,
+        rules: &[Success],
+        response: Option<(u16, &[u8])>,
+        limit: Duration,
+    ) -> Result<Option<(SuccessSeen, Option<String>)>, BrowserError> {
+        for s in rules {
+            let hit = match (&s.rule, response) {
+                (SuccessRule::ResponseJson { status, field }, Some((got, body)))
+                    if status.is_none_or(|s| s == got) =>
+                {
+                    serde_json::from_slice::<serde_json::Value>(body)
+                        .ok()
+                        .and_then(|v| dotted(&v, field))
+                        .map(|id| ("response_json", Some(id)))
+                }
+                (SuccessRule::ResponseStatus { status }, Some((got, _))) if *status == got => {
+                    Some(("response_status", None))
+                }
+                _ => None,
+            };
+            if let Some((via, id)) = hit {
+                let seen = SuccessSeen {
+                    via: via.into(),
+                    id,
                     page_url: self.url().await.ok().flatten(),
-                }));
+                };
+                return Ok(Some((seen, s.id.clone())));
             }
         }
-        let watch: Vec<&SuccessRule> = rules
+        let watch: Vec<&Success> = rules
             .iter()
-            .filter(|r| !matches!(r, SuccessRule::ResponseJson { .. }))
+            .filter(|s| {
+                !matches!(
+                    s.rule,
+                    SuccessRule::ResponseJson { .. } | SuccessRule::ResponseStatus { .. }
+                )
+            })
             .collect();
         if watch.is_empty() {
             return Ok(None);
@@ -388,38 +438,44 @@ impl<'a> ComposePage<'a> {
         let wait = Wait::new("the success signal", limit, Duration::from_millis(100));
         loop {
             let url = self.url().await?;
-            for r in &watch {
-                match r {
+            for s in &watch {
+                match &s.rule {
                     SuccessRule::UrlRegex(re) => {
                         if let Some(u) = &url
                             && let Some(c) = re.captures(u)
                         {
-                            return Ok(Some(SuccessSeen {
+                            let seen = SuccessSeen {
                                 via: "url_regex".into(),
                                 id: c.name("id").map(|m| m.as_str().to_string()),
                                 page_url: url.clone(),
-                            }));
+                            };
+                            return Ok(Some((seen, s.id.clone())));
                         }
                     }
-                    SuccessRule::Element { css, id_attribute } => {
+                    SuccessRule::Element {
+                        css,
+                        id_attribute,
+                        text,
+                    } => {
                         let v = evaluate_json(
                             &self.page,
                             self.session.liveness(),
                             "look for the success element",
                             ELEMENT_JS,
-                            &serde_json::json!({ "css": css, "attr": id_attribute }),
+                            &serde_json::json!({ "css": css, "attr": id_attribute, "text": text }),
                         )
                         .await
                         .unwrap_or(serde_json::Value::Null);
                         if v.get("found").and_then(|f| f.as_bool()) == Some(true) {
-                            return Ok(Some(SuccessSeen {
+                            let seen = SuccessSeen {
                                 via: "element".into(),
                                 id: v.get("id").and_then(|i| i.as_str()).map(String::from),
                                 page_url: url.clone(),
-                            }));
+                            };
+                            return Ok(Some((seen, s.id.clone())));
                         }
                     }
-                    SuccessRule::ResponseJson { .. } => {}
+                    SuccessRule::ResponseJson { .. } | SuccessRule::ResponseStatus { .. } => {}
                 }
             }
             // Not seen within the bound: no signal (the caller decides what that means).
@@ -528,7 +584,15 @@ fn dotted(v: &serde_json::Value, path: &str) -> Option<String> {
 
 const ELEMENT_JS: &str = r#"
 (p) => {
-  for (const s of p.css) { const e = document.querySelector(s); if (e) return { found: true, id: p.attr ? e.getAttribute(p.attr) : null }; }
+  // With p.text: only an element that shows that text (whitespace collapsed) counts.
+  const norm = t => (t || '').replace(/\s+/g, ' ').trim();
+  const want = p.text == null ? null : norm(p.text);
+  for (const s of p.css) {
+    for (const e of document.querySelectorAll(s)) {
+      if (want !== null && !norm(e.innerText || e.textContent).includes(want)) continue;
+      return { found: true, id: p.attr ? e.getAttribute(p.attr) : null };
+    }
+  }
   return { found: false, id: null };
 }
 "#;

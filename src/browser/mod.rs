@@ -31,7 +31,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use checks::{ElementStates, LocatorCheck};
-pub use compose::{Actionable, ComposePage, Pressed, SuccessRule, SuccessSeen};
+pub use compose::{Actionable, ComposePage, Opening, Pressed, Success, SuccessRule, SuccessSeen};
 pub use dialogs::{DialogEvent, DialogPolicy};
 pub use locator::{
     EditKind, ElementState, Locator, NamedLocator, NonPublishingStep, PublishControl, Purpose,

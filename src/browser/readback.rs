@@ -85,6 +85,11 @@ pub struct ReadbackPlan {
     pub handle: Option<String>,
     /// Origins (`scheme://host[:port]`) a permalink may point into (`origins.allowed`, expanded).
     pub allowed_origins: Vec<String>,
+    /// The post's field values by field name, for `{field:NAME}` in the templates (per post: the publish
+    /// flow and the lookup fill them in).
+    pub fields: std::collections::BTreeMap<String, String>,
+    /// The field that carries the body (whose value is also `{text}`).
+    pub body_field: String,
 }
 
 /// The reason of an evidence event recording an id or link a page supplied that was refused (an alarm).
@@ -93,13 +98,22 @@ pub const ALARM_REASON: &str = "the page supplied an id or link outside the plat
 /// Longest id taken from a page (ids are short tokens; anything longer is not one).
 pub const MAX_ID_CHARS: usize = 256;
 
-/// Whether an id taken from a page can be one: non-empty, bounded, no whitespace or control characters.
+/// Whether an id taken from a page can be one: non-empty, bounded, no control characters and no whitespace
+/// but the plain space (a platform that names posts by their title, as a wiki does, has ids with spaces;
+/// they are percent-encoded wherever they enter a URL).
 pub fn check_id(id: &str) -> Result<(), String> {
     if id.is_empty() || id.chars().count() > MAX_ID_CHARS {
         return Err(format!("an id must be 1-{MAX_ID_CHARS} characters"));
     }
-    if id.chars().any(|c| c.is_control() || c.is_whitespace()) {
-        return Err("an id cannot hold whitespace or control characters".into());
+    if id.trim() != id
+        || id
+            .chars()
+            .any(|c| c.is_control() || (c.is_whitespace() && c != ' '))
+    {
+        return Err(
+            "an id cannot hold control characters, whitespace other than a space, or start or end with one"
+                .into(),
+        );
     }
     Ok(())
 }
@@ -243,45 +257,43 @@ pub struct Alarm {
 }
 
 impl ReadbackPlan {
-    /// The permalink of post `id` (encoded for where `{id}` stands: see [`fill_template`]).
+    /// The permalink of post `id` (encoded for where `{id}` stands: see [`fill_template`]), with the post's
+    /// `{field:NAME}` values.
     pub fn permalink_of(&self, id: &str) -> String {
-        fill_template(&self.permalink, "{id}", id)
+        fill_template(&self.with_fields(&self.permalink), "{id}", id)
     }
 
-    /// The search URL for `text` (encoded for where `{text}` stands: see [`fill_template`]).
+    /// The search URL for `text` (encoded for where `{text}` stands: see [`fill_template`]), with the
+    /// post's `{field:NAME}` values.
     pub fn search_for(&self, text: &str) -> String {
-        fill_template(&self.search, "{text}", text)
+        fill_template(&self.with_fields(&self.search), "{text}", text)
+    }
+
+    /// `template` with the post's `{field:NAME}` values filled in.
+    fn with_fields(&self, template: &str) -> String {
+        let names: Vec<String> = self.fields.keys().map(|k| format!("field:{k}")).collect();
+        let vars: Vec<(&str, &str)> = names
+            .iter()
+            .map(String::as_str)
+            .zip(self.fields.values().map(String::as_str))
+            .collect();
+        crate::template::fill(template, &vars).unwrap_or_else(|_| template.to_string())
+    }
+
+    /// This plan for one post: its body `text` and other `fields` (as an intent records them).
+    pub fn for_post(&mut self, text: &str, fields: &std::collections::BTreeMap<String, String>) {
+        self.fields = fields.clone();
+        self.fields
+            .insert(self.body_field.clone(), text.to_string());
     }
 }
 
-/// What a path segment keeps as is: RFC 3986's unreserved characters. Everything else is percent-encoded,
-/// `/` too (an id is one segment) and a space as `%20` (a path reads `+` as a plus sign).
-const PATH_SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
-    .remove(b'-')
-    .remove(b'.')
-    .remove(b'_')
-    .remove(b'~');
-
-/// `template` with every `placeholder` replaced by `value`, encoded for where it stands: a query value is
-/// form-encoded (a space is `+`, as a form sends it), a path segment (or a fragment) is percent-encoded
-/// (a space is `%20`). Both encodings encode `?` and `#`, so a value never moves a later placeholder from
-/// the path into the query.
+/// `template` with every `placeholder` (`{id}`, `{text}`, `{field:NAME}`) replaced by `value`, encoded for
+/// where it stands (see [`crate::template`]). A malformed template is returned as it is: contract checks
+/// refuse those before any plan exists.
 pub fn fill_template(template: &str, placeholder: &str, value: &str) -> String {
-    let mut out = String::with_capacity(template.len() + value.len());
-    let mut parts = template.split(placeholder);
-    if let Some(first) = parts.next() {
-        out.push_str(first);
-    }
-    for part in parts {
-        let in_query = out.contains('?') && !out.contains('#');
-        if in_query {
-            out.extend(url::form_urlencoded::byte_serialize(value.as_bytes()));
-        } else {
-            out.extend(percent_encoding::utf8_percent_encode(value, PATH_SEGMENT));
-        }
-        out.push_str(part);
-    }
-    out
+    let name = placeholder.trim_start_matches('{').trim_end_matches('}');
+    crate::template::fill(template, &[(name, value)]).unwrap_or_else(|_| template.to_string())
 }
 
 /// One post item as a page shows it.
@@ -755,6 +767,24 @@ mod tests {
             author_attribute: None,
             handle: handle.map(String::from),
             allowed_origins: vec!["http://127.0.0.1:9".into()],
+            fields: Default::default(),
+            body_field: "text".into(),
+        }
+    }
+
+    #[test]
+    fn an_id_may_hold_a_space_but_no_other_whitespace_or_control() {
+        assert!(check_id("Release notes v2").is_ok());
+        for bad in [
+            "",
+            " lead",
+            "trail ",
+            "a\tb",
+            "a\nb",
+            "a\u{2028}b",
+            "a\u{0}b",
+        ] {
+            assert!(check_id(bad).is_err(), "{bad:?}");
         }
     }
 
@@ -862,7 +892,7 @@ mod tests {
             assert_eq!(alarms.len(), 1, "{bad}");
             assert_eq!(alarms[0].value, bad);
         }
-        let items = [item(Some("a b"), "same", Some("alice"), None)];
+        let items = [item(Some("a\tb"), "same", Some("alice"), None)];
         let (v, alarms) = p.judge_search("same", &items);
         assert!(matches!(v, ReadVerdict::Lead { .. }), "{v:?}");
         assert_eq!(alarms[0].what, "id");

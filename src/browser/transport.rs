@@ -91,8 +91,15 @@ impl CreatePattern {
         }
         match &self.url {
             UrlMatch::Exact(want) => {
+                // Compared percent-decoded: a template encodes a field value one way (`'` as `%27`), a
+                // page's encodeURIComponent another; both mean the same URL.
                 let bare = url.split(['?', '#']).next().unwrap_or(url);
-                bare == want.as_str()
+                let decode = |u: &str| {
+                    percent_encoding::percent_decode_str(u)
+                        .decode_utf8_lossy()
+                        .into_owned()
+                };
+                bare == want.as_str() || decode(bare) == decode(want)
             }
             UrlMatch::Regex(re) => re.is_match(url),
         }

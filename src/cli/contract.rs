@@ -1,11 +1,12 @@
-//! `oncepost contract check FILE [--json]`: validate a platform contract and print its version (hash).
+//! `oncepost contract check FILE [--json]`: validate a platform contract and print its version (hash);
+//! `oncepost contract migrate FILE [--dry-run]`: rewrite a format 1 contract as format 2.
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Subcommand;
 
 use super::output::{errln, outln};
-use crate::contract::{Contract, ContractError};
+use crate::contract::{Contract, ContractError, FORMAT_VERSION, Migrated};
 
 /// Contract subcommands.
 #[derive(Debug, Subcommand)]
@@ -18,12 +19,62 @@ pub enum ContractCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Rewrite a format 1 contract as format 2 in place (comments kept; checked before it is written).
+    Migrate {
+        /// The contract file.
+        file: PathBuf,
+        /// Print the migrated file instead of writing it.
+        #[arg(long)]
+        dry_run: bool,
+    },
 }
 
 /// Run a contract subcommand.
 pub fn run(cmd: &ContractCommand) -> ExitCode {
     match cmd {
         ContractCommand::Check { file, json } => check(file, *json),
+        ContractCommand::Migrate { file, dry_run } => migrate(file, *dry_run),
+    }
+}
+
+fn migrate(file: &PathBuf, dry_run: bool) -> ExitCode {
+    let text = match std::fs::read_to_string(file) {
+        Ok(t) => t,
+        Err(e) => {
+            errln!("error: cannot read {}: {e}", file.display());
+            return ExitCode::from(2);
+        }
+    };
+    match crate::contract::migrate(&text, file) {
+        Ok(Migrated::Current) => {
+            outln!(
+                "{}: already format {FORMAT_VERSION}; nothing to do",
+                file.display()
+            );
+            ExitCode::SUCCESS
+        }
+        Ok(Migrated::Rewritten { text, changes }) => {
+            if dry_run {
+                outln!("{text}");
+                return ExitCode::SUCCESS;
+            }
+            if let Err(e) = crate::durable::write_atomic(file, text.as_bytes()) {
+                errln!("error: cannot write {}: {e}", file.display());
+                return ExitCode::from(1);
+            }
+            for c in &changes {
+                outln!("{}: {c}", file.display());
+            }
+            outln!(
+                "{}: now format {FORMAT_VERSION}; its contract version changed (intents recorded under the old one need --accept-contract-change)",
+                file.display()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            errln!("error: {e}");
+            ExitCode::from(2)
+        }
     }
 }
 

@@ -6,20 +6,23 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// The only contract format version this build understands.
-pub const FORMAT_VERSION: u32 = 1;
+/// The newest contract format version, the one `oncepost contract migrate` writes.
+pub const FORMAT_VERSION: u32 = 2;
+/// Every format version this build reads: 1 (the first) and 2 (`{field:NAME}` placeholders everywhere, the
+/// body field named, success by status alone or pinned to a field, `create_wait_ms`, `not_url_regex`).
+pub const FORMAT_VERSIONS: &[u32] = &[1, 2];
 
 /// A whole platform contract.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[schemars(
-    title = "oncepost platform contract (selectors/NAME.toml), format 1",
+    title = "oncepost platform contract (selectors/NAME.toml), formats 1 and 2",
     description = "Validated for real by `oncepost contract check FILE`; this schema is for editor completion. See docs/contracts.md.",
     extend("$id" = "https://oncepost.invalid/contract.schema.json")
 )]
 pub struct Contract {
-    /// Contract format version (`1`).
-    #[schemars(extend("const" = FORMAT_VERSION))]
+    /// Contract format version (`1` or `2`).
+    #[schemars(extend("enum" = FORMAT_VERSIONS))]
     pub format: u32,
     /// Platform name (`[a-z0-9-]+`), e.g. `fixture`.
     #[schemars(pattern(r"^[a-z0-9-]+$"))]
@@ -59,9 +62,14 @@ pub struct Origins {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Compose {
-    /// Compose URL template, e.g. `{base_url}/compose`. Placeholders: `{base_url}` and field names.
+    /// Compose URL template, e.g. `{base_url}/compose`. Placeholders: `{base_url}`, `{field:NAME}` (format 2)
+    /// or a bare field name (format 1).
     #[schemars(with = "Template")]
     pub url: String,
+    /// The field that carries the post's body (`--text`); default `text` (format 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(pattern(r"^[A-Za-z0-9_]+$"))]
+    pub body_field: Option<String>,
     /// Steps performed before the publish control that are explicitly non-publishing.
     #[serde(default)]
     pub steps: Vec<Step>,
@@ -248,7 +256,8 @@ pub struct RequestMatcher {
     /// HTTP method, upper case.
     #[schemars(extend("enum" = METHODS))]
     pub method: String,
-    /// URL template (`{base_url}` allowed); matches the URL without query. Exclusive with `url_regex`.
+    /// URL template (`{base_url}`, and `{field:NAME}` in format 2); matches the URL without query, compared
+    /// percent-decoded. Exclusive with `url_regex`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<Template>")]
     pub url: Option<String>,
@@ -285,6 +294,13 @@ pub struct SuccessSignal {
     /// ...carrying the id in this attribute.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id_attribute: Option<String>,
+    /// With `element`: it must show this field's posted value (format 2), so another post's success banner
+    /// is never taken for this one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub element_text_field: Option<String>,
+    /// The post id is this field's posted value (a wiki page named by its title; format 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id_from_field: Option<String>,
 }
 
 /// How to find a post again.
@@ -292,7 +308,7 @@ pub struct SuccessSignal {
 #[serde(deny_unknown_fields)]
 #[schemars(extend("oneOf" = [{ "required": ["id_attribute"] }, { "required": ["id_from_link"] }]))]
 pub struct Readback {
-    /// Permalink template with `{base_url}` and `{id}` (required).
+    /// Permalink template with `{base_url}` and `{id}` (required), and `{field:NAME}` (format 2).
     #[schemars(with = "Template")]
     pub permalink: String,
     /// Listing or search URL template with `{base_url}` and optionally `{text}` (URL-encoded).

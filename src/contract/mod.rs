@@ -9,6 +9,7 @@
 //! The browser module never sees these types: [`Contract::probe_plan`] converts into browser-level types.
 mod binding;
 mod format;
+mod migrate;
 mod plan;
 mod schema;
 mod shape;
@@ -22,7 +23,8 @@ use sha2::{Digest, Sha256};
 
 pub use binding::{Binding, BindingCheck, origin_of};
 pub use format::*;
-pub use plan::{PlanError, PublishPlan};
+pub use migrate::{MigrateError, Migrated, migrate};
+pub use plan::{PlanError, PostValues, PublishPlan};
 pub use schema::{json_schema, schema_text};
 pub use spans::{KeyPath, PathPart};
 

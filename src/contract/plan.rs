@@ -5,7 +5,6 @@ use crate::browser::{
 
 use std::time::Duration;
 
-use super::expand_template;
 use super::format::{self, Contract, FieldKind, State};
 
 /// Why a plan could not be built from a valid contract and a base URL.
@@ -116,21 +115,28 @@ impl Contract {
         Ok(base_url.trim_end_matches('/').to_string())
     }
 
-    /// Build the browser-level probe plan for the platform at `base_url`.
+    /// The field that carries the post's body (`compose.body_field`, default `text`).
+    pub fn body_field(&self) -> &str {
+        self.compose.body_field.as_deref().unwrap_or("text")
+    }
+
+    /// Build the browser-level probe plan for the platform at `base_url` (field placeholders empty).
     pub fn probe_plan(&self, base_url: &str) -> Result<ProbePlan, PlanError> {
+        self.probe_plan_for(base_url, &PostValues::new())
+    }
+
+    /// The probe plan with the compose URL's field placeholders filled from `values`.
+    fn probe_plan_for(&self, base_url: &str, values: &PostValues) -> Result<ProbePlan, PlanError> {
         let base = Contract::base_origin(base_url)?;
-        let tpl = |what: &str, t: &str, vars: &[(&str, &str)]| {
-            expand_template(t, vars).map_err(|why| PlanError::Template {
-                what: what.into(),
-                why,
-            })
-        };
-        let mut vars: Vec<(&str, &str)> = vec![("base_url", base.as_str())];
-        vars.extend(self.compose.fields.iter().map(|f| (f.name.as_str(), "")));
-        let url = tpl("compose.url", &self.compose.url, &vars)?;
+        let url_vars = self.url_vars(&base, values);
+        let url = fill_url("compose.url", &self.compose.url, &url_vars)?;
         let mut allowed_origins = Vec::new();
         for o in &self.origins.allowed {
-            let e = tpl("origins.allowed", o, &[("base_url", base.as_str())])?;
+            let e = fill_url(
+                "origins.allowed",
+                o,
+                &[("base_url".to_string(), base.clone())],
+            )?;
             let origin = url::Url::parse(&e)
                 .map(|u| u.origin().ascii_serialization())
                 .map_err(|err| PlanError::Template {
@@ -203,7 +209,7 @@ impl Contract {
             .non_publish_writes
             .iter()
             .enumerate()
-            .map(|(i, w)| request_pattern(&base, &format!("non_publish_writes[{i}]"), w))
+            .map(|(i, w)| request_pattern(&url_vars, &format!("non_publish_writes[{i}]"), w))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(ProbePlan {
             platform: self.platform.clone(),
@@ -237,22 +243,44 @@ pub struct PublishPlan {
     /// Statuses that prove nothing was created.
     pub rejection_statuses: Vec<u16>,
     /// How success shows and where the id comes from.
-    pub success: Vec<browser::SuccessRule>,
+    pub success: Vec<browser::Success>,
     /// How to find the post again.
     pub readback: browser::ReadbackPlan,
 }
 
 impl Contract {
-    /// Build the publish plan for the platform at `base_url`.
+    /// `{base_url}` and every field's `{field:NAME}` (format 1: bare `{NAME}` too) with its posted value,
+    /// empty when the post has none.
+    fn url_vars(&self, base: &str, values: &PostValues) -> Vec<(String, String)> {
+        let mut vars = vec![("base_url".to_string(), base.to_string())];
+        for f in &self.compose.fields {
+            let v = values.get(&f.name).cloned().unwrap_or_default();
+            vars.push((format!("field:{}", f.name), v.clone()));
+            if self.format < 2 {
+                vars.push((f.name.clone(), v));
+            }
+        }
+        vars
+    }
+
+    /// Build the publish plan for the platform at `base_url`, with no post's values (what reconcile and the
+    /// checks need; the read-back fills a post's fields per intent).
     pub fn publish_plan(&self, base_url: &str) -> Result<PublishPlan, PlanError> {
-        let probe = self.probe_plan(base_url)?;
+        self.publish_plan_for(base_url, &PostValues::new())
+    }
+
+    /// The publish plan for one post: `values` are its field values by field name, the body under
+    /// [`Contract::body_field`]. Field placeholders of the compose URL and the create request's URL are filled
+    /// (each encoded for where it stands), success signals pinned to a field get its value, and the read-back
+    /// keeps the values for its own templates.
+    pub fn publish_plan_for(
+        &self,
+        base_url: &str,
+        values: &PostValues,
+    ) -> Result<PublishPlan, PlanError> {
+        let probe = self.probe_plan_for(base_url, values)?;
         let base = Contract::base_origin(base_url)?;
-        let tpl = |what: &str, t: &str, vars: &[(&str, &str)]| {
-            expand_template(t, vars).map_err(|why| PlanError::Template {
-                what: what.into(),
-                why,
-            })
-        };
+        let url_vars = self.url_vars(&base, values);
         let regex = |what: &str, r: &str| {
             regex::Regex::new(r).map_err(|e| PlanError::Template {
                 what: what.into(),
@@ -260,41 +288,48 @@ impl Contract {
             })
         };
         let create = request_pattern(
-            &base,
+            &url_vars,
             "publish.create_request",
             &self.publish.create_request,
         )?;
         let mut success = Vec::new();
         for (i, s) in self.success.iter().enumerate() {
             let what = format!("success[{i}]");
-            if let Some(r) = &s.url_regex {
-                success.push(browser::SuccessRule::UrlRegex(regex(&what, r)?));
+            let field_value = |name: &Option<String>| {
+                name.as_ref()
+                    .map(|n| values.get(n).cloned().unwrap_or_default())
+            };
+            let rule = if let Some(r) = &s.url_regex {
+                browser::SuccessRule::UrlRegex(regex(&what, r)?)
             } else if let Some(field) = &s.json_field {
-                success.push(browser::SuccessRule::ResponseJson {
+                browser::SuccessRule::ResponseJson {
                     status: s.response_status,
                     field: field.clone(),
-                });
+                }
+            } else if let Some(status) = s.response_status {
+                // The status alone (a platform whose create answer carries no id).
+                browser::SuccessRule::ResponseStatus { status }
             } else if let Some(l) = &s.element {
-                success.push(browser::SuccessRule::Element {
+                browser::SuccessRule::Element {
                     css: css_only(l, &what)?,
                     id_attribute: s.id_attribute.clone(),
-                });
-            }
+                    text: field_value(&s.element_text_field),
+                }
+            } else {
+                continue;
+            };
+            success.push(browser::Success {
+                rule,
+                id: field_value(&s.id_from_field),
+            });
         }
         let rb = &self.readback;
-        let base_only = |what: &str, t: &str, keep: &str| {
-            // Expand {base_url}; keep the other placeholder for later.
-            let marker = format!("\u{1}{keep}\u{1}");
-            tpl(
-                what,
-                t,
-                &[("base_url", base.as_str()), (keep, marker.as_str())],
-            )
-            .map(|s| s.replace(&marker, &format!("{{{keep}}}")))
-        };
+        // `{base_url}` now; `{id}`, `{text}` and `{field:NAME}` when a post is looked for.
+        let base_only =
+            |what: &str, t: &str| fill_url(what, t, &[("base_url".to_string(), base.clone())]);
         let readback = browser::ReadbackPlan {
-            permalink: base_only("readback.permalink", &rb.permalink, "id")?,
-            search: base_only("readback.search", &rb.search, "text")?,
+            permalink: base_only("readback.permalink", &rb.permalink)?,
+            search: base_only("readback.search", &rb.search)?,
             item_css: css_only(&rb.item, "readback.item")?,
             text_css: rb.text.clone(),
             id_attribute: rb.id_attribute.clone(),
@@ -313,6 +348,8 @@ impl Contract {
             author_attribute: rb.author_attribute.clone(),
             // Per account: the publish flow and the lookup fill it in from the account's record.
             handle: None,
+            fields: values.clone(),
+            body_field: self.body_field().to_string(),
             allowed_origins: probe.allowed_origins.clone(),
         };
         Ok(PublishPlan {
@@ -351,9 +388,21 @@ impl Contract {
     }
 }
 
+/// A post's field values by contract field name (the body under the body field).
+pub type PostValues = std::collections::BTreeMap<String, String>;
+
+/// `template` with `vars` filled in, each value encoded for where it stands ([`crate::template`]).
+fn fill_url(what: &str, template: &str, vars: &[(String, String)]) -> Result<String, PlanError> {
+    let refs: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    crate::template::fill(template, &refs).map_err(|why| PlanError::Template {
+        what: what.into(),
+        why,
+    })
+}
+
 /// A request matcher of the contract (the create request, a declared write) as the guard matches it.
 fn request_pattern(
-    base: &str,
+    vars: &[(String, String)],
     what: &str,
     m: &format::RequestMatcher,
 ) -> Result<browser::CreatePattern, PlanError> {
@@ -363,22 +412,16 @@ fn request_pattern(
             why: e.to_string(),
         })
     };
-    let url =
-        match (&m.url, &m.url_regex) {
-            (Some(u), _) => browser::UrlMatch::Exact(
-                expand_template(u, &[("base_url", base)]).map_err(|why| PlanError::Template {
-                    what: format!("{what}.url"),
-                    why,
-                })?,
-            ),
-            (None, Some(r)) => browser::UrlMatch::Regex(regex("url_regex", r)?),
-            (None, None) => {
-                return Err(PlanError::Template {
-                    what: what.into(),
-                    why: "needs url or url_regex".into(),
-                });
-            }
-        };
+    let url = match (&m.url, &m.url_regex) {
+        (Some(u), _) => browser::UrlMatch::Exact(fill_url(&format!("{what}.url"), u, vars)?),
+        (None, Some(r)) => browser::UrlMatch::Regex(regex("url_regex", r)?),
+        (None, None) => {
+            return Err(PlanError::Template {
+                what: what.into(),
+                why: "needs url or url_regex".into(),
+            });
+        }
+    };
     let exclude = match &m.not_url_regex {
         Some(r) => Some(regex("not_url_regex", r)?),
         None => None,

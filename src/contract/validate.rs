@@ -243,7 +243,7 @@ impl Checker {
         }
     }
 
-    fn request(&mut self, path: KeyPath, r: &RequestMatcher) {
+    fn request(&mut self, path: KeyPath, r: &RequestMatcher, vars: &[&str]) {
         if !METHODS.contains(&r.method.as_str()) {
             self.err(
                 path.key("method"),
@@ -252,7 +252,7 @@ impl Checker {
             );
         }
         match (&r.url, &r.url_regex) {
-            (Some(u), None) => self.template(path.key("url"), u, &["base_url"], &[]),
+            (Some(u), None) => self.template(path.key("url"), u, vars, &[]),
             (None, Some(re)) => {
                 self.regex(path.key("url_regex"), re, false);
             }
@@ -279,11 +279,68 @@ fn braces(vars: &[&str]) -> String {
 pub fn validate(c: &Contract) -> Vec<Finding> {
     let mut k = Checker { found: Vec::new() };
     let root = KeyPath::default();
-    if c.format != FORMAT_VERSION {
+    if !FORMAT_VERSIONS.contains(&c.format) {
         k.err(
             root.key("format"),
             format!("unsupported format {}", c.format),
-            format!("this oncepost reads format = {FORMAT_VERSION}"),
+            format!(
+                "this oncepost reads format = 1 or 2 (`oncepost contract migrate FILE` writes {FORMAT_VERSION})"
+            ),
+        );
+    }
+    let v2 = c.format >= 2;
+    // `{field:NAME}` placeholders exist from format 2 on, in every URL template.
+    let field_vars: Vec<String> = if v2 {
+        c.compose
+            .fields
+            .iter()
+            .map(|f| format!("field:{}", f.name))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let with_fields = |base: &[&'static str]| -> Vec<String> {
+        base.iter()
+            .map(|s| s.to_string())
+            .chain(field_vars.iter().cloned())
+            .collect()
+    };
+    let url_vars = with_fields(&["base_url"]);
+    let url_vars: Vec<&str> = url_vars.iter().map(String::as_str).collect();
+    let field_names: HashSet<&str> = c.compose.fields.iter().map(|f| f.name.as_str()).collect();
+    let format2 = |k: &mut Checker, path: KeyPath, key: &str| {
+        if !v2 {
+            k.err(
+                path,
+                format!("{key} needs format = 2"),
+                "set format = 2 (`oncepost contract migrate FILE` rewrites a format 1 file)",
+            );
+        }
+    };
+    let known_field = |k: &mut Checker, path: KeyPath, name: &str| {
+        if !field_names.contains(name) {
+            k.err(
+                path,
+                format!("no compose field named {name:?}"),
+                "name one of the [[compose.fields]]",
+            );
+        }
+    };
+    if let Some(b) = &c.compose.body_field {
+        format2(&mut k, root.key("compose").key("body_field"), "body_field");
+        known_field(&mut k, root.key("compose").key("body_field"), b);
+    } else if v2 && !field_names.contains("text") {
+        k.err(
+            root.key("compose").key("body_field"),
+            "no field carries the post's body",
+            "name the body field (body_field = \"NAME\") or declare a field named \"text\"",
+        );
+    }
+    if c.publish.create_wait_ms.is_some() {
+        format2(
+            &mut k,
+            root.key("publish").key("create_wait_ms"),
+            "create_wait_ms",
         );
     }
     if c.platform.is_empty()
@@ -346,8 +403,11 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
         }
         k.locator(p.key("locator"), &f.locator);
     }
-    let mut vars: Vec<&str> = vec!["base_url"];
-    vars.extend(c.compose.fields.iter().map(|f| f.name.as_str()));
+    let mut vars: Vec<&str> = url_vars.clone();
+    if !v2 {
+        // Format 1 named fields bare (`{title}`); format 2 says `{field:title}`.
+        vars.extend(c.compose.fields.iter().map(|f| f.name.as_str()));
+    }
     k.template(compose.key("url"), &c.compose.url, &vars, &[]);
 
     for (i, s) in c.compose.steps.iter().enumerate() {
@@ -396,7 +456,11 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
 
     let publish = root.key("publish");
     k.locator(publish.key("locator"), &c.publish.locator);
-    k.request(publish.key("create_request"), &c.publish.create_request);
+    k.request(
+        publish.key("create_request"),
+        &c.publish.create_request,
+        &url_vars,
+    );
     if matches!(c.publish.create_request.method.as_str(), "GET" | "HEAD") {
         k.err(
             publish.key("create_request").key("method"),
@@ -423,7 +487,7 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
     }
     for (i, w) in c.non_publish_writes.iter().enumerate() {
         let p = root.key("non_publish_writes").index(i);
-        k.request(p.clone(), w);
+        k.request(p.clone(), w, &["base_url"]);
         if matches!(w.method.as_str(), "GET" | "HEAD" | "OPTIONS") {
             k.err(
                 p.key("method"),
@@ -494,6 +558,21 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
         if let Some(l) = &s.element {
             k.locator(p.key("element"), l);
         }
+        if let Some(f) = &s.element_text_field {
+            format2(&mut k, p.key("element_text_field"), "element_text_field");
+            known_field(&mut k, p.key("element_text_field"), f);
+            if s.element.is_none() {
+                k.err(
+                    p.key("element_text_field"),
+                    "element_text_field needs element",
+                    "add element = { strategies = [...] }",
+                );
+            }
+        }
+        if let Some(f) = &s.id_from_field {
+            format2(&mut k, p.key("id_from_field"), "id_from_field");
+            known_field(&mut k, p.key("id_from_field"), f);
+        }
         if s.id_attribute.is_some() && s.element.is_none() {
             k.err(
                 p.key("id_attribute"),
@@ -504,18 +583,17 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
     }
 
     let rb = root.key("readback");
+    let permalink_vars = with_fields(&["base_url", "id"]);
+    let permalink_vars: Vec<&str> = permalink_vars.iter().map(String::as_str).collect();
     k.template(
         rb.key("permalink"),
         &c.readback.permalink,
-        &["base_url", "id"],
+        &permalink_vars,
         &["id"],
     );
-    k.template(
-        rb.key("search"),
-        &c.readback.search,
-        &["base_url", "text"],
-        &[],
-    );
+    let search_vars = with_fields(&["base_url", "text"]);
+    let search_vars: Vec<&str> = search_vars.iter().map(String::as_str).collect();
+    k.template(rb.key("search"), &c.readback.search, &search_vars, &[]);
     k.locator(rb.key("item"), &c.readback.item);
     if c.readback.text.trim().is_empty() {
         k.err(

@@ -48,6 +48,9 @@ pub enum Misbehaviour {
     /// input (counted under those keys), retries a failed sync by itself every second, and publishes only
     /// once every sync went through. A contract declares the two as non-publish writes.
     SyncsInBackground,
+    /// Publishes with `PUT /api/items/{title}` (the title in the URL, percent-encoded; `{"text"}` in the body)
+    /// and stays on the page; the item's page is `/items/{title}`. Counted as a create arrival.
+    TitleKeyedPut,
 }
 
 /// One hostile variant.
@@ -152,5 +155,9 @@ pub const HOSTILE_VARIANTS: &[HostileVariant] = &[
     HostileVariant {
         name: "draft-sync",
         misbehaviour: Misbehaviour::SyncsInBackground,
+    },
+    HostileVariant {
+        name: "title-put",
+        misbehaviour: Misbehaviour::TitleKeyedPut,
     },
 ];

@@ -38,6 +38,7 @@ const HOSTILE: &[&str] = &[
     "slow",
     "secrets",
     "draft-sync",
+    "title-put",
 ];
 
 /// The content of a hostile page, by name (`fixtures/hostile/NAME.html`).
@@ -64,6 +65,7 @@ const HOSTILE: &[&str] = &[
 {%- when "slow" %}{% include "hostile/slow.html" %}
 {%- when "secrets" %}{% include "hostile/secrets.html" %}
 {%- when "draft-sync" %}{% include "hostile/draft-sync.html" %}
+{%- when "title-put" %}{% include "hostile/title-put.html" %}
 {%- when _ %}
 {%- endmatch -%}
 "#

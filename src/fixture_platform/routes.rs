@@ -46,7 +46,9 @@ pub(crate) async fn handle(
     let is_admin = path.starts_with("/__admin/");
     if !is_read && !is_admin {
         let mut stats = shared.lock_stats();
-        if method == Method::POST && path == "/api/posts" {
+        if (method == Method::POST && path == "/api/posts")
+            || (method == Method::PUT && path.starts_with("/api/items/"))
+        {
             stats.create_arrivals += 1;
         } else {
             stats.record_other_write(format!("{method} {path}"));
@@ -58,7 +60,7 @@ pub(crate) async fn handle(
     let renders_page = method == Method::GET
         && matches!(
             segments.as_slice(),
-            [""] | ["compose"] | ["p", _] | ["search"] | ["hostile", _]
+            [""] | ["compose"] | ["p", _] | ["items", _] | ["search"] | ["hostile", _]
         )
         && segments.last() != Some(&"sw.js");
     if renders_page
@@ -100,6 +102,19 @@ pub(crate) async fn handle(
         (&Method::GET, ["login"]) => login(&req, &shared).await,
         (&Method::GET, ["p", id]) => {
             let post = shared.lock_state().post(id).cloned();
+            match post {
+                Some(p) => html(StatusCode::OK, pages::permalink(&viewer, &p)),
+                None => html(StatusCode::NOT_FOUND, pages::not_found(&viewer, &path)),
+            }
+        }
+        // An item page by its title (the newest post with it): the title-keyed variant's permalink.
+        (&Method::GET, ["items", title]) => {
+            let title = decode_segment(title);
+            let post = shared
+                .lock_state()
+                .newest_first()
+                .into_iter()
+                .find(|p| p.title.as_deref() == Some(title.as_str()));
             match post {
                 Some(p) => html(StatusCode::OK, pages::permalink(&viewer, &p)),
                 None => html(StatusCode::NOT_FOUND, pages::not_found(&viewer, &path)),
@@ -161,12 +176,17 @@ pub(crate) async fn handle(
         (&Method::POST, ["api", "posts"]) => {
             // The `secrets` variant's create request gets credentials planted in its answer.
             let plant = super::secrets::wants(req.headers());
-            let r = create(req, shared, control, session, viewer).await;
+            let r = create(req, shared, control, session, viewer, None).await;
             if plant {
                 super::secrets::plant_into(r).await
             } else {
                 r
             }
+        }
+        // The title-keyed create of `/hostile/title-put`: `PUT /api/items/{title}` with `{"text"}`.
+        (&Method::PUT, ["api", "items", title]) => {
+            let title = decode_segment(title);
+            create(req, shared, control, session, viewer, Some(title)).await
         }
         (&Method::POST, ["api", "drafts"])
         | (&Method::PUT, ["api", "drafts" | "ui-state"])
@@ -232,6 +252,7 @@ async fn create(
     control: Arc<ConnControl>,
     session: Option<String>,
     viewer: Viewer,
+    title_from_path: Option<String>,
 ) -> Resp {
     let fault: Fault = shared.fault();
     if fault.mode == FaultMode::ResetBeforeRead {
@@ -284,12 +305,27 @@ async fn create(
     } else {
         parsed.text
     };
-    let title = parsed.title.filter(|t| !t.trim().is_empty());
+    // A title-keyed create names the post by its title: the title is its id everywhere (item page, search,
+    // feed), as on a wiki.
+    let keyed_by = title_from_path.clone();
+    let title = title_from_path
+        .or(parsed.title)
+        .filter(|t| !t.trim().is_empty());
     let account = match session {
         Some(_) if viewer.account != ANONYMOUS => viewer.account.clone(),
         _ => ANONYMOUS.to_owned(),
     };
-    let post = shared.lock_state().add_post(text, title, account);
+    let post = {
+        let mut state = shared.lock_state();
+        let mut post = state.add_post(text, title, account);
+        if let Some(key) = keyed_by.filter(|k| state.post(k).is_none()) {
+            if let Some(stored) = state.posts.iter_mut().find(|p| p.id == post.id) {
+                stored.id = key.clone();
+            }
+            post.id = key;
+        }
+        post
+    };
     if let Err(e) = shared.persist().await {
         tracing::error!(error = %e, "fixture platform could not persist a post");
         // Not stored durably: take it back out so memory matches disk.
@@ -499,6 +535,13 @@ fn per_page_token(shared: &Shared, session: Option<&str>, mint: bool) -> String 
         .get(&key)
         .cloned()
         .unwrap_or_else(|| "no token issued to this session".into())
+}
+
+/// A path segment, percent-decoded (`%20` is a space; `+` stays a plus, as in any path).
+fn decode_segment(s: &str) -> String {
+    percent_encoding::percent_decode_str(s)
+        .decode_utf8_lossy()
+        .into_owned()
 }
 
 fn session_cookie(req: &Request<Incoming>) -> Option<String> {

@@ -215,16 +215,17 @@ pub fn new_intent(req: &PublishRequest, contract: &Contract) -> Result<NewIntent
     if req.text.trim().is_empty() {
         return Err(PublishError::BadInput("the post text is empty".into()));
     }
-    if !contract.compose.fields.iter().any(|f| f.name == "text") {
-        return Err(PublishError::BadInput(
-            "the contract has no field named \"text\" for the post text".into(),
-        ));
+    let body = contract.body_field();
+    if !contract.compose.fields.iter().any(|f| f.name == body) {
+        return Err(PublishError::BadInput(format!(
+            "the contract has no field named {body:?} for the post text (compose.body_field)"
+        )));
     }
     for k in req.fields.keys() {
-        if k == "text" {
-            return Err(PublishError::BadInput(
-                "give the text with --text/--text-file, not --field text=...".into(),
-            ));
+        if k == body {
+            return Err(PublishError::BadInput(format!(
+                "give the text with --text/--text-file, not --field {body}=... ({body:?} is the contract's body field)"
+            )));
         }
         if !contract.compose.fields.iter().any(|f| &f.name == k) {
             return Err(PublishError::BadInput(format!(
@@ -396,7 +397,9 @@ async fn run_intent(
         progress,
     };
     let contract = Contract::load(&req.contract_path)?;
-    let mut plan = contract.publish_plan(&req.base_url)?;
+    let mut values = req.fields.clone();
+    values.insert(contract.body_field().to_string(), req.text.clone());
+    let mut plan = contract.publish_plan_for(&req.base_url, &values)?;
     let binding = contract.binding(&req.base_url)?;
     let new = new_intent(req, &contract)?;
     let account = bind::account_for(store, &req.account, &binding, &req.contract_path).await?;
@@ -1088,7 +1091,10 @@ async fn prepare<'s>(
         Err(BrowserError::Plan(why)) => return Ok(Err((None, json!({ "error": why })))),
         Err(e) => return Err(e),
     };
-    let mut values = vec![("field:text".to_string(), text.to_string())];
+    let mut values = vec![(
+        format!("field:{}", plan.readback.body_field),
+        text.to_string(),
+    )];
     for (k, v) in &req.fields {
         values.push((format!("field:{k}"), v.clone()));
     }

@@ -91,6 +91,7 @@ impl PlatformLookup for BrowserLookup {
             .map_err(|e| format!("cannot read account {:?}: {e}", intent.account))?;
         let mut plan = self.plan.clone();
         plan.handle = account.handle;
+        plan.for_post(&text, &intent.request.fields);
         let opts = LaunchOptions::new(
             crate::lock::profile_dir(&self.profiles, &intent.account).map_err(|e| e.to_string())?,
         );

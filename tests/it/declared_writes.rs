@@ -62,6 +62,10 @@ impl Env {
             &format!("rejection_statuses = [422]\n{publish_extra}"),
         );
         assert!(c.contains("/hostile/draft-sync"));
+        if !publish_extra.is_empty() {
+            // `create_wait_ms` is format 2.
+            c = c.replace("format = 1", "format = 2");
+        }
         if declare {
             c.push_str(DECLARED);
         }

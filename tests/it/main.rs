@@ -21,6 +21,7 @@ mod crash_matrix;
 mod declared_writes;
 mod door;
 mod fixture_platform;
+mod format2;
 mod guard;
 mod probe;
 mod process_edges;

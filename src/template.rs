@@ -1,0 +1,157 @@
+//! URL templates of contracts: `{base_url}`, `{field:NAME}`, `{text}`, `{id}`, each value encoded for
+//! where it stands.
+//!
+//! A value in the query is form-encoded (a space is `+`, as a form sends it); in the path or the fragment it
+//! is percent-encoded (a space is `%20`): a platform that looks a post up by `/search/{text}` or
+//! `#/item/{field:title}` reads `%20`, and a `+` there is a literal plus (measured: a post with spaces was
+//! not found and was parked while `{text}` was form-encoded everywhere). Both encodings encode `?`, `#` and
+//! `/`, so a value never moves a later placeholder into another part of the URL. `{base_url}` is inserted as
+//! given: it is the URL the rest is built on.
+//!
+//! Expansion is by name and may be partial: placeholders without a value are left as they are (the compose
+//! flow fills `{base_url}` and the fields at plan time, the read-back `{id}` once it knows it).
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
+
+/// What a path segment or a fragment keeps as is: RFC 3986's unreserved characters. Everything else is
+/// percent-encoded, `/` too (a value is one segment) and a space as `%20` (a path reads `+` as a plus sign).
+const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+/// The placeholder names in `template`, in order (`field:title`, `base_url`, ...), or why it is malformed.
+pub fn placeholders(template: &str) -> Result<Vec<&str>, String> {
+    let mut out = Vec::new();
+    let mut rest = template;
+    while let Some(start) = rest.find('{') {
+        let after = &rest[start + 1..];
+        let Some(end) = after.find('}') else {
+            return Err(format!("unclosed '{{' in template {template:?}"));
+        };
+        let name = &after[..end];
+        if name.is_empty() || name.contains('{') {
+            return Err(format!(
+                "empty or nested placeholder in template {template:?}"
+            ));
+        }
+        out.push(name);
+        rest = &after[end + 1..];
+    }
+    if rest.contains('}') {
+        return Err(format!("unopened '}}' in template {template:?}"));
+    }
+    Ok(out)
+}
+
+/// Where in a URL a placeholder stands (decided by what precedes it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
+    Path,
+    Query,
+    Fragment,
+}
+
+fn part_after(prefix: &str) -> Part {
+    if prefix.contains('#') {
+        Part::Fragment
+    } else if prefix.contains('?') {
+        Part::Query
+    } else {
+        Part::Path
+    }
+}
+
+/// `value` encoded for `part`.
+fn encode(value: &str, part: Part) -> String {
+    match part {
+        Part::Query => url::form_urlencoded::byte_serialize(value.as_bytes()).collect(),
+        Part::Path | Part::Fragment => utf8_percent_encode(value, SEGMENT).to_string(),
+    }
+}
+
+/// `template` with each placeholder named in `vars` replaced by its value, encoded for where it stands
+/// (`base_url` as given); other placeholders are kept. Malformed templates are refused.
+pub fn fill(template: &str, vars: &[(&str, &str)]) -> Result<String, String> {
+    placeholders(template)?;
+    let mut out = String::with_capacity(template.len() + 16);
+    let mut rest = template;
+    while let Some(start) = rest.find('{') {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 1..];
+        let end = after.find('}').unwrap_or(after.len());
+        let name = &after[..end];
+        match vars.iter().find(|(k, _)| *k == name) {
+            Some((_, v)) if name == "base_url" => out.push_str(v),
+            Some((_, v)) => {
+                let part = part_after(&out);
+                out.push_str(&encode(v, part));
+            }
+            None => {
+                out.push('{');
+                out.push_str(name);
+                out.push('}');
+            }
+        }
+        rest = after.get(end + 1..).unwrap_or_default();
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// The name of a `{field:NAME}` placeholder's field.
+pub fn field_name(placeholder: &str) -> Option<&str> {
+    placeholder.strip_prefix("field:")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_value_is_encoded_for_where_it_stands() {
+        let t = "{base_url}/items/{field:title}?q={text}#/p/{id}";
+        let got = fill(
+            t,
+            &[
+                ("base_url", "http://h:8/app"),
+                ("field:title", "New item / v2?"),
+                ("text", "a b&c=1"),
+                ("id", "x y"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            got,
+            "http://h:8/app/items/New%20item%20%2F%20v2%3F?q=a+b%26c%3D1#/p/x%20y"
+        );
+    }
+
+    #[test]
+    fn unnamed_placeholders_stay_for_later() {
+        let t = "{base_url}/p/{id}?by={field:author}";
+        let once = fill(t, &[("base_url", "http://h")]).unwrap();
+        assert_eq!(once, "http://h/p/{id}?by={field:author}");
+        assert_eq!(
+            fill(&once, &[("id", "7"), ("field:author", "al ice")]).unwrap(),
+            "http://h/p/7?by=al+ice"
+        );
+    }
+
+    #[test]
+    fn a_value_never_moves_a_later_placeholder_into_the_query() {
+        let got = fill("/a/{text}/b/{id}", &[("text", "x?y#z"), ("id", "1 2")]).unwrap();
+        assert_eq!(got, "/a/x%3Fy%23z/b/1%202");
+    }
+
+    #[test]
+    fn malformed_templates_are_refused() {
+        assert!(fill("{base_url", &[]).is_err());
+        assert!(fill("a}b", &[]).is_err());
+        assert!(fill("{}", &[]).is_err());
+        assert_eq!(
+            placeholders("{base_url}/{field:t}?q={text}").unwrap(),
+            vec!["base_url", "field:t", "text"]
+        );
+    }
+}

@@ -1,0 +1,184 @@
+//! Contract format 2 through the real binary and real Chromium: `{field:NAME}` in every template, each value
+//! encoded for where it stands, success by the create answer's status alone with the id taken from a field,
+//! and `oncepost contract migrate`.
+//!
+//! `/hostile/title-put` publishes with `PUT /api/items/{title}` (the title percent-encoded by the page) and
+//! stays on the page; `/items/{title}` is the item's page. Format 1 cannot say any of this.
+use std::ops::Deref;
+use std::path::PathBuf;
+
+use oncepost::fixture_platform::{Fault, FaultMode};
+use serde_json::Value;
+
+use crate::kit::{self, unique};
+
+struct Env {
+    kit: kit::Env,
+}
+
+impl Deref for Env {
+    type Target = kit::Env;
+    fn deref(&self) -> &kit::Env {
+        &self.kit
+    }
+}
+
+/// The bundled contract, moved to format 2 and to `/hostile/title-put`.
+fn title_put_contract() -> String {
+    let c = std::fs::read_to_string(kit::repo_path("selectors/fixture.toml")).unwrap();
+    let head = c.split("[[success]]").next().unwrap().to_string();
+    let tail = c[c.find("[readback]").unwrap()..].to_string();
+    let head = head
+        .replace("format = 1", "format = 2")
+        .replace(
+            "url = \"{base_url}/compose\"",
+            "url = \"{base_url}/hostile/title-put\"",
+        )
+        .replace(
+            "create_request = { method = \"POST\", url = \"{base_url}/api/posts\" }",
+            "create_request = { method = \"PUT\", url = \"{base_url}/api/items/{field:title}\" }",
+        );
+    let tail = tail.replace(
+        "permalink = \"{base_url}/p/{id}\"",
+        "permalink = \"{base_url}/items/{id}\"",
+    );
+    let c =
+        format!("{head}[[success]]\nresponse_status = 201\nid_from_field = \"title\"\n\n{tail}");
+    assert!(c.contains("{field:title}") && c.contains("/items/{id}") && c.contains("format = 2"));
+    c
+}
+
+impl Env {
+    async fn start() -> Env {
+        let kit = kit::Env::start(Fault::new(FaultMode::Normal)).await;
+        kit.add_account("alice", &["--handle", "alice"]).await;
+        Env { kit }
+    }
+
+    fn contract(&self) -> PathBuf {
+        self.write_file("title-put.toml", &title_put_contract())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_title_keyed_put_publishes_once_and_reads_back_by_the_title() {
+    let env = Env::start().await;
+    let contract = env.contract();
+    let (code, out, err) = env
+        .run(&["contract", "check", contract.to_str().unwrap()])
+        .await;
+    assert_eq!(code, 0, "{out} {err}");
+    // Spaces, a slash, a question mark and a non-ASCII letter must stay inside one path segment; the page's
+    // encodeURIComponent leaves `(`, `)` and `!` as they are where oncepost encodes them.
+    let title = "Release notes: v2 / (beta)! é?";
+    let text = unique("notes with spaces");
+    let (code, v, err) = env
+        .publish(
+            "alice",
+            &contract,
+            &text,
+            &["--field", &format!("title={title}")],
+        )
+        .await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["state"], "published", "{v}");
+    assert_eq!(v["platform_id"], title, "the id is the title: {v}");
+    assert!(
+        v["permalink"].as_str().is_some_and(
+            |p| p.ends_with("/items/Release%20notes%3A%20v2%20%2F%20%28beta%29%21%20%C3%A9%3F")
+        ),
+        "{v}"
+    );
+    assert_eq!(env.copies(&text), 1);
+    assert_eq!(env.arrivals(), 1);
+    let post = env
+        .platform
+        .posts()
+        .into_iter()
+        .find(|p| p.text == text)
+        .unwrap();
+    assert_eq!(post.title.as_deref(), Some(title));
+    // A rerun presses nothing.
+    let (code, v, err) = env
+        .publish(
+            "alice",
+            &contract,
+            &text,
+            &["--field", &format!("title={title}")],
+        )
+        .await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["pressed"], false, "{v}");
+    assert_eq!(env.arrivals(), 1);
+}
+
+/// A create matcher keyed by another title than the one posted never matches: the page's PUT is failed
+/// before it leaves and nothing is created.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_create_url_for_another_title_never_lets_the_put_out() {
+    let env = Env::start().await;
+    let c =
+        title_put_contract().replace("/api/items/{field:title}", "/api/items/{field:title}-draft");
+    let contract = env.write_file("other-title.toml", &c);
+    let text = unique("wrong key");
+    let (code, v, err) = env
+        .publish(
+            "alice",
+            &contract,
+            &text,
+            &["--field", "title=Weekly digest"],
+        )
+        .await;
+    assert_ne!(v["state"], "published", "{code} {v} {err}");
+    assert_eq!(env.arrivals(), 0);
+    assert_eq!(env.copies(&text), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn field_placeholders_need_format_2_and_name_a_field() {
+    let env = Env::start().await;
+    let v1 = title_put_contract().replace("format = 2", "format = 1");
+    let f = env.write_file("v1-with-field.toml", &v1);
+    let (code, out, err) = env.run(&["contract", "check", f.to_str().unwrap()]).await;
+    assert_eq!(code, 2, "{out} {err}");
+    assert!(err.contains("{field:title}"), "{err}");
+    let typo = title_put_contract().replace("{field:title}", "{field:titel}");
+    let f = env.write_file("typo.toml", &typo);
+    let (code, out, err) = env.run(&["contract", "check", f.to_str().unwrap()]).await;
+    assert_eq!(code, 2, "{out} {err}");
+    assert!(err.contains("{field:titel}"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrate_rewrites_a_format_1_file_that_then_publishes_the_same() {
+    let env = Env::start().await;
+    let original = std::fs::read_to_string(kit::repo_path("selectors/fixture.toml")).unwrap();
+    // A format 1 compose URL naming a field bare: format 2 spells it `{field:title}`.
+    let v1 = original.replace(
+        "url = \"{base_url}/compose\"",
+        "url = \"{base_url}/compose?prefill={title}\"",
+    );
+    let f = env.write_file("old.toml", &v1);
+    let (code, out, err) = env.run(&["contract", "migrate", f.to_str().unwrap()]).await;
+    assert_eq!(code, 0, "{out} {err}");
+    let migrated = std::fs::read_to_string(&f).unwrap();
+    assert!(migrated.contains("format = 2"), "{migrated}");
+    assert!(migrated.contains("prefill={field:title}"), "{migrated}");
+    // Comments survive.
+    assert!(
+        migrated.contains("# Contract for Fixturebook"),
+        "{migrated}"
+    );
+    let (code, out, err) = env.run(&["contract", "check", f.to_str().unwrap()]).await;
+    assert_eq!(code, 0, "{out} {err}");
+    // Again: nothing to do, nothing changed.
+    let (code, out, err) = env.run(&["contract", "migrate", f.to_str().unwrap()]).await;
+    assert_eq!(code, 0, "{out} {err}");
+    assert_eq!(std::fs::read_to_string(&f).unwrap(), migrated);
+    let text = unique("after migrate");
+    let (code, v, err) = env.publish("alice", &f, &text, &[]).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["state"], "published", "{v}");
+    assert_eq!(env.copies(&text), 1);
+    let _: Value = v;
+}
