@@ -4,7 +4,10 @@
 //! chosen element: attached, visible, enabled, editable, focusable, in viewport, receives events (hit test
 //! at its centre, in its own document and, inside iframes, on the iframe in every ancestor document), text;
 //! then waits two animation frames and measures again for `stable`. It reads only: no focus, no click, no
-//! key, no scrolling. Role and accessible-name matching follow the WAI-ARIA implicit
+//! key. The one thing it may do to the page is scroll, and only when asked ([`Scroll::IntoView`], for
+//! publishing use: the probe and the compose flow): each element is scrolled into view (`block: 'center'`)
+//! just before it is measured, so a control below the fold is judged where it can be clicked. A scroll is
+//! not a click and sends nothing. Role and accessible-name matching follow the WAI-ARIA implicit
 //! roles and the usual name sources (aria-labelledby, aria-label, label, content, title, placeholder);
 //! it is an approximation of the browser's accessibility tree, documented in docs/contracts.md.
 use chromiumoxide::Page;
@@ -14,9 +17,10 @@ use serde::{Deserialize, Serialize};
 use super::locator::{ElementState, NamedLocator, Strategy};
 use super::{BrowserError, Liveness};
 
-/// The check script. Takes `[{strategies, strict, frames}]`, returns one result per locator.
+/// The check script. Takes `[{strategies, strict, frames}]`, an action (or `null`) and `{scroll}`; returns
+/// one result per locator and what the action did.
 pub const CHECK_JS: &str = r#"
-async (locs, act) => {
+async (locs, act, opts) => {
   const norm = s => (s || '').replace(/\s+/g, ' ').trim();
   const HEAD = { button: 'button', textarea: 'textbox', article: 'article', nav: 'navigation', main: 'main',
     form: 'form', img: 'img', ul: 'list', ol: 'list', li: 'listitem', h1: 'heading', h2: 'heading',
@@ -117,6 +121,9 @@ async (locs, act) => {
     }
     const el = res._el;
     if (!el) return res;
+    // Publishing use: bring it into view first (a scroll, not a click: nothing is sent), so a control below
+    // the fold is measured where a person would see it. Frames and the top document scroll with it.
+    if (opts.scroll) el.scrollIntoView({ block: 'center', inline: 'center', behavior: 'instant' });
     const win = ctx.doc.defaultView;
     const st = win.getComputedStyle(el);
     const b = measure(el, ctx);
@@ -180,7 +187,14 @@ async (locs, act) => {
       if (acted === null) acted = 'done';
     }
   }
-  // Stability: same box after two animation frames (one frame can coincide with a layout in progress).
+  // Stability: same box after two animation frames (one frame can coincide with a layout in progress),
+  // both measured where the page now rests (after every scroll and the action). The reported box is the
+  // first of the two: where the element is for a click that follows.
+  for (const res of out) {
+    if (!res._el) continue;
+    const b = measure(res._el, res._ctx);
+    res.box = { x: b.x, y: b.y, w: b.w, h: b.h };
+  }
   await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
   for (const res of out) {
     if (!res._el) continue;
@@ -354,13 +368,25 @@ struct RawResult {
     acted: Option<String>,
 }
 
+/// Whether the checks scroll each element into view before measuring it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scroll {
+    /// Measure the page as it stands (nothing scrolls).
+    Never,
+    /// `scrollIntoView({block: 'center', inline: 'center'})` each element, in order, just before it is
+    /// measured: its states are those of the element brought into view. Boxes are measured once every
+    /// element was handled, where the page then rests (the last one in view).
+    IntoView,
+}
+
 /// Check every locator in one evaluation and judge each against its required states.
 pub async fn check_all(
     page: &Page,
     live: &Liveness,
     locators: &[NamedLocator],
+    scroll: Scroll,
 ) -> Result<Vec<LocatorCheck>, BrowserError> {
-    Ok(check_and_act(page, live, locators, None).await?.0)
+    Ok(check_and_act(page, live, locators, None, scroll).await?.0)
 }
 
 /// Check every locator in one evaluation, then perform `act` (if any) in the same evaluation.
@@ -369,10 +395,12 @@ pub(crate) async fn check_and_act(
     live: &Liveness,
     locators: &[NamedLocator],
     act: Option<&Act>,
+    scroll: Scroll,
 ) -> Result<(Vec<LocatorCheck>, Option<String>), BrowserError> {
     let locs = serde_json::Value::Array(locators.iter().map(script_arg).collect());
     let act = serde_json::to_value(act).unwrap_or(serde_json::Value::Null);
-    let js = format!("(locs) => ({CHECK_JS})(locs, {act})");
+    let opts = serde_json::json!({ "scroll": scroll == Scroll::IntoView });
+    let js = format!("(locs) => ({CHECK_JS})(locs, {act}, {opts})");
     let value = evaluate_json(page, live, "locator checks", &js, &locs).await?;
     let raw: RawResult = serde_json::from_value(value)
         .map_err(|e| BrowserError::Script(format!("unexpected check result: {e}")))?;
