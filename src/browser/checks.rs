@@ -2,8 +2,12 @@
 //!
 //! The script resolves each locator's strategies in order, counts matches per strategy, and measures the
 //! chosen element: attached, visible, enabled, editable, focusable, in viewport, receives events (hit test
-//! at its centre), text; then waits two animation frames and measures again for `stable`. It reads only:
-//! no focus, no click, no key, no scrolling. Role and accessible-name matching follow the WAI-ARIA implicit
+//! at its centre, in its own document and, inside iframes, on the iframe in every ancestor document), text;
+//! then waits two animation frames and measures again for `stable`. It reads only: no focus, no click, no
+//! key. The one thing it may do to the page is scroll, and only when asked ([`Scroll::IntoView`], for
+//! publishing use: the probe and the compose flow): each element is scrolled into view (`block: 'center'`)
+//! just before it is measured, so a control below the fold is judged where it can be clicked. A scroll is
+//! not a click and sends nothing. Role and accessible-name matching follow the WAI-ARIA implicit
 //! roles and the usual name sources (aria-labelledby, aria-label, label, content, title, placeholder);
 //! it is an approximation of the browser's accessibility tree, documented in docs/contracts.md.
 use chromiumoxide::Page;
@@ -13,9 +17,10 @@ use serde::{Deserialize, Serialize};
 use super::locator::{ElementState, NamedLocator, Strategy};
 use super::{BrowserError, Liveness};
 
-/// The check script. Takes `[{strategies, strict, frames}]`, returns one result per locator.
+/// The check script. Takes `[{strategies, strict, frames}]`, an action (or `null`) and `{scroll}`; returns
+/// one result per locator and what the action did.
 pub const CHECK_JS: &str = r#"
-async (locs, act) => {
+async (locs, act, opts) => {
   const norm = s => (s || '').replace(/\s+/g, ' ').trim();
   const HEAD = { button: 'button', textarea: 'textbox', article: 'article', nav: 'navigation', main: 'main',
     form: 'form', img: 'img', ul: 'list', ol: 'list', li: 'listitem', h1: 'heading', h2: 'heading',
@@ -68,8 +73,10 @@ async (locs, act) => {
     // Innermost matching elements only: a wrapper whose only content is the match is not a second match.
     return every.filter(e => hit(e) && !Array.from(e.children).some(c => !SKIP.has(c.localName) && hit(c)));
   };
+  // The iframes on the way to the element, outermost first: each with the document that holds it.
   const frameOf = frames => {
-    let doc = document, ox = 0, oy = 0;
+    let doc = document;
+    const chain = [];
     for (const sel of frames) {
       const fr = doc.querySelectorAll(sel);
       if (fr.length !== 1) throw new Error(`iframe selector ${JSON.stringify(sel)} matched ${fr.length} elements`);
@@ -77,15 +84,31 @@ async (locs, act) => {
       let d = null;
       try { d = f.contentDocument; } catch (e) { d = null; }
       if (!d) throw new Error(`iframe ${JSON.stringify(sel)} is cross-origin or not loaded; probes check same-origin iframes only`);
-      const r = f.getBoundingClientRect();
-      ox += r.left + f.clientLeft; oy += r.top + f.clientTop; doc = d;
+      chain.push({ doc, frame: f });
+      doc = d;
     }
-    return { doc, ox, oy };
+    return { doc, chain };
   };
-  const measure = (el, ox, oy) => {
+  // Each document's viewport in top-level CSS pixels, [top, frame 1, .., innermost]: a frame's content box.
+  // Read afresh at every measurement, since a scroll moves the frames.
+  const viewports = ctx => {
+    const v = [{ x: 0, y: 0, w: window.innerWidth, h: window.innerHeight }];
+    for (const { frame } of ctx.chain) {
+      const r = frame.getBoundingClientRect(), p = v[v.length - 1];
+      const cs = frame.ownerDocument.defaultView.getComputedStyle(frame);
+      const pl = parseFloat(cs.paddingLeft) || 0, pt = parseFloat(cs.paddingTop) || 0;
+      v.push({ x: p.x + r.left + frame.clientLeft + pl, y: p.y + r.top + frame.clientTop + pt,
+               w: frame.clientWidth - pl - (parseFloat(cs.paddingRight) || 0),
+               h: frame.clientHeight - pt - (parseFloat(cs.paddingBottom) || 0) });
+    }
+    return v;
+  };
+  const measure = (el, ctx) => {
+    const v = viewports(ctx), at = v[v.length - 1];
     const r = el.getBoundingClientRect();
-    return { x: r.left + ox, y: r.top + oy, w: r.width, h: r.height, lx: r.left, ly: r.top };
+    return { x: r.left + at.x, y: r.top + at.y, w: r.width, h: r.height, lx: r.left, ly: r.top, v };
   };
+  const describe = h => h.localName + (h.id ? '#' + h.id : '') + (h.className && typeof h.className === 'string' && h.className.trim() ? '.' + h.className.trim().split(/\s+/).join('.') : '');
   const out = locs.map(l => {
     const res = { counts: [], used: null, count: 0, error: null, states: null, box: null, text: null };
     let ctx;
@@ -98,9 +121,12 @@ async (locs, act) => {
     }
     const el = res._el;
     if (!el) return res;
+    // Publishing use: bring it into view first (a scroll, not a click: nothing is sent), so a control below
+    // the fold is measured where a person would see it. Frames and the top document scroll with it.
+    if (opts.scroll) el.scrollIntoView({ block: 'center', inline: 'center', behavior: 'instant' });
     const win = ctx.doc.defaultView;
     const st = win.getComputedStyle(el);
-    const b = measure(el, ctx.ox, ctx.oy);
+    const b = measure(el, ctx);
     const visible = el.isConnected && b.w > 0 && b.h > 0 && el.checkVisibility({ visibilityProperty: true, opacityProperty: false });
     const disabled = el.matches(':disabled') || el.closest('[aria-disabled="true"]') !== null || el.closest('[inert]') !== null;
     const editableKind = el.localName === 'textarea' ||
@@ -108,9 +134,24 @@ async (locs, act) => {
       el.isContentEditable;
     const readonly = el.readOnly === true || el.getAttribute('aria-readonly') === 'true';
     const cx = b.lx + b.w / 2, cy = b.ly + b.h / 2;
-    const inView = b.w > 0 && b.h > 0 && b.x < window.innerWidth && b.y < window.innerHeight && b.x + b.w > 0 && b.y + b.h > 0;
+    // In view: intersects the top-level viewport clipped by every frame it is in.
+    const clip = b.v.reduce((c, p) => ({ l: Math.max(c.l, p.x), t: Math.max(c.t, p.y),
+      r: Math.min(c.r, p.x + p.w), b: Math.min(c.b, p.y + p.h) }), { l: -Infinity, t: -Infinity, r: Infinity, b: Infinity });
+    const inView = b.w > 0 && b.h > 0 && b.x < clip.r && b.y < clip.b && b.x + b.w > clip.l && b.y + b.h > clip.t;
+    // Receives events: the hit test at its centre lands on it in its own document and, inside frames, on
+    // the iframe holding it in every ancestor document (an overlay of the top document over the iframe
+    // takes the click while the frame's own document sees nothing in the way). The first miss, innermost
+    // first, names what covers it.
     let hitEl = null;
     if (visible && cx >= 0 && cy >= 0 && cx < win.innerWidth && cy < win.innerHeight) hitEl = ctx.doc.elementFromPoint(cx, cy);
+    let hits = hitEl !== null && (hitEl === el || el.contains(hitEl)) && st.pointerEvents !== 'none';
+    let cover = hitEl && !(hitEl === el || el.contains(hitEl)) ? hitEl : null;
+    for (let i = ctx.chain.length - 1; hits && i >= 0; i--) {
+      const { doc, frame } = ctx.chain[i], p = b.v[i], w = doc.defaultView;
+      const px = b.x + b.w / 2 - p.x, py = b.y + b.h / 2 - p.y;
+      const h = px >= 0 && py >= 0 && px < w.innerWidth && py < w.innerHeight ? doc.elementFromPoint(px, py) : null;
+      if (h !== frame) { hits = false; cover = h; }
+    }
     res.states = {
       attached: el.isConnected,
       visible,
@@ -118,10 +159,10 @@ async (locs, act) => {
       editable: editableKind && !disabled && !readonly,
       focusable: visible && !disabled && (el.tabIndex >= 0 || el.isContentEditable) && st.pointerEvents !== 'none',
       in_viewport: inView,
-      receives_events: hitEl !== null && (hitEl === el || el.contains(hitEl)) && st.pointerEvents !== 'none',
+      receives_events: hits,
       stable: false,
     };
-    res.covered_by = hitEl && !(hitEl === el || el.contains(hitEl)) ? (hitEl.localName + (hitEl.id ? '#' + hitEl.id : '') + (hitEl.className && typeof hitEl.className === 'string' ? '.' + hitEl.className.trim().split(/\s+/).join('.') : '')) : null;
+    res.covered_by = cover ? describe(cover) : null;
     res.box = { x: b.x, y: b.y, w: b.w, h: b.h };
     res.text = ('value' in el && typeof el.value === 'string' && editableKind ? el.value : norm(el.innerText)).slice(0, 200);
     res._ctx = ctx;
@@ -146,11 +187,18 @@ async (locs, act) => {
       if (acted === null) acted = 'done';
     }
   }
-  // Stability: same box after two animation frames (one frame can coincide with a layout in progress).
+  // Stability: same box after two animation frames (one frame can coincide with a layout in progress),
+  // both measured where the page now rests (after every scroll and the action). The reported box is the
+  // first of the two: where the element is for a click that follows.
+  for (const res of out) {
+    if (!res._el) continue;
+    const b = measure(res._el, res._ctx);
+    res.box = { x: b.x, y: b.y, w: b.w, h: b.h };
+  }
   await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
   for (const res of out) {
     if (!res._el) continue;
-    const b = measure(res._el, res._ctx.ox, res._ctx.oy);
+    const b = measure(res._el, res._ctx);
     res.states.stable = res._el.isConnected && Math.abs(b.x - res.box.x) < 0.5 && Math.abs(b.y - res.box.y) < 0.5 && Math.abs(b.w - res.box.w) < 0.5 && Math.abs(b.h - res.box.h) < 0.5;
     delete res._el; delete res._ctx;
   }
@@ -171,11 +219,11 @@ pub struct ElementStates {
     pub editable: bool,
     /// Can take focus.
     pub focusable: bool,
-    /// Intersects the viewport.
+    /// Intersects the viewport, clipped by every iframe it is in.
     pub in_viewport: bool,
     /// Box unchanged across two animation frames.
     pub stable: bool,
-    /// Hit test at the centre lands on it.
+    /// Hit test at the centre lands on it, and (inside iframes) on its iframe in every ancestor document.
     pub receives_events: bool,
 }
 
@@ -320,13 +368,25 @@ struct RawResult {
     acted: Option<String>,
 }
 
+/// Whether the checks scroll each element into view before measuring it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scroll {
+    /// Measure the page as it stands (nothing scrolls).
+    Never,
+    /// `scrollIntoView({block: 'center', inline: 'center'})` each element, in order, just before it is
+    /// measured: its states are those of the element brought into view. Boxes are measured once every
+    /// element was handled, where the page then rests (the last one in view).
+    IntoView,
+}
+
 /// Check every locator in one evaluation and judge each against its required states.
 pub async fn check_all(
     page: &Page,
     live: &Liveness,
     locators: &[NamedLocator],
+    scroll: Scroll,
 ) -> Result<Vec<LocatorCheck>, BrowserError> {
-    Ok(check_and_act(page, live, locators, None).await?.0)
+    Ok(check_and_act(page, live, locators, None, scroll).await?.0)
 }
 
 /// Check every locator in one evaluation, then perform `act` (if any) in the same evaluation.
@@ -335,10 +395,12 @@ pub(crate) async fn check_and_act(
     live: &Liveness,
     locators: &[NamedLocator],
     act: Option<&Act>,
+    scroll: Scroll,
 ) -> Result<(Vec<LocatorCheck>, Option<String>), BrowserError> {
     let locs = serde_json::Value::Array(locators.iter().map(script_arg).collect());
     let act = serde_json::to_value(act).unwrap_or(serde_json::Value::Null);
-    let js = format!("(locs) => ({CHECK_JS})(locs, {act})");
+    let opts = serde_json::json!({ "scroll": scroll == Scroll::IntoView });
+    let js = format!("(locs) => ({CHECK_JS})(locs, {act}, {opts})");
     let value = evaluate_json(page, live, "locator checks", &js, &locs).await?;
     let raw: RawResult = serde_json::from_value(value)
         .map_err(|e| BrowserError::Script(format!("unexpected check result: {e}")))?;

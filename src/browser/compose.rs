@@ -25,7 +25,7 @@ use chromiumoxide::cdp::browser_protocol::input::{
 use chromiumoxide::cdp::browser_protocol::network::SetBypassServiceWorkerParams;
 use serde::Serialize;
 
-use super::checks::{LocatorCheck, check_and_act, evaluate_json};
+use super::checks::{LocatorCheck, Scroll, check_and_act, evaluate_json};
 use super::dialogs::{self, DialogLog, DialogPolicy};
 use super::locator::{NamedLocator, PublishControl};
 use super::probe::{ProbePage, ProbePlan, StepOutcome};
@@ -279,7 +279,9 @@ impl<'a> ComposePage<'a> {
     }
 
     /// Strict actionability of the publish control after filling (all its states, `states_after_fill`
-    /// included, in one evaluation). `Ok(Err(check))` when it is not actionable.
+    /// included, in one evaluation), scrolled into view first (a control below the fold is checked, and
+    /// then clicked, where it can be seen; the scroll presses nothing). `Ok(Err(check))` when it is not
+    /// actionable.
     pub async fn check_publish(
         &self,
         publish: &PublishControl,
@@ -290,6 +292,7 @@ impl<'a> ComposePage<'a> {
             self.session.liveness(),
             std::slice::from_ref(&named),
             None,
+            Scroll::IntoView,
         )
         .await?;
         let c = checks

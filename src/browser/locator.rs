@@ -49,11 +49,11 @@ pub enum ElementState {
     Editable,
     /// Can take focus.
     Focusable,
-    /// Intersects the viewport.
+    /// Intersects the viewport, clipped by every iframe it is in.
     InViewport,
     /// Box unchanged across two animation frames.
     Stable,
-    /// Hit test at the centre lands on it.
+    /// Hit test at the centre lands on it, and (inside iframes) on its iframe in every ancestor document.
     ReceivesEvents,
 }
 

@@ -12,7 +12,7 @@ use chromiumoxide::cdp::browser_protocol::input::InsertTextParams;
 use chromiumoxide::cdp::browser_protocol::network::SetBypassServiceWorkerParams;
 use serde::Serialize;
 
-use super::checks::{Act, LocatorCheck, check_and_act};
+use super::checks::{Act, LocatorCheck, Scroll, check_and_act};
 use super::dialogs::{self, DialogEvent, DialogPolicy};
 use super::door::Knock;
 use super::locator::{NamedLocator, NonPublishingStep, PublishControl, Purpose, StepAction};
@@ -183,14 +183,17 @@ impl<'a> ProbePage<'a> {
         }
     }
 
-    /// Check `locators` (plus nothing else) in one evaluation.
+    /// Check `locators` (plus nothing else) in one evaluation, each scrolled into view just before it is
+    /// measured ([`Scroll::IntoView`]: a control below the fold is judged where it can be clicked).
     pub async fn check(
         &self,
         locators: &[NamedLocator],
     ) -> Result<Vec<LocatorCheck>, BrowserError> {
-        Ok(check_and_act(&self.page, self.live, locators, None)
-            .await?
-            .0)
+        Ok(
+            check_and_act(&self.page, self.live, locators, None, Scroll::IntoView)
+                .await?
+                .0,
+        )
     }
 
     /// Wait (bounded) until `target` passes its checks; returns the last check.
@@ -273,7 +276,9 @@ impl<'a> ProbePage<'a> {
             publish: Some(1),
             action: name,
         };
-        let (_, acted) = check_and_act(&self.page, self.live, &locs, Some(&act)).await?;
+        // The action re-resolves its target; it needs no states, so nothing scrolls but the action itself.
+        let (_, acted) =
+            check_and_act(&self.page, self.live, &locs, Some(&act), Scroll::Never).await?;
         let outcome = acted.unwrap_or_else(|| "refused: no answer".into());
         Ok(StepOutcome {
             action,

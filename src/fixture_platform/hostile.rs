@@ -38,6 +38,12 @@ pub enum Misbehaviour {
     MovingButton,
     /// An overlay (`#promo-overlay`) covers `#publish`.
     CoveredButton,
+    /// The compose form is in a same-origin iframe (`#compose-frame`, `/hostile/covered-iframe-inner`, which
+    /// writes nothing) and an overlay of the top document (`#frame-cover`) covers the whole iframe.
+    CoveredIframe,
+    /// `#publish` sits 3000 px below the fields, far below the browser's window: only a scroll brings it
+    /// into view.
+    BelowFold,
     /// Two elements match `#publish`.
     DuplicateMatch,
     /// The compose form appears only ~3 s after load.
@@ -139,6 +145,14 @@ pub const HOSTILE_VARIANTS: &[HostileVariant] = &[
     HostileVariant {
         name: "covered-button",
         misbehaviour: Misbehaviour::CoveredButton,
+    },
+    HostileVariant {
+        name: "covered-iframe",
+        misbehaviour: Misbehaviour::CoveredIframe,
+    },
+    HostileVariant {
+        name: "below-fold",
+        misbehaviour: Misbehaviour::BelowFold,
     },
     HostileVariant {
         name: "duplicate-match",

@@ -18,7 +18,8 @@ pub const HOSTILE_SW_JS: &str = include_str!("../../fixtures/hostile/sw.js");
 const COMPOSE_SCRIPT: Constant = Constant(r#"<script src="/static/compose.js"></script>"#);
 
 /// The hostile pages served at `/hostile/{name}`; what each does is catalogued in `super::hostile`.
-/// `iframe-inner` is the framed page of the `iframe` variant. Each name has its arm in [`HostileMain`].
+/// `iframe-inner` and `covered-iframe-inner` are the framed pages of the `iframe` and `covered-iframe`
+/// variants. Each name has its arm in [`HostileMain`].
 const HOSTILE: &[&str] = &[
     "write-on-load",
     "write-on-focus",
@@ -32,6 +33,9 @@ const HOSTILE: &[&str] = &[
     "service-worker",
     "iframe",
     "iframe-inner",
+    "covered-iframe",
+    "covered-iframe-inner",
+    "below-fold",
     "moving-button",
     "covered-button",
     "duplicate-match",
@@ -59,6 +63,9 @@ const HOSTILE: &[&str] = &[
 {%- when "service-worker" %}{% include "hostile/service-worker.html" %}
 {%- when "iframe" %}{% include "hostile/iframe.html" %}
 {%- when "iframe-inner" %}{% include "hostile/iframe-inner.html" %}
+{%- when "covered-iframe" %}{% include "hostile/covered-iframe.html" %}
+{%- when "covered-iframe-inner" %}{% include "hostile/covered-iframe-inner.html" %}
+{%- when "below-fold" %}{% include "hostile/below-fold.html" %}
 {%- when "moving-button" %}{% include "hostile/moving-button.html" %}
 {%- when "covered-button" %}{% include "hostile/covered-button.html" %}
 {%- when "duplicate-match" %}{% include "hostile/duplicate-match.html" %}
@@ -357,8 +364,8 @@ mod tests {
         }
         assert_eq!(
             HOSTILE.len(),
-            super::super::HOSTILE_VARIANTS.len() + 1,
-            "iframe-inner"
+            super::super::HOSTILE_VARIANTS.len() + 2,
+            "iframe-inner and covered-iframe-inner"
         );
     }
 
@@ -478,7 +485,7 @@ mod tests {
         for name in HOSTILE {
             let html = hostile(&v, name).unwrap();
             assert!(!html.contains("{{"), "{name} left a placeholder");
-            if *name != "iframe" {
+            if !["iframe", "covered-iframe"].contains(name) {
                 assert!(html.contains(r#"id="post-text""#), "{name}");
                 assert!(html.contains(r#"id="publish""#), "{name}");
             } else {

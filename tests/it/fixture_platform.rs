@@ -399,8 +399,8 @@ async fn hostile_pages_are_served_with_the_compose_dom_and_the_worker_script() {
     let names = HOSTILE_VARIANTS
         .iter()
         .map(|v| v.name)
-        .filter(|n| *n != "iframe")
-        .chain(["iframe-inner"]);
+        .filter(|n| !["iframe", "covered-iframe"].contains(n))
+        .chain(["iframe-inner", "covered-iframe-inner"]);
     for name in names {
         let (s, html) = get(&p, &format!("/hostile/{name}"), None).await;
         assert_eq!(s, 200, "{name}");
@@ -411,6 +411,11 @@ async fn hostile_pages_are_served_with_the_compose_dom_and_the_worker_script() {
     }
     let (_, iframe) = get(&p, "/hostile/iframe", None).await;
     assert!(iframe.contains(r#"src="/hostile/iframe-inner""#));
+    let (_, covered) = get(&p, "/hostile/covered-iframe", None).await;
+    assert!(
+        covered.contains(r#"src="/hostile/covered-iframe-inner""#)
+            && covered.contains(r#"id="frame-cover""#)
+    );
     let (_, dup) = get(&p, "/hostile/duplicate-match", None).await;
     assert_eq!(dup.matches(r#"id="publish""#).count(), 2);
     let r = http()

@@ -640,3 +640,99 @@ async fn quiet(session: &BrowserSession) {
         }
     }
 }
+
+/// `oncepost probe --json` (observing 300 ms) of the bundled contract moved to `/hostile/{variant}` (with
+/// `frame`, every compose locator inside that iframe), on Fixturebook: (exit code, the report).
+async fn probe_hostile(
+    env: &crate::kit::Env,
+    variant: &str,
+    frame: Option<&str>,
+    fill: bool,
+) -> (i32, serde_json::Value) {
+    let contract = env.write_file(
+        &format!("{variant}.toml"),
+        &crate::kit::hostile_contract_text(variant, frame),
+    );
+    let c = contract.to_string_lossy().into_owned();
+    let base = env.base_url();
+    let mut args = vec![
+        "probe",
+        "--json",
+        "--contract",
+        &c,
+        "--base-url",
+        &base,
+        "--observe-ms",
+        "300",
+    ];
+    if fill {
+        args.push("--fill");
+    }
+    let (code, out, err) = env.run(&args).await;
+    let report = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out} {err}"));
+    (code, report)
+}
+
+fn located<'a>(report: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    report["locators"]
+        .as_array()
+        .and_then(|a| a.iter().find(|l| l["name"] == name))
+        .unwrap_or_else(|| panic!("{name} not in {report}"))
+}
+
+/// `covered-iframe`: the compose form is in a same-origin iframe and the TOP document lays an overlay over
+/// the whole iframe. Inside the frame nothing is in the way; the hit test in the top document lands on the
+/// overlay, so every compose locator fails `receives_events` naming it. The same framed contract on the
+/// uncovered `iframe` variant passes the hit test (that page fails only for its own write on load).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_field_in_a_covered_iframe_fails_receives_events_naming_the_cover() {
+    let env = crate::kit::Env::start(oncepost::fixture_platform::Fault::default()).await;
+    let frame = Some("iframe#compose-frame");
+    let (code, r) = probe_hostile(&env, "covered-iframe", frame, false).await;
+    assert_eq!(code, 3, "{r}");
+    assert_eq!(r["verdict"], "locator_failed", "{r}");
+    for name in ["field:text", "publish"] {
+        let l = located(&r, name);
+        assert_eq!(l["used_strategy"], 0, "{name} found in the frame: {l}");
+        assert_eq!(l["states"]["visible"], true, "{name}: {l}");
+        assert_eq!(l["states"]["receives_events"], false, "{name}: {l}");
+        assert_eq!(l["covered_by"], "div#frame-cover.overlay-promo", "{l}");
+        assert!(
+            l["problems"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|p| p == "not receives_events (covered by div#frame-cover.overlay-promo)"),
+            "{l}"
+        );
+    }
+    // Control: no cover, same frames: the hit test passes in the frame and in the top document.
+    let (_, plain) = probe_hostile(&env, "iframe", frame, false).await;
+    for name in ["field:text", "publish"] {
+        let l = located(&plain, name);
+        assert_eq!(l["states"]["receives_events"], true, "{name}: {l}");
+        assert!(l["covered_by"].is_null(), "{l}");
+    }
+    assert_eq!(env.arrivals(), 0);
+}
+
+/// `below-fold`: the publish control starts 3000 px below the fields, far below the 1280x900 window.
+/// The probe scrolls it into view (a scroll, not a click) before measuring it, so it passes, filled and
+/// enabled; nothing is written and nothing is created.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_publish_control_below_the_fold_is_scrolled_into_view_and_passes() {
+    let env = crate::kit::Env::start(oncepost::fixture_platform::Fault::default()).await;
+    let (code, r) = probe_hostile(&env, "below-fold", None, true).await;
+    assert_eq!(code, 0, "{r}");
+    assert_eq!(r["verdict"], "pass", "{r}");
+    let p = located(&r, "publish");
+    for state in ["in_viewport", "receives_events", "enabled", "stable"] {
+        assert_eq!(p["states"][state], true, "{state}: {p}");
+    }
+    // Its box is where the page rests after the checks: inside the 900 px high window.
+    let y = p["box"]["y"].as_f64().unwrap();
+    assert!((0.0..900.0).contains(&y), "{p}");
+    assert_eq!(r["writes"].as_array().map(Vec::len), Some(0), "{r}");
+    assert_eq!(env.arrivals(), 0);
+    assert_eq!(env.stats().other_writes_total, 0);
+}

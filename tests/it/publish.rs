@@ -189,6 +189,59 @@ async fn normal_publish_reads_back_stores_evidence_and_a_rerun_touches_nothing()
     assert_eq!(env.copies(&text), 1);
 }
 
+/// `below-fold`: the publish control starts 3000 px below the fields, far below the browser's window. The
+/// compose flow scrolls it into view before its strict checks (a scroll presses nothing) and clicks it
+/// there: published, exactly one copy; a rerun presses nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_publish_control_below_the_fold_is_scrolled_into_view_and_pressed_once() {
+    let env = Env::start(Fault::default()).await;
+    let contract = env.write_file(
+        "below-fold.toml",
+        &kit::hostile_contract_text("below-fold", None),
+    );
+    let text = unique("below the fold");
+    let (code, v, err) = env.publish_with(&contract, &text, &[]).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["state"], "published", "{v}");
+    assert_eq!(v["pressed"], true);
+    assert_eq!(env.arrivals(), 1);
+    assert_eq!(env.copies(&text), 1);
+    let (code2, v2, _) = env.publish_with(&contract, &text, &[]).await;
+    assert_eq!(code2, 0);
+    assert_eq!(v2["pressed"], false);
+    assert_eq!(env.arrivals(), 1, "the rerun sent nothing");
+    assert_eq!(env.copies(&text), 1);
+}
+
+/// `covered-iframe`: the compose form is in a same-origin iframe under an overlay of the top document. The
+/// text field (the contract's focus step waits for it) fails its hit test in the top document, naming the
+/// overlay, before anything is typed: nothing is pressed (a click would land on the overlay) and the intent
+/// settles failed with nothing sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compose_form_in_a_covered_iframe_is_never_pressed() {
+    let env = Env::start(Fault::default()).await;
+    let contract = env.write_file(
+        "covered-iframe.toml",
+        &kit::hostile_contract_text("covered-iframe", Some("iframe#compose-frame")),
+    );
+    let text = unique("covered iframe");
+    // The field is waited for (the 10 s step bound) before the flow gives up on it.
+    let (code, v, err) = env.publish_with(&contract, &text, &[]).await;
+    assert_eq!(code, 11, "{v} {err}");
+    assert_eq!(v["state"], "failed", "{v}");
+    assert_eq!(v["pressed"], false, "{v}");
+    // The failure's report (in the intent's history) names the overlay.
+    let intent = env.show(v["key"].as_str().unwrap()).await;
+    assert!(
+        intent
+            .to_string()
+            .contains("not receives_events (covered by div#frame-cover.overlay-promo)"),
+        "{intent}"
+    );
+    assert_eq!(env.arrivals(), 0);
+    assert_eq!(env.copies(&text), 0);
+}
+
 /// One test per fault mode: (mode, extra args, exit code, state, expected create arrivals).
 async fn fault_case(
     mode: FaultMode,

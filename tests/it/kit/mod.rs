@@ -28,6 +28,31 @@ pub fn fixture_contract() -> PathBuf {
     repo_path("selectors/fixture.toml")
 }
 
+/// The bundled Fixturebook contract's text with its compose page moved to `/hostile/{variant}` and, with
+/// `frame`, every compose locator (the fields and the publish control) declared inside that iframe.
+pub fn hostile_contract_text(variant: &str, frame: Option<&str>) -> String {
+    let src = std::fs::read_to_string(fixture_contract()).expect("the fixture contract");
+    let moved = src.replace(
+        r#"url = "{base_url}/compose""#,
+        &format!(r#"url = "{{base_url}}/hostile/{variant}""#),
+    );
+    assert_ne!(moved, src, "the fixture contract's compose url moved");
+    let Some(frame) = frame else { return moved };
+    let mut framed = 0;
+    let lines: Vec<String> = moved
+        .lines()
+        .map(|l| match l.strip_suffix("] }") {
+            Some(head) if l.starts_with("locator = { strategies = [") => {
+                framed += 1;
+                format!("{head}], frames = [{frame:?}] }}")
+            }
+            _ => l.to_string(),
+        })
+        .collect();
+    assert_eq!(framed, 3, "two fields and the publish control");
+    lines.join("\n") + "\n"
+}
+
 /// `label` and a fresh uuid: a text no other test (or earlier run) posts, so duplicate-text windows and
 /// server-side counts see only this test's posts.
 pub fn unique(label: &str) -> String {
