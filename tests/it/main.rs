@@ -26,6 +26,7 @@ mod guard;
 mod probe;
 mod process_edges;
 mod publish;
+mod race;
 mod reconcile_cli;
 mod recover;
 mod redeliver;
