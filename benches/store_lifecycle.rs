@@ -4,6 +4,8 @@
 //!   cargo bench --bench store_lifecycle -- [--lifecycles N]
 //!
 //! PostgreSQL: `ONCEPOST_BENCH_PG` (a URL), else an ephemeral cluster with fsync=on from scripts/pg-ephemeral.sh.
+// `Begun::Claimed(c) => c, other => panic!(..)`: any other variant ends the run.
+#![allow(clippy::match_wildcard_for_single_variants)]
 use std::collections::BTreeMap;
 use std::time::Instant;
 

@@ -443,7 +443,7 @@ mod tests {
     fn components_cannot_run_into_each_other() {
         let mut a = spec(ActionKind::Post, Some("b"));
         a.account = "a".into();
-        a.target = "".into();
+        a.target = String::new();
         let mut b = spec(ActionKind::Post, Some(""));
         b.account = "a".into();
         b.target = "b".into();

@@ -189,8 +189,8 @@ impl Default for TransportOptions {
 }
 
 /// An HTTP client that sends one request once: HTTP/1.1, no idle pool (every request opens a fresh
-/// connection, so the client's retry-on-reused-connection never applies), redirects not followed, no proxy,
-/// no compression negotiated, TLS verified.
+/// connection, so the client's retry-on-reused-connection never applies), no retry policy, redirects not
+/// followed, no proxy, no compression negotiated, TLS verified.
 #[derive(Debug, Clone)]
 pub struct OneShotSender {
     client: reqwest::Client,
@@ -201,6 +201,12 @@ impl OneShotSender {
     pub fn new(timeout: Duration, connect_timeout: Duration) -> Result<Self, BrowserError> {
         let client = reqwest::Client::builder()
             .http1_only()
+            // reqwest 0.13 wraps every client in a retry policy whose default resends a request the
+            // server NACKed at the protocol level (HTTP/2 GOAWAY or REFUSED_STREAM, HTTP/3 timeouts),
+            // up to 2 extra copies. None of those can happen over HTTP/1.1 today, but the create request
+            // goes out once or not at all: a second copy is the duplicate post this whole tool exists to
+            // prevent, so no future feature, version or default may add one. `never()` retries nothing.
+            .retry(reqwest::retry::never())
             .pool_max_idle_per_host(0)
             .redirect(reqwest::redirect::Policy::none())
             .no_proxy()

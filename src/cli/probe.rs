@@ -246,8 +246,8 @@ fn print_human(r: &ProbeReport, report_path: &Path) {
         outln!(
             "  step {:?} {}: {}",
             s.action,
-            clean(&s.target.to_string()),
-            clean(&s.outcome.to_string())
+            clean(&s.target),
+            clean(&s.outcome)
         );
     }
     for w in &r.writes {

@@ -9,6 +9,8 @@
 // libc calls with no safe form: atexit (the kit's PostgreSQL cluster), pre_exec (a child with its stdout
 // and stderr closed), and signals to our own children.
 #![allow(unsafe_code)]
+// `Begun::Claimed(c) => c, other => panic!("{other:?}")`: a test wants any other variant to fail it.
+#![allow(clippy::match_wildcard_for_single_variants)]
 
 #[macro_use]
 mod kit;
@@ -26,6 +28,7 @@ mod guard;
 mod probe;
 mod process_edges;
 mod publish;
+mod race;
 mod reconcile_cli;
 mod recover;
 mod redeliver;

@@ -296,16 +296,13 @@ fn start(home: &Path) -> Review {
             }
         }
     });
-    let url = match rx.recv_timeout(WAIT) {
-        Ok(u) => u,
-        Err(_) => {
-            let _ = child.kill();
-            let out = child.wait_with_output().unwrap();
-            panic!(
-                "no URL printed; stderr:\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
+    let Ok(url) = rx.recv_timeout(WAIT) else {
+        let _ = child.kill();
+        let out = child.wait_with_output().unwrap();
+        panic!(
+            "no URL printed; stderr:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     };
     let parsed = url::Url::parse(&url).unwrap();
     let origin = parsed.origin().ascii_serialization();

@@ -172,9 +172,8 @@ async fn delivery_keys_and_attempt_tokens_are_unique_in_the_database(b: Backend)
     let c = claim(&db.store, &key, "w1", at(0)).await;
     let dup_key = format!(
         "INSERT INTO intents (delivery_key, account, platform, action_kind, target, request_json, content_hash, \
-         state, max_attempts, created_at, updated_at) VALUES ('{}', 'alice', 'fixture', 'post', '', '{{}}', 'h', \
-         'pending', 3, 0, 0)",
-        key
+         state, max_attempts, created_at, updated_at) VALUES ('{key}', 'alice', 'fixture', 'post', '', '{{}}', 'h', \
+         'pending', 3, 0, 0)"
     );
     assert!(
         db.store.execute_raw_for_tests(&dup_key).await.is_err(),

@@ -207,3 +207,107 @@ impl ReadFetcher {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// "decoded by the door", gzip-encoded (mtime 0).
+    const GZIP: &[u8] = &[
+        31, 139, 8, 0, 0, 0, 0, 0, 2, 3, 75, 73, 77, 206, 79, 73, 77, 81, 72, 170, 84, 40, 201, 72,
+        85, 72, 201, 207, 47, 2, 0, 249, 31, 65, 248, 19, 0, 0, 0,
+    ];
+    /// The same text, HTTP's "deflate" (zlib-wrapped).
+    const DEFLATE: &[u8] = &[
+        120, 156, 75, 73, 77, 206, 79, 73, 77, 81, 72, 170, 84, 40, 201, 72, 85, 72, 201, 207, 47,
+        2, 0, 69, 197, 6, 249,
+    ];
+
+    /// A server that answers one request with `body` under `Content-Encoding: encoding`; its URL, and the
+    /// request head it read.
+    async fn encoded_once(
+        encoding: &'static str,
+        body: &'static [u8],
+    ) -> (String, tokio::task::JoinHandle<String>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/page.js", listener.local_addr().unwrap());
+        let served = tokio::spawn(async move {
+            let (mut sock, _) = listener.accept().await.unwrap();
+            let mut head = Vec::new();
+            let mut buf = [0u8; 1024];
+            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                let n = sock.read(&mut buf).await.unwrap();
+                assert!(n > 0, "the request head ended early");
+                head.extend_from_slice(&buf[..n]);
+            }
+            let answer = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: text/javascript\r\ncontent-encoding: {encoding}\r\n\
+                 content-length: {}\r\nconnection: close\r\n\r\n",
+                body.len()
+            );
+            sock.write_all(answer.as_bytes()).await.unwrap();
+            sock.write_all(body).await.unwrap();
+            sock.shutdown().await.unwrap();
+            String::from_utf8_lossy(&head).to_ascii_lowercase()
+        });
+        (url, served)
+    }
+
+    /// A paused GET of `url` as Chromium reports it, with Chromium's own Accept-Encoding.
+    fn paused_get(url: &str) -> EventRequestPaused {
+        serde_json::from_value(serde_json::json!({
+            "requestId": "interception-1",
+            "frameId": "frame-1",
+            "resourceType": "Script",
+            "request": {
+                "url": url,
+                "method": "GET",
+                "headers": { "Accept-Encoding": "gzip, deflate, br, zstd", "Accept": "*/*" },
+                "initialPriority": "High",
+                "referrerPolicy": "no-referrer",
+            },
+        }))
+        .expect("a paused request")
+    }
+
+    /// The page gets the decoded body, and no Content-Encoding (nor the encoded length) that would make
+    /// Chromium decode it a second time. The request asks only for what the client decodes.
+    #[tokio::test]
+    async fn gzip_and_deflate_reads_reach_the_page_decoded() {
+        let fetcher = ReadFetcher::new().unwrap();
+        for (encoding, body) in [("gzip", GZIP), ("deflate", DEFLATE)] {
+            let (url, served) = encoded_once(encoding, body).await;
+            let answer = fetcher.fetch(&paused_get(&url)).await;
+            let head = served.await.unwrap();
+            let ReadAnswer::Fulfill {
+                status,
+                headers,
+                body,
+            } = answer
+            else {
+                panic!("{encoding}: {answer:?}");
+            };
+            assert_eq!(status, 200);
+            assert_eq!(body, b"decoded by the door", "{encoding}");
+            assert!(
+                !headers
+                    .iter()
+                    .any(|(k, _)| k == "content-encoding" || k == "content-length"),
+                "{encoding}: {headers:?}"
+            );
+            let accepted = head
+                .lines()
+                .find_map(|l| l.strip_prefix("accept-encoding:"))
+                .map(str::trim)
+                .unwrap_or_default()
+                .to_string();
+            assert!(
+                accepted.contains("gzip")
+                    && accepted.contains("deflate")
+                    && !accepted.contains("br"),
+                "{encoding}: accept-encoding {accepted:?}"
+            );
+        }
+    }
+}
