@@ -181,6 +181,20 @@ async (locs, act, opts) => {
     else if (act.action === 'click' && ctl && ctl.form && ['submit', 'image'].includes(ctl.type)) acted = 'refused: target would submit a form';
     else {
       if (act.action === 'focus') el.focus({ preventScroll: true });
+      else if (act.action === 'focus_replace' || act.action === 'focus_append') {
+        // Before typing: select what the field holds (the text typed next replaces it) or put the caret
+        // after it. Selection only: no key event, no input event.
+        el.focus({ preventScroll: true });
+        const all = act.action === 'focus_replace';
+        if (typeof el.setSelectionRange === 'function' && typeof el.value === 'string') {
+          el.setSelectionRange(all ? 0 : el.value.length, el.value.length);
+        } else {
+          const sel = el.ownerDocument.getSelection(), r = el.ownerDocument.createRange();
+          r.selectNodeContents(el);
+          if (!all) r.collapse(false);
+          sel.removeAllRanges(); sel.addRange(r);
+        }
+      }
       else if (act.action === 'scroll_into_view') el.scrollIntoView({ block: 'center', inline: 'center' });
       else if (act.action === 'click') el.click();
       else { acted = 'refused: unknown action ' + act.action; }

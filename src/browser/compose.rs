@@ -372,7 +372,10 @@ impl<'a> ComposePage<'a> {
             self.session.liveness(),
             "excerpt the compose region",
             DOM_EXCERPT_JS,
-            &serde_json::json!(null),
+            &serde_json::json!({
+                "publish": css_of(&self.plan.publish.checkable(false)),
+                "fields": self.plan.fields.iter().map(css_of).collect::<Vec<_>>(),
+            }),
         )
         .await?;
         Ok(v.as_str().unwrap_or_default().to_string())
@@ -600,11 +603,34 @@ const ELEMENT_JS: &str = r#"
 }
 "#;
 
+/// The CSS strategies of a locator in the top document (none for one inside iframes).
+fn css_of(l: &NamedLocator) -> Vec<String> {
+    if !l.locator.frames.is_empty() {
+        return Vec::new();
+    }
+    l.locator
+        .strategies
+        .iter()
+        .filter_map(|s| match s {
+            super::Strategy::Css(c) => Some(c.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
 const DOM_EXCERPT_JS: &str = r#"
-() => {
-  // The publish button first: a selector list would pick whichever comes first in the document (a search form).
-  const pub = document.querySelector('#publish') || document.querySelector('button[type=submit]') || document.querySelector('form');
-  const root = (pub && (pub.closest('form') || pub.closest('main'))) || document.querySelector('main') || document.body;
+(p) => {
+  // The compose form: the smallest element holding the publish control and every field the contract's CSS
+  // finds (measured: a selector list picked the header's search form on two real apps).
+  const first = sels => { for (const s of sels) { try { const e = document.querySelector(s); if (e) return e; } catch (e) {} } return null; };
+  const pub = first(p.publish) || document.querySelector('button[type=submit]') || document.querySelector('form');
+  const fields = p.fields.map(first).filter(e => e !== null);
+  let root = null;
+  if (pub && fields.length > 0) {
+    root = pub;
+    while (root.parentElement && !fields.every(f => root.contains(f))) root = root.parentElement;
+  }
+  root = root || (pub && (pub.closest('form') || pub.closest('main'))) || document.querySelector('main') || document.body;
   const c = root.cloneNode(true);
   c.querySelectorAll('input[type=hidden]').forEach(e => e.setAttribute('value', '[redacted]'));
   c.querySelectorAll('*').forEach(e => { for (const a of Array.from(e.attributes)) {

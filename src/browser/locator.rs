@@ -88,11 +88,24 @@ pub enum Purpose {
     Field {
         /// How it takes text.
         edit: EditKind,
+        /// What typing does with a value the page put there first.
+        fill: FillMode,
     },
     /// The target of a non-publishing step.
     Step,
     /// The publish control (checked, never pressed).
     PublishControl,
+}
+
+/// What filling a field does with what the page put in it first (a title prefilled with "New item").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FillMode {
+    /// Select everything the field holds, then type: the typed text replaces it.
+    #[default]
+    Replace,
+    /// Put the caret after what the field holds, then type.
+    Append,
 }
 
 /// A locator with a name, a purpose and the states it must have.

@@ -15,7 +15,9 @@ use serde::Serialize;
 use super::checks::{Act, LocatorCheck, Scroll, check_and_act};
 use super::dialogs::{self, DialogEvent, DialogPolicy};
 use super::door::Knock;
-use super::locator::{NamedLocator, NonPublishingStep, PublishControl, Purpose, StepAction};
+use super::locator::{
+    FillMode, NamedLocator, NonPublishingStep, PublishControl, Purpose, StepAction,
+};
 use super::screenshot::{self, Mark, MarkVerdict};
 use super::write_guard::WriteAttempt;
 use super::{BrowserError, BrowserSession, Liveness};
@@ -232,13 +234,22 @@ impl<'a> ProbePage<'a> {
         field: &NamedLocator,
         text: &str,
     ) -> Result<StepOutcome, BrowserError> {
-        if !matches!(field.purpose, Purpose::Field { .. }) {
+        let Purpose::Field { fill, .. } = field.purpose else {
             return Err(BrowserError::Plan(format!(
                 "{} is not a compose field",
                 field.name
             )));
-        }
-        let mut out = self.act(field, StepAction::Focus).await?;
+        };
+        let mut out = self
+            .act_named(
+                field,
+                StepAction::Focus,
+                match fill {
+                    FillMode::Replace => "focus_replace",
+                    FillMode::Append => "focus_append",
+                },
+            )
+            .await?;
         if out.ok {
             self.live
                 .call(
@@ -257,6 +268,22 @@ impl<'a> ProbePage<'a> {
         action: StepAction,
     ) -> Result<StepOutcome, BrowserError> {
         let name = match action {
+            StepAction::WaitFor => "wait_for",
+            StepAction::Focus => "focus",
+            StepAction::ScrollIntoView => "scroll_into_view",
+            StepAction::Click => "click",
+        };
+        self.act_named(target, action, name).await
+    }
+
+    /// `act` with the page script's own action name (the fill's focus variants have no contract step).
+    async fn act_named(
+        &self,
+        target: &NamedLocator,
+        action: StepAction,
+        name: &'static str,
+    ) -> Result<StepOutcome, BrowserError> {
+        match action {
             StepAction::WaitFor => {
                 let c = self.wait_for(target, Duration::ZERO).await?;
                 return Ok(StepOutcome {
@@ -266,10 +293,8 @@ impl<'a> ProbePage<'a> {
                     outcome: outcome_of(&c),
                 });
             }
-            StepAction::Focus => "focus",
-            StepAction::ScrollIntoView => "scroll_into_view",
-            StepAction::Click => "click",
-        };
+            StepAction::Focus | StepAction::ScrollIntoView | StepAction::Click => {}
+        }
         let locs = [target.clone(), self.publish.clone()];
         let act = Act {
             target: 0,

@@ -139,6 +139,20 @@ pub struct Field {
     pub required: bool,
     /// Where the field is.
     pub locator: Locator,
+    /// What typing does with a value the page put there first: `replace` it (the default) or `append` to
+    /// it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fill: Option<FieldFill>,
+}
+
+/// What filling a field does with what the page put in it first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FieldFill {
+    /// Select what the field holds, then type over it (a title prefilled with "New item").
+    Replace,
+    /// Type after what the field holds (a body that starts with a greeting the platform keeps).
+    Append,
 }
 
 /// Element states a locator can require.

@@ -152,6 +152,10 @@ impl Contract {
             .map(|f| NamedLocator {
                 name: format!("field:{}", f.name),
                 purpose: Purpose::Field {
+                    fill: match f.fill.unwrap_or(format::FieldFill::Replace) {
+                        format::FieldFill::Replace => browser::FillMode::Replace,
+                        format::FieldFill::Append => browser::FillMode::Append,
+                    },
                     edit: match f.kind {
                         FieldKind::TextInput => browser::EditKind::TextInput,
                         FieldKind::Textarea => browser::EditKind::Textarea,

@@ -336,6 +336,15 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
             "name the body field (body_field = \"NAME\") or declare a field named \"text\"",
         );
     }
+    for (i, f) in c.compose.fields.iter().enumerate() {
+        if f.fill.is_some() {
+            format2(
+                &mut k,
+                root.key("compose").key("fields").index(i).key("fill"),
+                "fill",
+            );
+        }
+    }
     if c.publish.create_wait_ms.is_some() {
         format2(
             &mut k,

@@ -57,6 +57,11 @@ pub enum Misbehaviour {
     /// Publishes with `PUT /api/items/{title}` (the title in the URL, percent-encoded; `{"text"}` in the body)
     /// and stays on the page; the item's page is `/items/{title}`. Counted as a create arrival.
     TitleKeyedPut,
+    /// The page fills the title field with "New item" on load, as editors do (the normal compose script
+    /// publishes).
+    PrefillsFields,
+    /// The publish control is `#send-post` (no id `publish`, no submit button), after the header's search form.
+    RenamedControls,
 }
 
 /// One hostile variant.
@@ -173,5 +178,13 @@ pub const HOSTILE_VARIANTS: &[HostileVariant] = &[
     HostileVariant {
         name: "title-put",
         misbehaviour: Misbehaviour::TitleKeyedPut,
+    },
+    HostileVariant {
+        name: "prefilled",
+        misbehaviour: Misbehaviour::PrefillsFields,
+    },
+    HostileVariant {
+        name: "renamed-controls",
+        misbehaviour: Misbehaviour::RenamedControls,
     },
 ];

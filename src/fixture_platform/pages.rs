@@ -43,6 +43,8 @@ const HOSTILE: &[&str] = &[
     "secrets",
     "draft-sync",
     "title-put",
+    "prefilled",
+    "renamed-controls",
 ];
 
 /// The content of a hostile page, by name (`fixtures/hostile/NAME.html`).
@@ -73,6 +75,8 @@ const HOSTILE: &[&str] = &[
 {%- when "secrets" %}{% include "hostile/secrets.html" %}
 {%- when "draft-sync" %}{% include "hostile/draft-sync.html" %}
 {%- when "title-put" %}{% include "hostile/title-put.html" %}
+{%- when "prefilled" %}{% include "hostile/prefilled.html" %}
+{%- when "renamed-controls" %}{% include "hostile/renamed-controls.html" %}
 {%- when _ %}
 {%- endmatch -%}
 "#

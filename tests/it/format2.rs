@@ -182,3 +182,79 @@ async fn migrate_rewrites_a_format_1_file_that_then_publishes_the_same() {
     assert_eq!(env.copies(&text), 1);
     let _: Value = v;
 }
+
+/// A field the page prefilled ("New item"): the typed title replaces it by default, and follows it with
+/// `fill = "append"`. The body goes into the field `compose.body_field` names.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prefilled_field_is_replaced_or_appended_to_as_declared_and_the_body_field_is_named() {
+    let env = Env::start().await;
+    let base = std::fs::read_to_string(kit::repo_path("selectors/fixture.toml"))
+        .unwrap()
+        .replace("format = 1", "format = 2")
+        .replace(
+            "url = \"{base_url}/compose\"",
+            "url = \"{base_url}/hostile/prefilled\"",
+        )
+        // The body field is called `body` here, and named as the body.
+        .replace("name = \"text\"", "name = \"body\"")
+        .replace("field = \"text\"", "field = \"body\"")
+        .replace("[compose]\n", "[compose]\nbody_field = \"body\"\n");
+    assert!(base.contains("body_field = \"body\""), "{base}");
+    let append = base.replace("name = \"title\"", "name = \"title\"\nfill = \"append\"");
+    for (name, contract, want) in [
+        ("replace.toml", base.clone(), "Quarterly report"),
+        ("append.toml", append, "New itemQuarterly report"),
+    ] {
+        let c = env.write_file(name, &contract);
+        let text = unique(name);
+        let (code, v, err) = env
+            .publish("alice", &c, &text, &["--field", "title=Quarterly report"])
+            .await;
+        assert_eq!(code, 0, "{name}: {v} {err}");
+        assert_eq!(v["state"], "published", "{v}");
+        let post = env
+            .platform
+            .posts()
+            .into_iter()
+            .find(|p| p.text == text)
+            .unwrap();
+        assert_eq!(post.title.as_deref(), Some(want), "{name}");
+    }
+}
+
+/// The page excerpt kept as evidence is the compose form (the smallest element holding the publish control
+/// and the fields, found by the contract's own CSS), not the first form in the document (the header's
+/// search form, as measured on two real apps).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_excerpt_is_the_compose_form_found_by_the_contract() {
+    let env = Env::start().await;
+    let c = std::fs::read_to_string(kit::repo_path("selectors/fixture.toml"))
+        .unwrap()
+        .replace(
+            "url = \"{base_url}/compose\"",
+            "url = \"{base_url}/hostile/renamed-controls\"",
+        )
+        .replace(
+            "strategies = [{ css = \"#publish\" }, { role = \"button\", name = \"Publish\" }]",
+            "strategies = [{ css = \"#send-post\" }]",
+        );
+    assert!(c.contains("#send-post"), "{c}");
+    let contract = env.write_file("renamed.toml", &c);
+    let text = unique("excerpt of the compose form");
+    let (code, v, err) = env.publish("alice", &contract, &text, &[]).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(env.copies(&text), 1);
+    let excerpt = v["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["kind"] == "dom_excerpt")
+        .and_then(|e| e["path"].as_str())
+        .map(|p| std::fs::read_to_string(env.home().join(p)).unwrap())
+        .unwrap_or_else(|| panic!("no dom_excerpt: {v}"));
+    assert!(
+        excerpt.contains("post-text") && excerpt.contains("send-post"),
+        "{excerpt}"
+    );
+    assert!(!excerpt.contains("search-q"), "{excerpt}");
+}
