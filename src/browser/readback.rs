@@ -36,6 +36,85 @@ pub enum TextRule {
     CollapseWhitespace,
     /// The shown text (without a trailing ellipsis) is a non-empty prefix of the sent text.
     Prefix,
+    /// For platforms that render markup: the words of both texts, in order, are equal (see
+    /// [`visible_words`]; markup characters, link targets and tags are not words).
+    VisibleWords,
+}
+
+/// The visible words of a post's text: after NFC, with URLs (`scheme://...`), HTML tags (`<...>`) and
+/// character references (`&amp;`) removed, the maximal runs of letters and digits, in order, case kept.
+///
+/// Markup a platform renders (`**bold**`, `_it_`, `# heading`, `==== H ====`, `[label](https://...)`,
+/// `<b>x</b>`, `@mention`) leaves the same words on both sides; a changed, added, dropped or reordered word
+/// does not. What this cannot see through: markup whose *words* vanish when rendered (a wiki link
+/// `[[target|label]]` shows only `label`; `[b]` BBCode tags): those posts mismatch and are parked for a person,
+/// never taken for another post.
+pub fn visible_words(text: &str) -> Vec<String> {
+    use unicode_normalization::UnicodeNormalization;
+    let t: String = text.nfc().collect();
+    let mut cleaned = String::with_capacity(t.len());
+    let mut rest = t.as_str();
+    while !rest.is_empty() {
+        if let Some(n) = url_len(rest) {
+            cleaned.push(' ');
+            rest = &rest[n..];
+        } else if let Some(n) = tag_len(rest) {
+            cleaned.push(' ');
+            rest = &rest[n..];
+        } else {
+            let c = rest.chars().next().unwrap_or(' ');
+            cleaned.push(c);
+            rest = &rest[c.len_utf8()..];
+        }
+    }
+    cleaned
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// Length of a `scheme://...` URL at the start of `s` (up to whitespace or a closing bracket/quote).
+fn url_len(s: &str) -> Option<usize> {
+    let scheme = s
+        .char_indices()
+        .take_while(|(_, c)| c.is_ascii_alphanumeric() || "+.-".contains(*c))
+        .last()
+        .map(|(i, c)| i + c.len_utf8())?;
+    if !s[..1].chars().all(|c| c.is_ascii_alphabetic()) || !s[scheme..].starts_with("://") {
+        return None;
+    }
+    let tail = &s[scheme + 3..];
+    let end = tail
+        .find(|c: char| c.is_whitespace() || ")]>\"'".contains(c))
+        .unwrap_or(tail.len());
+    Some(scheme + 3 + end)
+}
+
+/// Length of an HTML tag (`<b>`, `</a>`, `<br/>`) or a character reference (`&amp;`, `&#39;`) at the start.
+fn tag_len(s: &str) -> Option<usize> {
+    if let Some(r) = s.strip_prefix('<') {
+        let first = r.chars().next()?;
+        if !(first.is_ascii_alphabetic() || first == '/') {
+            return None;
+        }
+        return r
+            .find('>')
+            .filter(|i| !r[..*i].contains('<'))
+            .map(|i| i + 2);
+    }
+    if let Some(r) = s.strip_prefix('&') {
+        let end = r.find(';')?;
+        let name = &r[..end];
+        let ok = (!name.is_empty()
+            && name.len() <= 10
+            && name.chars().all(|c| c.is_ascii_alphanumeric()))
+            || (name.starts_with('#')
+                && name.len() > 1
+                && name[1..].chars().all(|c| c.is_ascii_alphanumeric()));
+        return ok.then_some(end + 2);
+    }
+    None
 }
 
 impl TextRule {
@@ -51,6 +130,10 @@ impl TextRule {
             TextRule::Prefix => {
                 let b = b.trim_end_matches('…').trim_end_matches("...").trim_end();
                 !b.is_empty() && a.starts_with(b)
+            }
+            TextRule::VisibleWords => {
+                let words = visible_words(&a);
+                !words.is_empty() && words == visible_words(&b)
             }
         }
     }
@@ -769,6 +852,35 @@ mod tests {
             allowed_origins: vec!["http://127.0.0.1:9".into()],
             fields: Default::default(),
             body_field: "text".into(),
+        }
+    }
+
+    #[test]
+    fn visible_words_see_through_rendered_markup_but_not_a_different_post() {
+        let r = TextRule::VisibleWords;
+        for (sent, shown) in [
+            ("**Release** _notes_ for v2", "Release notes for v2"),
+            (
+                "# Heading\n\nSee [the docs](https://ex.example/a?b=c) now",
+                "Heading See the docs now",
+            ),
+            ("==== Title ====\n//it// **b**", "Title it b"),
+            ("<b>bold</b> &amp; plain", "bold & plain"),
+            ("ping @alice, please", "ping @alice please"),
+            ("Café", "Cafe\u{301}"),
+        ] {
+            assert!(r.matches(sent, shown), "{sent:?} vs {shown:?}");
+        }
+        for (sent, shown) in [
+            ("**Release** notes for v2", "Release notes for v3"),
+            ("one two three", "one three"),
+            ("one two", "two one"),
+            ("one two", "one two three"),
+            ("Release", "release"),
+            ("[[target|label]]", "label"),
+            ("** __ **", ""),
+        ] {
+            assert!(!r.matches(sent, shown), "{sent:?} vs {shown:?}");
         }
     }
 

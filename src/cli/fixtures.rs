@@ -44,6 +44,9 @@ pub struct ServeArgs {
     /// accepted.
     #[arg(long, value_enum, default_value_t = TokenPolicy::PerSession)]
     pub tokens: TokenPolicy,
+    /// Show posts rendered from markdown (`**b**`, `[label](url)`, `# heading`), as most platforms do.
+    #[arg(long)]
+    pub render_markdown: bool,
     /// Print one JSON line `{"base_url": ..., "data_dir": ..., "fault": ...}` instead of the bare URL.
     #[arg(long)]
     pub json: bool,
@@ -64,6 +67,7 @@ async fn serve(args: ServeArgs, data_dir: PathBuf) -> anyhow::Result<()> {
         port: args.port,
         fault,
         tokens: args.tokens,
+        renders_markdown: args.render_markdown,
     })
     .await
     .context("starting the fixture platform")?;

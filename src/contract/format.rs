@@ -367,6 +367,9 @@ pub enum TextCompare {
     CollapseWhitespace,
     /// The platform may shorten the text: the shown text (without a trailing ellipsis) must be a prefix.
     Prefix,
+    /// The platform renders markup (markdown, wiki, HTML, mentions): the visible words of both, in order,
+    /// must be equal; URLs, tags and markup characters are not words (format 2; docs/contracts.md).
+    VisibleWords,
 }
 
 /// Screenshot evidence settings.

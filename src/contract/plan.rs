@@ -345,6 +345,7 @@ impl Contract {
                 format::TextCompare::ExactNfc => browser::TextRule::ExactNfc,
                 format::TextCompare::CollapseWhitespace => browser::TextRule::CollapseWhitespace,
                 format::TextCompare::Prefix => browser::TextRule::Prefix,
+                format::TextCompare::VisibleWords => browser::TextRule::VisibleWords,
             },
             propagation_ms: rb.propagation_ms,
             masks: self.evidence.mask.clone(),

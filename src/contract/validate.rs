@@ -345,6 +345,13 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
             );
         }
     }
+    if c.readback.compare == TextCompare::VisibleWords {
+        format2(
+            &mut k,
+            root.key("readback").key("compare"),
+            "compare = \"visible-words\"",
+        );
+    }
     if c.publish.create_wait_ms.is_some() {
         format2(
             &mut k,

@@ -94,6 +94,8 @@ pub struct FixtureConfig {
     pub fault: Fault,
     /// How CSRF tokens are issued (a hostile mode: one fresh token per page).
     pub tokens: TokenPolicy,
+    /// Show posts rendered from markdown (what a reader sees), as most platforms do.
+    pub renders_markdown: bool,
 }
 
 impl FixtureConfig {
@@ -104,6 +106,7 @@ impl FixtureConfig {
             port: 0,
             fault: Fault::default(),
             tokens: TokenPolicy::default(),
+            renders_markdown: false,
         }
     }
 }
@@ -135,6 +138,8 @@ pub(crate) struct Shared {
     fault: Mutex<Fault>,
     /// How CSRF tokens are issued.
     tokens: TokenPolicy,
+    /// Posts shown rendered from markdown.
+    renders_markdown: bool,
     /// Under [`TokenPolicy::PerPage`]: the newest token of each session (by cookie, `""` without one).
     newest_tokens: Mutex<std::collections::HashMap<String, String>>,
 }
@@ -199,6 +204,7 @@ impl FixturePlatform {
             stats: Mutex::new(Stats::default()),
             fault: Mutex::new(config.fault),
             tokens: config.tokens,
+            renders_markdown: config.renders_markdown,
             newest_tokens: Mutex::new(Default::default()),
         });
         // Persist once so a fresh dir holds the CSRF secret before any page is served.

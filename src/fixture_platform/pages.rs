@@ -94,6 +94,22 @@ pub struct Viewer {
     pub account: String,
     /// CSRF token the page embeds in `<meta name="csrf-token">`.
     pub csrf: String,
+    /// Posts are shown rendered from markdown (`--render markdown`): what a reader sees, not the source.
+    pub markdown: bool,
+}
+
+/// A post's text as a markdown renderer shows it, as plain text (what the page's `textContent` holds):
+/// `[label](url)` shows `label`, emphasis and code marks and heading hashes are not shown.
+fn rendered_markdown(text: &str) -> String {
+    static LINK: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"\[([^\]]*)\]\([^)]*\)").expect("static regex")
+    });
+    static MARKS: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"(?m)\*\*|__|\*|`|^#+[ \t]*").expect("static regex")
+    });
+    MARKS
+        .replace_all(&LINK.replace_all(text, "$1"), "")
+        .into_owned()
 }
 
 fn initial(account: &str) -> String {
@@ -202,11 +218,11 @@ struct PostView<'a> {
     at: &'a str,
     shown: String,
     title: Option<&'a str>,
-    text: &'a str,
+    text: std::borrow::Cow<'a, str>,
 }
 
 impl<'a> PostView<'a> {
-    fn of(post: &'a Post) -> Self {
+    fn of(post: &'a Post, viewer: &Viewer) -> Self {
         PostView {
             id: &post.id,
             initial: initial(&post.account),
@@ -214,7 +230,11 @@ impl<'a> PostView<'a> {
             at: &post.created_at,
             shown: human_time(&post.created_at),
             title: post.title.as_deref(),
-            text: &post.text,
+            text: if viewer.markdown {
+                rendered_markdown(&post.text).into()
+            } else {
+                post.text.as_str().into()
+            },
         }
     }
 }
@@ -253,7 +273,7 @@ fn human_time(rfc3339: &str) -> String {
 /// `GET /p/{id}`.
 pub fn permalink(viewer: &Viewer, post: &Post) -> String {
     let main = Article {
-        post: PostView::of(post),
+        post: PostView::of(post, viewer),
         match_kind: None,
     };
     layout(viewer, "permalink", "Post", "", main)
@@ -270,7 +290,7 @@ pub fn feed(viewer: &Viewer, posts: &[Post]) -> String {
     let posts = posts
         .iter()
         .map(|p| Article {
-            post: PostView::of(p),
+            post: PostView::of(p, viewer),
             match_kind: None,
         })
         .collect();
@@ -289,7 +309,7 @@ pub fn search(viewer: &Viewer, query: &str, results: &[(Post, bool)]) -> String 
     let results = results
         .iter()
         .map(|(p, exact)| Article {
-            post: PostView::of(p),
+            post: PostView::of(p, viewer),
             match_kind: Some(if *exact { "exact" } else { "substring" }),
         })
         .collect();
@@ -340,7 +360,7 @@ pub fn hostile_search(
 ) -> String {
     let results = results
         .iter()
-        .map(|(p, _)| (PostView::of(p), link.href(p)))
+        .map(|(p, _)| (PostView::of(p, viewer), link.href(p)))
         .collect();
     let main = HostileSearch { query, results };
     layout(viewer, "search", "Search", query, main)
@@ -401,6 +421,7 @@ mod tests {
         let v = Viewer {
             account: "{{csrf}}".into(),
             csrf: "TOKEN".into(),
+            markdown: false,
         };
         let p = post(
             "a {{csrf}} b {{ main }} {% if true %}x{% endif %}",
@@ -428,6 +449,7 @@ mod tests {
         let v = Viewer {
             account: evil.into(),
             csrf: "tok\"><x>".into(),
+            markdown: false,
         };
         let p = post(evil, Some(evil), evil);
         let results = [(p.clone(), true)];
@@ -485,6 +507,7 @@ mod tests {
         let v = Viewer {
             account: "t".into(),
             csrf: "tok".into(),
+            markdown: false,
         };
         for name in HOSTILE {
             let html = hostile(&v, name).unwrap();

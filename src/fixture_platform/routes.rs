@@ -517,7 +517,11 @@ fn viewer_for(shared: &Arc<Shared>, session: Option<&str>) -> Viewer {
             .as_bytes(),
     );
     let csrf = hex::encode(&h.finalize()[..16]);
-    Viewer { account, csrf }
+    Viewer {
+        account,
+        csrf,
+        markdown: shared.renders_markdown,
+    }
 }
 
 /// Under [`TokenPolicy::PerPage`]: a page render mints the session's new token; anything else (the create

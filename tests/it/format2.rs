@@ -258,3 +258,33 @@ async fn the_page_excerpt_is_the_compose_form_found_by_the_contract() {
     );
     assert!(!excerpt.contains("search-q"), "{excerpt}");
 }
+
+/// A platform that renders markup: the read-back sees the rendered words, not the source. With
+/// `compare = "visible-words"` the post is verified; with the exact rule the same post is a mismatch (created
+/// once, but parked for a person).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_markdown_rendering_platform_is_read_back_by_its_visible_words() {
+    let env = kit::Env::start_configured(None, None, |cfg| cfg.renders_markdown = true).await;
+    env.add_account("alice", &["--handle", "alice"]).await;
+    let fixture = std::fs::read_to_string(kit::repo_path("selectors/fixture.toml")).unwrap();
+    let words = fixture
+        .replace("format = 1", "format = 2")
+        .replace("compare = \"exact-nfc\"", "compare = \"visible-words\"");
+    assert!(words.contains("visible-words"));
+    let words = env.write_file("words.toml", &words);
+    let exact = env.write_file("exact.toml", &fixture);
+    let text = |n: &str| {
+        unique(&format!(
+            "# Release {n}\n\n**Bold** notes: see [the docs](https://example.com/docs?x=1) now"
+        ))
+    };
+    let sent = text("a");
+    let (code, v, err) = env.publish("alice", &words, &sent, &[]).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["state"], "published", "{v}");
+    assert_eq!(env.copies(&sent), 1);
+    let sent = text("b");
+    let (_, v, err) = env.publish("alice", &exact, &sent, &[]).await;
+    assert_ne!(v["state"], "published", "{v} {err}");
+    assert_eq!(env.copies(&sent), 1, "created once, never again");
+}
