@@ -244,7 +244,28 @@ impl<'a> ComposePage<'a> {
     ) -> Result<Vec<StepOutcome>, BrowserError> {
         let pp = self.probe_page();
         let mut out = Vec::new();
-        for step in &self.plan.steps {
+        let (before, after): (Vec<_>, Vec<_>) =
+            self.plan.steps.iter().partition(|s| !s.runs_after_fill());
+        if !self.run_steps(&pp, &before, step_timeout, &mut out).await? {
+            return Ok(out);
+        }
+        self.fill_fields(&pp, values, step_timeout, &mut out)
+            .await?;
+        // Steps after the fill: a click that opens a pre-publish panel once the post is written (a two-step
+        // publish); like every step, never the publish control itself.
+        self.run_steps(&pp, &after, step_timeout, &mut out).await?;
+        Ok(out)
+    }
+
+    /// Run `steps` in order; false (and the outcome recorded) when one's target never became ready.
+    async fn run_steps(
+        &self,
+        pp: &ProbePage<'_>,
+        steps: &[&super::NonPublishingStep],
+        step_timeout: Duration,
+        out: &mut Vec<StepOutcome>,
+    ) -> Result<bool, BrowserError> {
+        for step in steps {
             let c = pp.wait_for(step.target(), step_timeout).await?;
             if !c.ok {
                 out.push(StepOutcome {
@@ -253,10 +274,21 @@ impl<'a> ComposePage<'a> {
                     ok: false,
                     outcome: format!("timed out: {}", c.problems.join("; ")),
                 });
-                return Ok(out);
+                return Ok(false);
             }
             out.push(pp.click_step(step).await?);
         }
+        Ok(true)
+    }
+
+    /// Fill every field that has a value.
+    async fn fill_fields(
+        &self,
+        pp: &ProbePage<'_>,
+        values: &[(String, String)],
+        step_timeout: Duration,
+        out: &mut Vec<StepOutcome>,
+    ) -> Result<(), BrowserError> {
         for f in &self.plan.fields {
             let Some((_, text)) = values.iter().find(|(n, _)| *n == f.name) else {
                 continue;
@@ -275,7 +307,7 @@ impl<'a> ComposePage<'a> {
             self.session.write_guard().watch_typed(text);
             out.push(pp.fill(f, text).await?);
         }
-        Ok(out)
+        Ok(())
     }
 
     /// Strict actionability of the publish control after filling (all its states, `states_after_fill`

@@ -192,6 +192,7 @@ pub enum StepAction {
 pub struct NonPublishingStep {
     action: StepAction,
     target: NamedLocator,
+    after_fill: bool,
 }
 
 impl NonPublishingStep {
@@ -207,7 +208,23 @@ impl NonPublishingStep {
                 target.name
             ));
         }
-        Ok(NonPublishingStep { action, target })
+        Ok(NonPublishingStep {
+            action,
+            target,
+            after_fill: false,
+        })
+    }
+
+    /// This step runs after the fields are filled (a click that opens a pre-publish panel once the post
+    /// is written), not before.
+    pub fn after_fill(mut self, yes: bool) -> Self {
+        self.after_fill = yes;
+        self
+    }
+
+    /// Whether it runs after the fill.
+    pub fn runs_after_fill(&self) -> bool {
+        self.after_fill
     }
 
     /// What it does.

@@ -19,7 +19,7 @@ use super::locator::{
     FillMode, NamedLocator, NonPublishingStep, PublishControl, Purpose, StepAction,
 };
 use super::screenshot::{self, Mark, MarkVerdict};
-use super::write_guard::WriteAttempt;
+use super::write_guard::{WriteAttempt, WriteGuard};
 use super::{BrowserError, BrowserSession, Liveness};
 use crate::wait::Wait;
 
@@ -376,7 +376,23 @@ pub async fn run(
     };
     let t = Instant::now();
     let mut steps = Vec::new();
-    for step in &plan.steps {
+    // Steps marked `after_fill` run after the fill (only with `--fill`: they open what a written post opens).
+    let ordered: Vec<&NonPublishingStep> = plan
+        .steps
+        .iter()
+        .filter(|s| !s.runs_after_fill())
+        .chain(
+            plan.steps
+                .iter()
+                .filter(|s| s.runs_after_fill() && opts.fill.is_some()),
+        )
+        .collect();
+    let mut filled = false;
+    for step in ordered {
+        if step.runs_after_fill() && !filled {
+            fill_all(&probe_page, plan, opts, guard, &mut problems, &mut steps).await?;
+            filled = true;
+        }
         // Every step first waits (bounded) for its target, so slow pages get their time.
         let c = probe_page
             .wait_for(step.target(), opts.step_timeout)
@@ -399,15 +415,8 @@ pub async fn run(
         }
         steps.push(out);
     }
-    if let Some(text) = &opts.fill {
-        for f in &plan.fields {
-            guard.watch_typed(text);
-            let out = probe_page.fill(f, text).await?;
-            if !out.ok && f.required {
-                problems.push(format!("fill {}: {}", f.name, out.outcome));
-            }
-            steps.push(out);
-        }
+    if !filled {
+        fill_all(&probe_page, plan, opts, guard, &mut problems, &mut steps).await?;
     }
     timings.steps_ms = ms(t);
 
@@ -508,6 +517,28 @@ pub async fn run(
     };
     let _ = live.call("close the page", page.close()).await;
     Ok((report, png))
+}
+
+/// With `--fill`: type the text into every field.
+async fn fill_all(
+    probe_page: &ProbePage<'_>,
+    plan: &ProbePlan,
+    opts: &ProbeOptions,
+    guard: &WriteGuard,
+    problems: &mut Vec<String>,
+    steps: &mut Vec<StepOutcome>,
+) -> Result<(), BrowserError> {
+    if let Some(text) = &opts.fill {
+        for f in &plan.fields {
+            guard.watch_typed(text);
+            let out = probe_page.fill(f, text).await?;
+            if !out.ok && f.required {
+                problems.push(format!("fill {}: {}", f.name, out.outcome));
+            }
+            steps.push(out);
+        }
+    }
+    Ok(())
 }
 
 fn ms(t: Instant) -> u64 {

@@ -105,6 +105,10 @@ pub struct Step {
     /// The target element; exclusive with `field`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub locator: Option<Locator>,
+    /// Run after the fields are filled (format 2): a click that opens a pre-publish panel once the post is
+    /// written (a two-step publish; the panel's own control is the publish control).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_fill: Option<bool>,
     /// Must be `true`: the author asserts this step cannot publish.
     #[schemars(extend("const" = true))]
     pub non_publishing: bool,

@@ -207,7 +207,11 @@ impl Contract {
                 format::StepAction::ScrollIntoView => browser::StepAction::ScrollIntoView,
                 format::StepAction::Click => browser::StepAction::Click,
             };
-            steps.push(NonPublishingStep::new(action, target, &publish).map_err(PlanError::Step)?);
+            steps.push(
+                NonPublishingStep::new(action, target, &publish)
+                    .map_err(PlanError::Step)?
+                    .after_fill(s.after_fill.unwrap_or(false)),
+            );
         }
         let non_publish_writes = self
             .non_publish_writes

@@ -336,6 +336,15 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
             "name the body field (body_field = \"NAME\") or declare a field named \"text\"",
         );
     }
+    for (i, s) in c.compose.steps.iter().enumerate() {
+        if s.after_fill.is_some() {
+            format2(
+                &mut k,
+                root.key("compose").key("steps").index(i).key("after_fill"),
+                "after_fill",
+            );
+        }
+    }
     for (i, f) in c.compose.fields.iter().enumerate() {
         if f.fill.is_some() {
             format2(

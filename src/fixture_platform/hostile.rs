@@ -62,6 +62,8 @@ pub enum Misbehaviour {
     PrefillsFields,
     /// The publish control is `#send-post` (no id `publish`, no submit button), after the header's search form.
     RenamedControls,
+    /// A two-step publish: `#publish` only opens a pre-publish panel; its `#publish-now` sends the create.
+    TwoStepPublish,
 }
 
 /// One hostile variant.
@@ -186,5 +188,9 @@ pub const HOSTILE_VARIANTS: &[HostileVariant] = &[
     HostileVariant {
         name: "renamed-controls",
         misbehaviour: Misbehaviour::RenamedControls,
+    },
+    HostileVariant {
+        name: "two-step",
+        misbehaviour: Misbehaviour::TwoStepPublish,
     },
 ];

@@ -45,6 +45,7 @@ const HOSTILE: &[&str] = &[
     "title-put",
     "prefilled",
     "renamed-controls",
+    "two-step",
 ];
 
 /// The content of a hostile page, by name (`fixtures/hostile/NAME.html`).
@@ -77,6 +78,7 @@ const HOSTILE: &[&str] = &[
 {%- when "title-put" %}{% include "hostile/title-put.html" %}
 {%- when "prefilled" %}{% include "hostile/prefilled.html" %}
 {%- when "renamed-controls" %}{% include "hostile/renamed-controls.html" %}
+{%- when "two-step" %}{% include "hostile/two-step.html" %}
 {%- when _ %}
 {%- endmatch -%}
 "#

@@ -288,3 +288,45 @@ async fn a_markdown_rendering_platform_is_read_back_by_its_visible_words() {
     assert_ne!(v["state"], "published", "{v} {err}");
     assert_eq!(env.copies(&sent), 1, "created once, never again");
 }
+
+/// A two-step publish: the first "Publish" opens a pre-publish panel (a declared non-publishing click after
+/// the fill), the panel's button is the publish control, pressed once. Without the step the panel's button
+/// is never there: nothing is pressed and nothing sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_two_step_publish_opens_its_panel_by_a_declared_step_and_presses_once() {
+    let env = Env::start().await;
+    let base = std::fs::read_to_string(kit::repo_path("selectors/fixture.toml"))
+        .unwrap()
+        .replace("format = 1", "format = 2")
+        .replace(
+            "url = \"{base_url}/compose\"",
+            "url = \"{base_url}/hostile/two-step\"",
+        )
+        .replace(
+            "locator = { strategies = [{ css = \"#publish\" }, { role = \"button\", name = \"Publish\" }] }",
+            "locator = { strategies = [{ css = \"#publish-now\" }] }",
+        );
+    assert!(base.contains("#publish-now"), "{base}");
+    let step = "\n[[compose.steps]]\naction = \"click\"\nlocator = { strategies = [{ css = \"#publish\" }] }\nafter_fill = true\nnon_publishing = true\nwhy = \"opens the pre-publish panel; the panel's button publishes\"\n";
+    let two = base.replacen(
+        "\n[[compose.fields]]",
+        &format!("{step}\n[[compose.fields]]"),
+        1,
+    );
+    assert!(two.contains("after_fill = true"));
+    let c = env.write_file("two-step.toml", &two);
+    let (code, out, err) = env.run(&["contract", "check", c.to_str().unwrap()]).await;
+    assert_eq!(code, 0, "{out} {err}");
+    let text = unique("two steps");
+    let (code, v, err) = env.publish("alice", &c, &text, &[]).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["state"], "published", "{v}");
+    assert_eq!(env.copies(&text), 1);
+    assert_eq!(env.arrivals(), 1);
+    let without = env.write_file("one-step.toml", &base);
+    let text = unique("panel never opened");
+    let (_, v, err) = env.publish("alice", &without, &text, &[]).await;
+    assert_eq!(v["state"], "failed", "{v} {err}");
+    assert_eq!(v["pressed"], false, "{v}");
+    assert_eq!(env.arrivals(), 1);
+}
