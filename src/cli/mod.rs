@@ -236,7 +236,10 @@ async fn run(cli: Cli) -> Result<Exit, CliError> {
         Command::Fixtures(args) => {
             fixtures::run(args, ctx.data_dir.clone())
                 .await
-                .map_err(|e| CliError::internal(format!("{e:#}")))?;
+                .map_err(|e| match e.downcast_ref::<fixtures::BadProxyInput>() {
+                    Some(b) => CliError::bad_input(b.0.clone()),
+                    None => CliError::internal(format!("{e:#}")),
+                })?;
             Ok(Exit::Ok)
         }
         Command::Review(args) => review::run(&ctx, args).await,
