@@ -233,3 +233,101 @@ async fn conform_proxy_refuses_bad_options_with_exit_2() {
         assert_eq!(code, 2, "{args:?}: {out} {err}");
     }
 }
+
+/// `oncepost conform` against Fixturebook with `contract`, as account `alice` (registered with its handle).
+async fn conform_run(
+    contract: &std::path::Path,
+) -> (i32, Value, String, RunningPlatform, tempfile::TempDir) {
+    let (dir, fb) = platform().await;
+    let o = Oncepost::new(dir.path().join("home"));
+    let (code, out, err) = o
+        .run(&[
+            "accounts",
+            "add",
+            "alice",
+            "--platform",
+            "fixture",
+            "--handle",
+            "alice",
+        ])
+        .await;
+    assert_eq!(code, 0, "{out} {err}");
+    let base = fb.base_url();
+    let login = format!("{base}/login?account=alice");
+    let (code, out, err) = o
+        .run(&[
+            "conform",
+            "--contract",
+            contract.to_str().unwrap(),
+            "--base-url",
+            &base,
+            "--account",
+            "alice",
+            "--login-url",
+            &login,
+            "--delay-ms",
+            "4000",
+            "--request-timeout",
+            "2s",
+            "--json",
+        ])
+        .await;
+    let table: Value = serde_json::from_str(&out).unwrap_or(Value::Null);
+    (code, table, format!("{out}\n{err}"), fb, dir)
+}
+
+fn cell<'a>(table: &'a Value, fault: &str) -> &'a Value {
+    table["cells"]
+        .as_array()
+        .expect("cells")
+        .iter()
+        .find(|c| c["fault"] == fault)
+        .unwrap_or_else(|| panic!("no {fault} cell in {table}"))
+}
+
+#[tokio::test]
+async fn conform_passes_every_cell_on_fixturebook() {
+    let (code, table, log, fb, _dir) = conform_run(&crate::kit::fixture_contract()).await;
+    assert_eq!(code, 0, "{log}");
+    assert_eq!(table["pass"], true, "{log}");
+    assert_eq!(table["cells"].as_array().unwrap().len(), 6, "{log}");
+    // The faults really happened: each commit-* left the publish unsure, and the lookup settled it.
+    for fault in ["commit-then-500", "commit-then-drop", "commit-then-delay"] {
+        let c = cell(&table, fault);
+        assert_eq!(c["after_publish"], "indeterminate", "{fault}: {log}");
+        assert_eq!(c["after_reconcile"], "published", "{fault}: {log}");
+        assert_eq!(c["copies"], 1, "{fault}: {log}");
+    }
+    assert_eq!(cell(&table, "normal")["after_reconcile"], "published");
+    let reset = cell(&table, "reset-before-read");
+    assert_eq!(reset["copies"], 0, "{log}");
+    assert_eq!(reset["after_reconcile"], "parked", "{log}");
+    assert_eq!(cell(&table, "probe")["writes_forwarded"][0], 0);
+    // Server-side truth: one post per text that reached it, four in all, never two of one text.
+    let mut texts = texts(&fb);
+    assert_eq!(texts.len(), 4, "{texts:?}");
+    texts.sort();
+    texts.dedup();
+    assert_eq!(texts.len(), 4, "{texts:?}");
+    assert_eq!(fb.stats().create_arrivals, 4);
+}
+
+#[tokio::test]
+async fn conform_fails_a_cell_and_exits_3_when_the_create_matcher_misses_the_real_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(crate::kit::fixture_contract()).unwrap();
+    let broken = text.replace(
+        r#"create_request = { method = "POST", url = "{base_url}/api/posts" }"#,
+        r#"create_request = { method = "POST", url = "{base_url}/api/other" }"#,
+    );
+    assert_ne!(broken, text);
+    let contract = dir.path().join("broken.toml");
+    std::fs::write(&contract, broken).unwrap();
+    let (code, table, log, fb, _dir) = conform_run(&contract).await;
+    assert_eq!(code, 3, "{log}");
+    assert_eq!(table["pass"], false, "{log}");
+    let normal = cell(&table, "normal");
+    assert_eq!(normal["pass"], false, "{log}");
+    assert_eq!(fb.posts().len(), 0, "{log}");
+    assert_eq!(fb.stats().create_arrivals, 0);
+}
