@@ -5,6 +5,7 @@
 //! [`output`] (never panics on a closed pipe; control characters escaped), which the lints below enforce.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 mod admin;
+pub mod conform;
 mod context;
 pub mod contract;
 pub mod demo;
@@ -82,6 +83,9 @@ pub enum Command {
     /// Platform contracts (selectors/NAME.toml).
     #[command(subcommand)]
     Contract(contract::ContractCommand),
+    /// Check the at-most-once claim against your own platform through a fault-injecting proxy: a probe, one
+    /// publish per fault, sweep + reconcile, a rerun; prints a table (exit 3 when a cell fails).
+    Conform(conform::ConformArgs),
     /// Serve the review page for parked and indeterminate sends on loopback (or --export it as static HTML).
     Review(review::ReviewArgs),
     /// Settle indeterminate intents by LOOKING at the platform: one recorded lookup each, never a resend.
@@ -152,6 +156,7 @@ pub fn main() -> ExitCode {
     match &cli.command {
         Command::Contract(c) => return contract::run(c),
         Command::Probe(a) => return runtime.block_on(probe::run(&cli, a)),
+        Command::Conform(a) => return runtime.block_on(conform::run(&cli, a, cli.log_format)),
         _ => {}
     }
     match runtime.block_on(run(cli)) {
@@ -236,13 +241,18 @@ async fn run(cli: Cli) -> Result<Exit, CliError> {
         Command::Fixtures(args) => {
             fixtures::run(args, ctx.data_dir.clone())
                 .await
-                .map_err(|e| CliError::internal(format!("{e:#}")))?;
+                .map_err(|e| match e.downcast_ref::<fixtures::BadProxyInput>() {
+                    Some(b) => CliError::bad_input(b.0.clone()),
+                    None => CliError::internal(format!("{e:#}")),
+                })?;
             Ok(Exit::Ok)
         }
         Command::Review(args) => review::run(&ctx, args).await,
         Command::Reconcile(args) => recover::run_reconcile(&ctx, args).await,
         Command::Worker(args) => recover::run_worker(&ctx, args).await,
-        Command::Contract(_) | Command::Probe(_) => Err(CliError::internal("dispatched earlier")),
+        Command::Contract(_) | Command::Probe(_) | Command::Conform(_) => {
+            Err(CliError::internal("dispatched earlier"))
+        }
     }
 }
 
@@ -271,6 +281,7 @@ mod tests {
                 "publish",
                 "probe",
                 "contract",
+                "conform",
                 "review",
                 "reconcile",
                 "worker",

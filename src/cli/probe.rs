@@ -77,7 +77,7 @@ pub async fn run(cli: &Cli, args: &ProbeArgs) -> ExitCode {
         errln!("error: {e}");
         return ExitCode::from(2);
     }
-    match probe(cli, args, &plan).await {
+    match probe(cli, args, &plan, true).await {
         Ok(report) => {
             if report.verdict == ProbeVerdict::Pass {
                 ExitCode::SUCCESS
@@ -100,10 +100,12 @@ pub async fn run(cli: &Cli, args: &ProbeArgs) -> ExitCode {
 #[error("{0}")]
 struct BadInput(String);
 
-async fn probe(
+/// Run the probe, store its report (and screenshot) as evidence, and print it when `print`.
+pub(crate) async fn probe(
     cli: &Cli,
     args: &ProbeArgs,
     plan: &browser::ProbePlan,
+    print: bool,
 ) -> anyhow::Result<ProbeReport> {
     let data = super::data_dir(cli)?;
     let profiles = data.join("profiles");
@@ -159,10 +161,12 @@ async fn probe(
     redact_report(&mut report);
     let json = serde_json::to_string_pretty(&crate::redact::json(&serde_json::to_value(&report)?))?;
     let (report_hash, report_path) = store(&evidence, json.as_bytes(), "json")?;
-    if args.json {
-        outln!("{json}");
-    } else {
-        print_human(&report, &report_path);
+    if print {
+        if args.json {
+            outln!("{json}");
+        } else {
+            print_human(&report, &report_path);
+        }
     }
     errln!("report {report_hash} stored at {}", report_path.display());
     Ok(report)

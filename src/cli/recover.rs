@@ -74,7 +74,7 @@ pub struct WorkerArgs {
     pub lookup_timeout: i64,
 }
 
-fn lookup_for(
+pub(super) fn lookup_for(
     ctx: &Context,
     store: &Store,
     contract: &std::path::Path,

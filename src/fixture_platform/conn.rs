@@ -21,7 +21,7 @@ use tokio::task::JoinSet;
 use super::{SHUTDOWN_GRACE, Shared, routes};
 
 /// A client must finish sending a request head within this long (slowloris bound).
-const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How a handler asks its connection task to end the connection instead of answering.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,7 +46,7 @@ impl ConnControl {
         self.notify.notify_one();
     }
 
-    async fn ended(&self) -> ConnAction {
+    pub(crate) async fn ended(&self) -> ConnAction {
         loop {
             if let Some(a) = *self.action.lock().unwrap_or_else(PoisonError::into_inner) {
                 return a;
@@ -141,9 +141,16 @@ async fn serve_connection(
 
 /// A connection's socket as hyper drives it. Once `reset` is set, its close sends RST instead of FIN: SO_LINGER
 /// with a zero timeout goes on just before the descriptor is closed (a zero linger never blocks the close).
-struct Socket {
+pub(crate) struct Socket {
     stream: TcpStream,
     reset: Arc<AtomicBool>,
+}
+
+impl Socket {
+    /// Wrap `stream`; setting `reset` makes its close an RST.
+    pub(crate) fn new(stream: TcpStream, reset: Arc<AtomicBool>) -> Self {
+        Socket { stream, reset }
+    }
 }
 
 impl Drop for Socket {

@@ -24,6 +24,7 @@ mod hostile;
 mod live;
 mod pages;
 mod posts;
+pub mod proxy;
 mod routes;
 mod secrets;
 mod stats;

@@ -18,6 +18,7 @@ mod kit;
 mod authorship;
 mod binding;
 mod cli_store;
+mod conform;
 mod contract;
 mod crash_matrix;
 mod declared_writes;
