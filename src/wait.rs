@@ -191,7 +191,9 @@ mod tests {
             pauses += 1;
         }
         assert!(w.expired());
-        assert!((2..=4).contains(&pauses), "{pauses}");
+        // Each pause sleeps at least the period, so at most deadline/period + 1 pauses pass; a loaded machine
+        // can only make pauses longer (measured: 1 pause at load 17), so no lower bound is asserted.
+        assert!(pauses <= 4, "{pauses}");
         assert_eq!(w.remaining(), Duration::ZERO);
     }
 }
