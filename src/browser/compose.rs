@@ -62,6 +62,18 @@ pub enum SuccessRule {
         /// The element must show this text (a posted field's value): another post's banner is not ours.
         text: Option<String>,
     },
+    /// The app shows it has synced: the element (first match of `css`), or its attribute or class, is
+    /// there (`present`) or gone. Carries no id.
+    Synced {
+        /// CSS selector.
+        css: String,
+        /// Look at this attribute.
+        attribute: Option<String>,
+        /// Look at this class.
+        class: Option<String>,
+        /// Wait for it to be there (true) or gone (false).
+        present: bool,
+    },
 }
 
 /// One success signal of a publish plan.
@@ -513,6 +525,31 @@ impl<'a> ComposePage<'a> {
                             return Ok(Some((seen, s.id.clone())));
                         }
                     }
+                    SuccessRule::Synced {
+                        css,
+                        attribute,
+                        class,
+                        present,
+                    } => {
+                        let v = evaluate_json(
+                            &self.page,
+                            self.session.liveness(),
+                            "look for the synced signal",
+                            SYNCED_JS,
+                            &serde_json::json!({ "css": css, "attr": attribute, "class": class }),
+                        )
+                        .await
+                        .unwrap_or(serde_json::Value::Null);
+                        // An answer that is not a boolean (the page navigating) is neither state.
+                        if v.as_bool() == Some(*present) {
+                            let seen = SuccessSeen {
+                                via: "synced".into(),
+                                id: None,
+                                page_url: url.clone(),
+                            };
+                            return Ok(Some((seen, s.id.clone())));
+                        }
+                    }
                     SuccessRule::ResponseJson { .. } | SuccessRule::ResponseStatus { .. } => {}
                 }
             }
@@ -632,6 +669,18 @@ const ELEMENT_JS: &str = r#"
     }
   }
   return { found: false, id: null };
+}
+"#;
+
+const SYNCED_JS: &str = r#"
+(p) => {
+  // Whether the element (first match), or its attribute or class, is there. A bad selector is an answer of
+  // neither kind (null), so it never reads as "gone".
+  let e;
+  try { e = document.querySelector(p.css); } catch (err) { return null; }
+  if (p.attr != null) return e !== null && e.hasAttribute(p.attr);
+  if (p.class != null) return e !== null && e.classList.contains(p.class);
+  return e !== null;
 }
 "#;
 

@@ -43,8 +43,8 @@ pub use readback::{
 };
 pub use session::{BrowserSession, LaunchOptions, Liveness, find_chromium};
 pub use transport::{
-    CreatePattern, DispatchOutcome, OneShotSender, TransportMode, TransportOptions, UrlMatch,
-    WireRequest, WriteLogEntry,
+    CreatePattern, DispatchOutcome, OneShotSender, RequestFacts, TransportMode, TransportOptions,
+    UrlMatch, WireRequest, WriteLogEntry,
 };
 pub use write_guard::{WriteAttempt, WriteGuard};
 

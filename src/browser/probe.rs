@@ -45,6 +45,9 @@ pub struct ProbePlan {
     /// Writes the contract declares non-publishing. A probe still blocks them (it sends nothing) and
     /// reports them apart from the alarms; a publish lets them through.
     pub non_publish_writes: Vec<super::CreatePattern>,
+    /// The create request (with no post's values): never counted among the declared writes, whatever
+    /// they say.
+    pub create_request: super::CreatePattern,
 }
 
 /// Probe settings.
@@ -331,6 +334,8 @@ pub async fn run(
     let t0 = Instant::now();
     let live = session.liveness();
     let guard = session.write_guard();
+    // Declared writes are recognised, never let through: a probe sends nothing.
+    guard.recognise_declared(plan.non_publish_writes.clone(), plan.create_request.clone());
     let mark = guard.mark();
     let knock_mark = guard.door().sinkhole().mark();
     let page = live
@@ -460,14 +465,10 @@ pub async fn run(
         }
     }
     // A poisoned guard log fails the probe: what the page attempted is unknown.
-    let (declared_writes, writes): (Vec<WriteAttempt>, Vec<WriteAttempt>) =
-        guard.writes_since(mark)?.into_iter().partition(|w| {
-            !w.carried_typed_text
-                && plan
-                    .non_publish_writes
-                    .iter()
-                    .any(|d| d.matches(&w.method, &w.url))
-        });
+    let (declared_writes, writes): (Vec<WriteAttempt>, Vec<WriteAttempt>) = guard
+        .writes_since(mark)?
+        .into_iter()
+        .partition(|w| w.declared && !w.carried_typed_text);
     for w in &writes {
         problems.push(format!(
             "write attempted and blocked: {} {} ({}){}",

@@ -68,8 +68,34 @@ pub enum UrlMatch {
     Regex(regex::Regex),
 }
 
-/// A request by method and URL: the create request a press causes, or a write the contract declares
-/// non-publishing (`non_publish_writes`).
+/// What a request matcher sees of one request.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestFacts<'a> {
+    /// HTTP method as sent.
+    pub method: &'a str,
+    /// Full URL.
+    pub url: &'a str,
+    /// Request headers as Chromium would send them (names in any case).
+    pub headers: &'a [(String, String)],
+    /// The body, `None` when it is not known (Chromium gave no bytes for part of it): a body rule then
+    /// never matches, so such a request is neither the create request nor a declared write (failed).
+    pub body: Option<&'a [u8]>,
+}
+
+impl<'a> RequestFacts<'a> {
+    /// A request known by its request line only: no headers, an empty body.
+    pub fn line(method: &'a str, url: &'a str) -> RequestFacts<'a> {
+        RequestFacts {
+            method,
+            url,
+            headers: &[],
+            body: Some(&[]),
+        }
+    }
+}
+
+/// A request by method, URL and optionally headers and body: the create request a press causes, or a write
+/// the contract declares non-publishing (`non_publish_writes`).
 #[derive(Debug, Clone)]
 pub struct CreatePattern {
     /// Upper-case HTTP method.
@@ -78,18 +104,42 @@ pub struct CreatePattern {
     pub url: UrlMatch,
     /// URLs (full) this pattern does not match even when `url` does (`not_url_regex`).
     pub exclude: Option<regex::Regex>,
+    /// Headers that must be present, each with a value matching its regex (names compared ignoring case).
+    pub headers: Vec<(String, regex::Regex)>,
+    /// The body (read as UTF-8, invalid bytes replaced) must match this.
+    pub body: Option<regex::Regex>,
+    /// A body matching this is not matched even when everything else is (`not_body_regex`).
+    pub not_body: Option<regex::Regex>,
 }
 
 impl CreatePattern {
-    /// Whether a paused request matches (for the create pattern: is the create request).
-    pub fn matches(&self, method: &str, url: &str) -> bool {
-        if !method.eq_ignore_ascii_case(&self.method) {
+    /// A pattern by method and URL only.
+    pub fn new(method: &str, url: UrlMatch) -> CreatePattern {
+        CreatePattern {
+            method: method.to_ascii_uppercase(),
+            url,
+            exclude: None,
+            headers: Vec::new(),
+            body: None,
+            not_body: None,
+        }
+    }
+
+    /// Whether the pattern says anything about headers or the body (beyond method and URL).
+    pub fn looks_inside(&self) -> bool {
+        !self.headers.is_empty() || self.body.is_some() || self.not_body.is_some()
+    }
+
+    /// Whether a request matches (for the create pattern: is the create request).
+    pub fn matches(&self, r: &RequestFacts<'_>) -> bool {
+        let url = r.url;
+        if !r.method.eq_ignore_ascii_case(&self.method) {
             return false;
         }
         if self.exclude.as_ref().is_some_and(|re| re.is_match(url)) {
             return false;
         }
-        match &self.url {
+        let url_ok = match &self.url {
             UrlMatch::Exact(want) => {
                 // Compared percent-decoded: a template encodes a field value one way (`'` as `%27`), a
                 // page's encodeURIComponent another; both mean the same URL.
@@ -102,8 +152,67 @@ impl CreatePattern {
                 bare == want.as_str() || decode(bare) == decode(want)
             }
             UrlMatch::Regex(re) => re.is_match(url),
+        };
+        if !url_ok {
+            return false;
+        }
+        let headers_ok = self.headers.iter().all(|(name, re)| {
+            r.headers
+                .iter()
+                .any(|(k, v)| k.eq_ignore_ascii_case(name) && re.is_match(v))
+        });
+        if !headers_ok {
+            return false;
+        }
+        if self.body.is_none() && self.not_body.is_none() {
+            return true;
+        }
+        // An unknown body matches no body rule, positive or negative: fail closed either way.
+        let Some(body) = r.body else {
+            return false;
+        };
+        let text = String::from_utf8_lossy(body);
+        self.body.as_ref().is_none_or(|re| re.is_match(&text))
+            && !self.not_body.as_ref().is_some_and(|re| re.is_match(&text))
+    }
+}
+
+/// The paused request's headers, as name/value pairs.
+pub fn request_headers(ev: &EventRequestPaused) -> Vec<(String, String)> {
+    let mut headers = Vec::new();
+    if let Some(obj) = ev.request.headers.inner().as_object() {
+        for (k, v) in obj {
+            let v = v
+                .as_str()
+                .map(String::from)
+                .unwrap_or_else(|| v.to_string());
+            headers.push((k.clone(), v));
         }
     }
+    headers
+}
+
+/// The paused request's body from `post_data_entries`. An entry without bytes (a multipart file part)
+/// makes the body incomplete: an error, never a partial body.
+pub fn request_body(ev: &EventRequestPaused) -> Result<Vec<u8>, String> {
+    let mut body = Vec::new();
+    if let Some(entries) = &ev.request.post_data_entries {
+        for (i, e) in entries.iter().enumerate() {
+            let Some(b) = &e.bytes else {
+                return Err(format!(
+                    "body entry {i} has no bytes (a file part?): the body is incomplete"
+                ));
+            };
+            let s: &str = b.as_ref();
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(s)
+                .map_err(|e| format!("body entry {i} is not base64: {e}"))?;
+            body.extend_from_slice(&bytes);
+        }
+    } else if ev.request.has_post_data == Some(true) {
+        return Err("the request has a body but Chromium gave none of it".into());
+    }
+    Ok(body)
 }
 
 /// Who sends the create request. Behind the door only the harness can: Chromium has no route out.
@@ -319,36 +428,11 @@ fn classify(e: &reqwest::Error) -> DispatchOutcome {
 /// header is exactly what Chromium would send, HttpOnly included), the body from `post_data_entries`.
 /// An entry without bytes (a multipart file part) makes the body incomplete: refused.
 pub fn build_wire_request(ev: &EventRequestPaused) -> Result<WireRequest, String> {
-    let mut headers = Vec::new();
-    if let Some(obj) = ev.request.headers.inner().as_object() {
-        for (k, v) in obj {
-            if HOP_BY_HOP.contains(&k.to_ascii_lowercase().as_str()) {
-                continue;
-            }
-            let v = v
-                .as_str()
-                .map(String::from)
-                .unwrap_or_else(|| v.to_string());
-            headers.push((k.clone(), v));
-        }
-    }
-    let mut body = Vec::new();
-    if let Some(entries) = &ev.request.post_data_entries {
-        for (i, e) in entries.iter().enumerate() {
-            let Some(b) = &e.bytes else {
-                return Err(format!(
-                    "body entry {i} has no bytes (a file part?): the body is incomplete"
-                ));
-            };
-            let s: &str = b.as_ref();
-            let bytes = base64::engine::general_purpose::STANDARD
-                .decode(s)
-                .map_err(|e| format!("body entry {i} is not base64: {e}"))?;
-            body.extend_from_slice(&bytes);
-        }
-    } else if ev.request.has_post_data == Some(true) {
-        return Err("the request has a body but Chromium gave none of it".into());
-    }
+    let headers = request_headers(ev)
+        .into_iter()
+        .filter(|(k, _)| !HOP_BY_HOP.contains(&k.to_ascii_lowercase().as_str()))
+        .collect();
+    let body = request_body(ev)?;
     Ok(WireRequest {
         method: ev.request.method.clone(),
         url: ev.request.url.clone(),

@@ -37,7 +37,9 @@ use tokio::sync::oneshot;
 use super::door::Door;
 use super::door::reads::ReadAnswer;
 use super::session::BrowserHandle;
-use super::transport::{CreatePattern, fulfill_params};
+use super::transport::{
+    CreatePattern, RequestFacts, fulfill_params, request_body, request_headers,
+};
 use super::{BrowserError, Liveness};
 
 /// A write the page attempted and the guard failed.
@@ -56,6 +58,9 @@ pub struct WriteAttempt {
     /// A GET/HEAD failed because its URL carried text oncepost typed into the page before the press (a
     /// "read" that sends the draft: an analytics pixel, a draft-sync GET).
     pub carried_typed_text: bool,
+    /// It matches a write the contract declares non-publishing (`non_publish_writes`) and is not the
+    /// create request: during a probe it is blocked like any write but reported apart, not as an alarm.
+    pub declared: bool,
 }
 
 /// A write the contract declares non-publishing (`non_publish_writes`), let through during a publish: sent
@@ -72,16 +77,20 @@ pub struct ForwardedWrite {
     pub error: Option<String>,
 }
 
-/// The writes a publish lets through, and the create request that is never one of them.
+/// The writes the contract declares non-publishing, the create request that is never one of them, and
+/// whether they are let through (a publish) or only recognised (a probe: blocked, reported apart).
 #[derive(Debug, Clone)]
 struct Declared {
     rules: Vec<CreatePattern>,
     create: CreatePattern,
+    pass: bool,
 }
 
 impl Declared {
-    fn allows(&self, method: &str, url: &str) -> bool {
-        !self.create.matches(method, url) && self.rules.iter().any(|r| r.matches(method, url))
+    /// A declared write: matched by a rule and not the create request. A request whose body is unknown is
+    /// never one: whether it is the create request cannot be told, and it could not be sent faithfully.
+    fn covers(&self, r: &RequestFacts<'_>) -> bool {
+        r.body.is_some() && !self.create.matches(r) && self.rules.iter().any(|d| d.matches(r))
     }
 }
 
@@ -281,8 +290,22 @@ impl WriteGuard {
     /// compose page opens; a probe never does, so a probe sends nothing). A request matching `create` is
     /// never let through this way, whatever a rule says: the create request leaves only by a press.
     pub(crate) fn let_declared_through(&self, rules: Vec<CreatePattern>, create: CreatePattern) {
+        self.declare(rules, create, true);
+    }
+
+    /// Recognise the contract's declared non-publish writes without letting them through (a probe): they
+    /// are failed like every write and recorded with [`WriteAttempt::declared`] set.
+    pub(crate) fn recognise_declared(&self, rules: Vec<CreatePattern>, create: CreatePattern) {
+        self.declare(rules, create, false);
+    }
+
+    fn declare(&self, rules: Vec<CreatePattern>, create: CreatePattern, pass: bool) {
         if let Ok(mut l) = self.log.lock() {
-            l.declared = (!rules.is_empty()).then_some(Declared { rules, create });
+            l.declared = (!rules.is_empty()).then_some(Declared {
+                rules,
+                create,
+                pass,
+            });
         }
     }
 
@@ -373,10 +396,14 @@ struct Answerer {
 }
 
 /// What the guard knows of one paused request when it routes it.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Paused<'a> {
     method: &'a str,
     url: &'a str,
+    /// Headers as Chromium would send them.
+    headers: Vec<(String, String)>,
+    /// The body (`None`: not known; reads are not decoded and count as empty).
+    body: Option<Vec<u8>>,
     /// The response stage of a request that already went its way.
     response_stage: bool,
     /// A CORS preflight: `OPTIONS` carrying `Access-Control-Request-Method`. Chromium sends it by itself
@@ -393,11 +420,28 @@ impl Paused<'_> {
                 h.keys()
                     .any(|k| k.eq_ignore_ascii_case("access-control-request-method"))
             });
+        // Only a write's body can decide anything (a create or declared-write rule); reads stay cheap.
+        let body = if is_read(method) {
+            Some(Vec::new())
+        } else {
+            request_body(ev).ok()
+        };
         Paused {
             method,
             url: &ev.request.url,
+            headers: request_headers(ev),
+            body,
             response_stage: ev.response_status_code.is_some() || ev.response_error_reason.is_some(),
             preflight,
+        }
+    }
+
+    fn facts(&self) -> RequestFacts<'_> {
+        RequestFacts {
+            method: self.method,
+            url: self.url,
+            headers: &self.headers,
+            body: self.body.as_deref(),
         }
     }
 }
@@ -419,6 +463,8 @@ enum Route {
         carries: bool,
         /// A further request matching the armed create request.
         extra: bool,
+        /// A declared non-publish write, recognised but not let through (a probe).
+        declared: bool,
     },
 }
 
@@ -429,11 +475,13 @@ fn route(
     p: Paused<'_>,
     hand_over: impl FnOnce(oneshot::Sender<EventRequestPaused>) -> bool,
 ) -> Route {
+    let facts = p.facts();
     let Paused {
         method,
         url,
         response_stage,
         preflight,
+        ..
     } = p;
     let Ok(mut l) = log.lock() else {
         // Fail closed: with the log poisoned neither the takeover nor the typed text a read must not carry
@@ -445,6 +493,7 @@ fn route(
             Route::Fail {
                 carries: false,
                 extra: false,
+                declared: false,
             }
         };
     };
@@ -452,7 +501,7 @@ fn route(
     let mut extra = false;
     if let Some(t) = l.takeover.as_mut()
         && !response_stage
-        && t.pattern.matches(method, url)
+        && t.pattern.matches(&facts)
     {
         if let Some(tx) = t.slot.take()
             && hand_over(tx)
@@ -466,43 +515,62 @@ fn route(
     }
     let carries = is_read(method) && carries_typed(url, &l.typed);
     if (is_read(method) && !carries) || preflight {
-        Route::Fetch
-    } else if !is_read(method)
-        && !extra
-        && l.declared.as_ref().is_some_and(|d| d.allows(method, url))
-    {
-        Route::Declared
+        return Route::Fetch;
+    }
+    let declared = if !is_read(method) && !extra {
+        l.declared
+            .as_ref()
+            .filter(|d| d.covers(&facts))
+            .map(|d| d.pass)
     } else {
-        Route::Fail { carries, extra }
+        None
+    };
+    match declared {
+        Some(true) => Route::Declared,
+        Some(false) => Route::Fail {
+            carries,
+            extra,
+            declared: true,
+        },
+        None => Route::Fail {
+            carries,
+            extra,
+            declared: false,
+        },
     }
 }
 
 impl Answerer {
     async fn answer(&self, ev: &EventRequestPaused, log: &Mutex<Log>) {
         let method = ev.request.method.clone();
-        let (carries, extra) = match route(log, Paused::of(ev), |tx| tx.send(ev.clone()).is_ok()) {
-            Route::HandedOver => return,
-            Route::ContinueResponse => {
-                let _ = self
-                    .live
-                    .call(
-                        "continue a response",
-                        self.browser
-                            .execute(ContinueRequestParams::new(ev.request_id.clone())),
-                    )
-                    .await;
-                return;
-            }
-            Route::Fetch => {
-                self.fetch_read(ev, &method, log).await;
-                return;
-            }
-            Route::Declared => {
-                self.let_through(ev, log).await;
-                return;
-            }
-            Route::Fail { carries, extra } => (carries, extra),
-        };
+        let (carries, extra, declared) =
+            match route(log, Paused::of(ev), |tx| tx.send(ev.clone()).is_ok()) {
+                Route::HandedOver => return,
+                Route::ContinueResponse => {
+                    let _ = self
+                        .live
+                        .call(
+                            "continue a response",
+                            self.browser
+                                .execute(ContinueRequestParams::new(ev.request_id.clone())),
+                        )
+                        .await;
+                    return;
+                }
+                Route::Fetch => {
+                    self.fetch_read(ev, &method, log).await;
+                    return;
+                }
+                Route::Declared => {
+                    self.let_through(ev, log).await;
+                    return;
+                }
+                Route::Fail {
+                    carries,
+                    extra,
+                    declared,
+                } => (carries, extra, declared),
+            };
         let r = self
             .live
             .call(
@@ -534,6 +602,7 @@ impl Answerer {
                 frame_id: ev.frame_id.inner().clone(),
                 blocked,
                 carried_typed_text: carries,
+                declared,
             };
             if extra && let Some(t) = l.takeover.as_mut() {
                 t.extras.push(attempt.clone());
@@ -641,11 +710,10 @@ mod tests {
     }
 
     fn create() -> CreatePattern {
-        CreatePattern {
-            method: "POST".into(),
-            url: crate::browser::UrlMatch::Exact("http://x/api/posts".into()),
-            exclude: None,
-        }
+        CreatePattern::new(
+            "POST",
+            crate::browser::UrlMatch::Exact("http://x/api/posts".into()),
+        )
     }
 
     fn armed(log: &Mutex<Log>) -> oneshot::Receiver<EventRequestPaused> {
@@ -665,6 +733,8 @@ mod tests {
         Paused {
             method,
             url,
+            headers: Vec::new(),
+            body: Some(Vec::new()),
             response_stage,
             preflight: false,
         }
@@ -673,6 +743,7 @@ mod tests {
     const FAILED: Route = Route::Fail {
         carries: false,
         extra: false,
+        declared: false,
     };
 
     #[test]
@@ -700,7 +771,8 @@ mod tests {
             ),
             Route::Fail {
                 carries: true,
-                extra: false
+                extra: false,
+                declared: false
             }
         );
         let _rx = armed(&log);
@@ -713,18 +785,20 @@ mod tests {
             route(&log, req("POST", "http://x/api/posts", false), take),
             Route::Fail {
                 carries: false,
-                extra: true
+                extra: true,
+                declared: false
             }
         );
         assert_eq!(log.lock().unwrap().paused, 6);
     }
 
     fn rule(method: &str, re: &str, exclude: Option<&str>) -> CreatePattern {
-        CreatePattern {
-            method: method.into(),
-            url: crate::browser::UrlMatch::Regex(regex::Regex::new(re).unwrap()),
-            exclude: exclude.map(|e| regex::Regex::new(e).unwrap()),
-        }
+        let mut p = CreatePattern::new(
+            method,
+            crate::browser::UrlMatch::Regex(regex::Regex::new(re).unwrap()),
+        );
+        p.exclude = exclude.map(|e| regex::Regex::new(e).unwrap());
+        p
     }
 
     #[test]
@@ -744,6 +818,7 @@ mod tests {
         log.lock().unwrap().declared = Some(Declared {
             rules: guard_rules,
             create: create(),
+            pass: true,
         });
         assert_eq!(
             route(&log, req("PUT", "http://x/api/drafts", false), take),
@@ -776,7 +851,8 @@ mod tests {
             route(&log, req("POST", "http://x/api/posts", false), take),
             Route::Fail {
                 carries: false,
-                extra: true
+                extra: true,
+                declared: false
             },
             "a second create request after the press"
         );
@@ -789,6 +865,109 @@ mod tests {
             route(&log, req("OPTIONS", "http://y/api/posts", false), take),
             FAILED,
             "an OPTIONS the page sends itself is not a preflight"
+        );
+    }
+
+    fn with_body(method: &'static str, url: &'static str, body: Option<&str>) -> Paused<'static> {
+        Paused {
+            body: body.map(|b| b.as_bytes().to_vec()),
+            ..req(method, url, false)
+        }
+    }
+
+    #[test]
+    fn body_and_header_rules_split_one_endpoint_and_an_unknown_body_is_never_let_through() {
+        // One endpoint, two meanings (a CMS saving a draft or publishing it): the create request is the
+        // body that says publish; the draft save on the same URL is declared.
+        let mut create = create();
+        create.body = Some(regex::Regex::new(r#""status":\s*"publish""#).unwrap());
+        let mut draft = rule("POST", "^http://x/api/posts$", None);
+        draft.body = Some(regex::Regex::new(r#""status":\s*"draft""#).unwrap());
+        let mut ui = rule("POST", "^http://x/api/posts$", None);
+        ui.headers = vec![("X-Purpose".into(), regex::Regex::new("^ui-state$").unwrap())];
+        let log = Mutex::new(Log::default());
+        let take = |_tx: oneshot::Sender<EventRequestPaused>| true;
+        log.lock().unwrap().declared = Some(Declared {
+            rules: vec![draft.clone(), ui.clone()],
+            create: create.clone(),
+            pass: true,
+        });
+        let url = "http://x/api/posts";
+        assert_eq!(
+            route(
+                &log,
+                with_body("POST", url, Some(r#"{"status":"draft"}"#)),
+                take
+            ),
+            Route::Declared
+        );
+        assert_eq!(
+            route(
+                &log,
+                with_body("POST", url, Some(r#"{"status":"publish"}"#)),
+                take
+            ),
+            FAILED,
+            "the create request before the press, though its URL is declared"
+        );
+        assert_eq!(
+            route(&log, with_body("POST", url, None), take),
+            FAILED,
+            "a body Chromium did not give: neither create nor declared"
+        );
+        let ui_state = Paused {
+            headers: vec![("x-purpose".into(), "ui-state".into())],
+            ..with_body("POST", url, Some("{}"))
+        };
+        assert_eq!(route(&log, ui_state, take), Route::Declared);
+        assert_eq!(
+            route(&log, with_body("POST", url, Some("{}")), take),
+            FAILED,
+            "no header, no draft body"
+        );
+        // A probe recognises the same writes but sends none of them.
+        log.lock().unwrap().declared = Some(Declared {
+            rules: vec![draft, ui],
+            create,
+            pass: false,
+        });
+        assert_eq!(
+            route(
+                &log,
+                with_body("POST", url, Some(r#"{"status":"draft"}"#)),
+                take
+            ),
+            Route::Fail {
+                carries: false,
+                extra: false,
+                declared: true
+            }
+        );
+        assert_eq!(
+            route(
+                &log,
+                with_body("POST", url, Some(r#"{"status":"publish"}"#)),
+                take
+            ),
+            FAILED,
+            "the create request is never a declared write, even in a probe's report"
+        );
+        let _rx = armed(&log);
+        let mut armed_create = log.lock().unwrap().takeover.take().unwrap();
+        armed_create.pattern.body = Some(regex::Regex::new("publish").unwrap());
+        log.lock().unwrap().takeover = Some(armed_create);
+        assert_eq!(
+            route(&log, with_body("POST", url, None), take),
+            FAILED,
+            "an unknown body is never handed over as the create request"
+        );
+        assert_eq!(
+            route(
+                &log,
+                with_body("POST", url, Some(r#"{"status":"publish"}"#)),
+                take
+            ),
+            Route::HandedOver
         );
     }
 

@@ -129,7 +129,7 @@ async fn conform(cli: &Cli, args: &ConformArgs, log: LogFormat) -> Result<Vec<Ce
             Some(rest) => format!("{base}{rest}"),
             None => w.url.clone(),
         };
-        plan.create.matches(&w.method, &at_proxy)
+        plan.create.matches(&w.facts(&at_proxy))
     };
     errln!("oncepost conform: proxy {base} in front of {upstream_origin}");
     let mut cells = Vec::new();

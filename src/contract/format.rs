@@ -3,13 +3,16 @@
 //! Every table denies unknown keys, so a typo is an error with a position instead of a silently ignored
 //! setting. Defaults are filled in at parse time and are part of the hash: two files that mean the same
 //! thing hash the same, whatever their comments, key order or formatting.
+use std::collections::BTreeMap;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The newest contract format version, the one `oncepost contract migrate` writes.
 pub const FORMAT_VERSION: u32 = 2;
 /// Every format version this build reads: 1 (the first) and 2 (`{field:NAME}` placeholders everywhere, the
-/// body field named, success by status alone or pinned to a field, `create_wait_ms`, `not_url_regex`).
+/// body field named, success by status alone or pinned to a field, `create_wait_ms`, `not_url_regex`,
+/// request body and header matchers).
 pub const FORMAT_VERSIONS: &[u32] = &[1, 2];
 
 /// A whole platform contract.
@@ -287,6 +290,18 @@ pub struct RequestMatcher {
     /// the regex dialect has no look-ahead.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_url_regex: Option<String>,
+    /// Headers the request must carry, by name (any case), each with a value matching the regex, e.g.
+    /// `{ "x-http-method-override" = "^PUT$" }` (format 2).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
+    /// A regex the request body must match, read as UTF-8 as it is sent (a form body stays
+    /// percent-encoded: `status=publish`; a JSON body as the page wrote it) (format 2). A request whose
+    /// body Chromium does not give in full (a file upload) never matches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body_regex: Option<String>,
+    /// A regex that excludes a request whose body matches it (the same endpoint saving a draft, format 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_body_regex: Option<String>,
     /// Why this request exists (for declared non-publish writes).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub why: String,
@@ -319,6 +334,43 @@ pub struct SuccessSignal {
     /// The post id is this field's posted value (a wiki page named by its title; format 2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id_from_field: Option<String>,
+    /// The app shows it has synced (format 2): an element, or an attribute or class on it, appears or
+    /// disappears after the create answer. It carries no id (`id_from_field` may give one; else the post is
+    /// found by search). Like every signal it only starts the read-back: it never settles a post alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub synced: Option<Synced>,
+}
+
+/// A page change that shows the app has synced.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Synced {
+    /// CSS selector of the element (the first match is looked at).
+    #[schemars(length(min = 1))]
+    pub css: String,
+    /// Look at this attribute of the element (exclusive with `class`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub attribute: Option<String>,
+    /// Look at this class of the element (exclusive with `attribute`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub class: Option<String>,
+    /// `appears` (the default: the element, attribute or class is there) or `disappears` (it is gone; a
+    /// missing element has neither attribute nor class).
+    #[serde(default)]
+    pub when: SyncedWhen,
+}
+
+/// Whether a synced signal waits for something to appear or to disappear.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SyncedWhen {
+    /// It is there.
+    #[default]
+    Appears,
+    /// It is gone.
+    Disappears,
 }
 
 /// How to find a post again.

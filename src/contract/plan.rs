@@ -219,7 +219,13 @@ impl Contract {
             .enumerate()
             .map(|(i, w)| request_pattern(&url_vars, &format!("non_publish_writes[{i}]"), w))
             .collect::<Result<Vec<_>, _>>()?;
+        let create_request = request_pattern(
+            &url_vars,
+            "publish.create_request",
+            &self.publish.create_request,
+        )?;
         Ok(ProbePlan {
+            create_request,
             platform: self.platform.clone(),
             contract_hash: self.hash(),
             url,
@@ -322,6 +328,13 @@ impl Contract {
                     css: css_only(l, &what)?,
                     id_attribute: s.id_attribute.clone(),
                     text: field_value(&s.element_text_field),
+                }
+            } else if let Some(sy) = &s.synced {
+                browser::SuccessRule::Synced {
+                    css: sy.css.clone(),
+                    attribute: sy.attribute.clone(),
+                    class: sy.class.clone(),
+                    present: sy.when == format::SyncedWhen::Appears,
                 }
             } else {
                 continue;
@@ -431,15 +444,17 @@ fn request_pattern(
             });
         }
     };
-    let exclude = match &m.not_url_regex {
-        Some(r) => Some(regex("not_url_regex", r)?),
-        None => None,
-    };
-    Ok(browser::CreatePattern {
-        method: m.method.to_ascii_uppercase(),
-        url,
-        exclude,
-    })
+    let optional = |key: &str, r: &Option<String>| r.as_deref().map(|r| regex(key, r)).transpose();
+    let mut pattern = browser::CreatePattern::new(&m.method, url);
+    pattern.exclude = optional("not_url_regex", &m.not_url_regex)?;
+    pattern.body = optional("body_regex", &m.body_regex)?;
+    pattern.not_body = optional("not_body_regex", &m.not_body_regex)?;
+    for (name, r) in &m.headers {
+        pattern
+            .headers
+            .push((name.clone(), regex(&format!("headers.{name}"), r)?));
+    }
+    Ok(pattern)
 }
 
 /// Read-back and success elements are found by CSS (the pages are read, never acted on).

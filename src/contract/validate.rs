@@ -265,7 +265,34 @@ impl Checker {
         if let Some(re) = &r.not_url_regex {
             self.regex(path.key("not_url_regex"), re, false);
         }
+        if let Some(re) = &r.body_regex {
+            self.regex(path.key("body_regex"), re, false);
+        }
+        if let Some(re) = &r.not_body_regex {
+            self.regex(path.key("not_body_regex"), re, false);
+        }
+        for (name, re) in &r.headers {
+            let p = path.key("headers").key(name);
+            if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+                self.err(
+                    p.clone(),
+                    format!("{name:?} is not a header name"),
+                    "letters, digits and '-', e.g. \"x-requested-with\"",
+                );
+            }
+            self.regex(p, re, false);
+        }
     }
+}
+
+/// Whether a request matcher looks at headers or the body at all.
+fn looks_inside(r: &RequestMatcher) -> bool {
+    !r.headers.is_empty() || r.body_regex.is_some() || r.not_body_regex.is_some()
+}
+
+/// Whether a request matcher positively names what its headers or body must say.
+fn names_inside(r: &RequestMatcher) -> bool {
+    !r.headers.is_empty() || r.body_regex.is_some()
 }
 
 fn braces(vars: &[&str]) -> String {
@@ -510,9 +537,26 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
             );
         }
     }
+    let inside_format2 = |k: &mut Checker, path: KeyPath, r: &RequestMatcher| {
+        for (key, set) in [
+            ("headers", !r.headers.is_empty()),
+            ("body_regex", r.body_regex.is_some()),
+            ("not_body_regex", r.not_body_regex.is_some()),
+        ] {
+            if set {
+                format2(k, path.key(key), key);
+            }
+        }
+    };
+    inside_format2(
+        &mut k,
+        publish.key("create_request"),
+        &c.publish.create_request,
+    );
     for (i, w) in c.non_publish_writes.iter().enumerate() {
         let p = root.key("non_publish_writes").index(i);
         k.request(p.clone(), w, &["base_url"]);
+        inside_format2(&mut k, p.clone(), w);
         if matches!(w.method.as_str(), "GET" | "HEAD" | "OPTIONS") {
             k.err(
                 p.key("method"),
@@ -521,14 +565,24 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
             );
         }
         let create = &c.publish.create_request;
+        let told_apart_inside = looks_inside(create) && names_inside(w);
         if w.method == create.method
+            && !told_apart_inside
             && ((w.url.is_some() && w.url == create.url)
                 || (w.url_regex.is_some() && w.url_regex == create.url_regex))
         {
             k.err(
                 p.clone(),
                 "this non-publish write is the create request",
-                "the create request is never let through as a non-publish write; narrow the URL or add not_url_regex",
+                "the create request is never let through as a non-publish write; narrow the URL, add \
+                 not_url_regex, or tell the two apart by body_regex/headers on both",
+            );
+        } else if w.method == create.method && looks_inside(create) && !names_inside(w) {
+            k.err(
+                p.clone(),
+                "the create request is told apart by its headers or body, but this write is not",
+                "give this write its own body_regex or headers: otherwise a publish whose body the create \
+                 request's rule misses would be let through as a non-publish write",
             );
         }
     }
@@ -555,9 +609,27 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
             s.url_regex.is_some(),
             s.json_field.is_some() || s.response_status.is_some(),
             s.element.is_some(),
+            s.synced.is_some(),
         ];
         if kinds.iter().filter(|b| **b).count() != 1 {
-            k.err(p.clone(), "a success signal is exactly one of: url_regex; response_status/json_field; element", "split it into several [[success]] entries");
+            k.err(p.clone(), "a success signal is exactly one of: url_regex; response_status/json_field; element; synced", "split it into several [[success]] entries");
+        }
+        if let Some(sy) = &s.synced {
+            format2(&mut k, p.key("synced"), "synced");
+            if sy.css.trim().is_empty() {
+                k.err(
+                    p.key("synced").key("css"),
+                    "empty selector",
+                    "the element to look at, e.g. \"#editor\"",
+                );
+            }
+            if sy.attribute.is_some() && sy.class.is_some() {
+                k.err(
+                    p.key("synced"),
+                    "give at most one of attribute, class",
+                    "split it into two [[success]] entries",
+                );
+            }
         }
         if let Some(r) = &s.url_regex {
             k.regex(p.key("url_regex"), r, true);

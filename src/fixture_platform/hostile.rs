@@ -64,7 +64,14 @@ pub enum Misbehaviour {
     RenamedControls,
     /// A two-step publish: `#publish` only opens a pre-publish panel; its `#publish-now` sends the create.
     TwoStepPublish,
+    /// One endpoint for drafts and posts: `POST /api/posts` with `"status":"draft"` (counted under
+    /// [`DRAFT_SAVE`]) on input and again on the press, then with `"status":"publish"` once that save went
+    /// through. Stays on the page and adds the class `synced` to `#compose-status` when published.
+    OneEndpoint,
 }
+
+/// The counter key of a draft saved through `POST /api/posts` (`/hostile/one-endpoint`).
+pub const DRAFT_SAVE: &str = "POST /api/posts status=draft";
 
 /// One hostile variant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -192,5 +199,9 @@ pub const HOSTILE_VARIANTS: &[HostileVariant] = &[
     HostileVariant {
         name: "two-step",
         misbehaviour: Misbehaviour::TwoStepPublish,
+    },
+    HostileVariant {
+        name: "one-endpoint",
+        misbehaviour: Misbehaviour::OneEndpoint,
     },
 ];

@@ -39,7 +39,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 pub use fault::{DEFAULT_DELAY_MS, Fault, FaultMode, MAX_DELAY_MS, UnknownFaultMode};
-pub use hostile::{HOSTILE_VARIANTS, HostileVariant, Misbehaviour, Trigger};
+pub use hostile::{DRAFT_SAVE, HOSTILE_VARIANTS, HostileVariant, Misbehaviour, Trigger};
 pub use posts::{Post, STATE_FILE};
 pub use secrets::{PAGE_SECRETS, PlantedSecret, RESPONSE_SECRETS};
 pub use stats::Stats;

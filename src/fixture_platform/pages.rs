@@ -46,6 +46,7 @@ const HOSTILE: &[&str] = &[
     "prefilled",
     "renamed-controls",
     "two-step",
+    "one-endpoint",
 ];
 
 /// The content of a hostile page, by name (`fixtures/hostile/NAME.html`).
@@ -79,6 +80,7 @@ const HOSTILE: &[&str] = &[
 {%- when "prefilled" %}{% include "hostile/prefilled.html" %}
 {%- when "renamed-controls" %}{% include "hostile/renamed-controls.html" %}
 {%- when "two-step" %}{% include "hostile/two-step.html" %}
+{%- when "one-endpoint" %}{% include "hostile/one-endpoint.html" %}
 {%- when _ %}
 {%- endmatch -%}
 "#

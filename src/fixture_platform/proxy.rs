@@ -174,6 +174,24 @@ pub struct ProxyWrite {
     pub matched: bool,
     /// What happened: `forwarded`, `reset` (never forwarded) or `refused-resend` (409, never forwarded).
     pub outcome: String,
+    /// Its headers (not in the stats: they may carry cookies).
+    #[serde(skip)]
+    pub headers: Vec<(String, String)>,
+    /// Its body, `None` when it was reset before the body was read (not in the stats).
+    #[serde(skip)]
+    pub body: Option<Bytes>,
+}
+
+impl ProxyWrite {
+    /// The write as a request matcher sees it, at `url` (the proxy's own address for it).
+    pub fn facts<'a>(&'a self, url: &'a str) -> crate::browser::RequestFacts<'a> {
+        crate::browser::RequestFacts {
+            method: &self.method,
+            url,
+            headers: &self.headers,
+            body: self.body.as_deref(),
+        }
+    }
 }
 
 /// The proxy's counters, as `GET /__oncepost_proxy/stats` answers them.
@@ -451,11 +469,23 @@ async fn handle(
         .as_ref()
         .is_none_or(|re| re.is_match(&format!("{method} {url}")));
     let fault = shared.fault();
-    let record = |outcome: &str| ProxyWrite {
+    let headers: Vec<(String, String)> = req
+        .headers()
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.to_string(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            )
+        })
+        .collect();
+    let record = |outcome: &str, body: Option<&Bytes>| ProxyWrite {
         method: method.to_string(),
         url: url.clone(),
         matched,
         outcome: outcome.to_owned(),
+        headers: headers.clone(),
+        body: body.cloned(),
     };
     if matched {
         shared.stats().matched_faults += 1;
@@ -463,7 +493,7 @@ async fn handle(
             {
                 let mut s = shared.stats();
                 s.resets += 1;
-                s.writes.push(record("reset"));
+                s.writes.push(record("reset", None));
             }
             control.end(ConnAction::Reset);
             return std::future::pending().await;
@@ -502,7 +532,7 @@ async fn handle(
             drop(recent);
             let mut s = shared.stats();
             s.refused_resends += 1;
-            s.writes.push(record("refused-resend"));
+            s.writes.push(record("refused-resend", Some(&body)));
             return json(
                 StatusCode::CONFLICT,
                 &serde_json::json!({"error": "oncepost proxy: an identical write arrived on another connection moments ago; refused as a re-send (--let-resends-through forwards it)"}),
@@ -522,7 +552,7 @@ async fn handle(
             .entry(format!("{method} {}", parts.uri.path()))
             .or_default() += 1;
         s.forwarded_writes_total += 1;
-        s.writes.push(record("forwarded"));
+        s.writes.push(record("forwarded", Some(&body)));
     }
     let upstream = forward(&shared, &parts, body).await;
     let end = |shared: &ProxyShared| {

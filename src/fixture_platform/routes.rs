@@ -243,6 +243,9 @@ struct CreateBody {
     text: String,
     #[serde(default)]
     title: Option<String>,
+    /// `"draft"` saves a draft instead (`/hostile/one-endpoint`); absent or anything else publishes.
+    #[serde(default)]
+    status: Option<String>,
 }
 
 /// `POST /api/posts`: the one write that publishes. Fault modes apply here only.
@@ -282,6 +285,17 @@ async fn create(
             );
         }
     };
+    if parsed.status.as_deref() == Some("draft") && title_from_path.is_none() {
+        // A draft save through the create endpoint: no post, no fault. Its head was counted as a create
+        // arrival (nothing before the body can tell); it is moved to its own counter now.
+        let mut stats = shared.lock_stats();
+        stats.create_arrivals = stats.create_arrivals.saturating_sub(1);
+        stats.record_other_write(super::hostile::DRAFT_SAVE.to_owned());
+        return json(
+            StatusCode::OK,
+            &serde_json::json!({"ok": true, "draft": true}),
+        );
+    }
     if parsed.text.trim().is_empty() {
         return json(
             StatusCode::UNPROCESSABLE_ENTITY,

@@ -274,3 +274,60 @@ fn check_refuses_a_5xx_rejection_status_and_says_why() {
         );
     }
 }
+
+#[test]
+fn body_header_and_synced_rules_are_format_2_and_checked() {
+    let create = r#"create_request = { method = "POST", url = "{base_url}/api/posts" }"#;
+    let inside = r#"create_request = { method = "POST", url = "{base_url}/api/posts", body_regex = '"status":"publish"', headers = { "x-action" = "^publish$" } }"#;
+    let with_inside = fixture_text().replace(create, inside);
+    assert_ne!(with_inside, fixture_text());
+    // Format 1 names each key that needs format 2.
+    let p = problems(&with_inside);
+    for key in ["body_regex", "headers"] {
+        assert!(
+            p.iter()
+                .any(|x| x.path == format!("publish.create_request.{key}")
+                    && x.message.contains("needs format = 2")),
+            "{key}: {p:?}"
+        );
+    }
+    let v2 = with_inside.replace("format = 1", "format = 2");
+    Contract::parse(&v2, Path::new("t.toml")).expect("valid in format 2");
+    // A regex that does not compile, a header name that is not one.
+    let bad = v2
+        .replace(r#"'"status":"publish"'"#, "'(unclosed'")
+        .replace(r#""x-action" = "^publish$""#, r#""x action" = "^publish$""#);
+    let p = problems(&bad);
+    assert!(
+        p.iter()
+            .any(|x| x.path == "publish.create_request.body_regex"
+                && x.message.contains("does not compile")),
+        "{p:?}"
+    );
+    assert!(
+        p.iter()
+            .any(|x| x.path.starts_with("publish.create_request.headers")
+                && x.message.contains("not a header name")),
+        "{p:?}"
+    );
+    // A synced signal is format 2 and looks at an attribute or a class, not both.
+    let synced = "[[success]]\nsynced = { css = \"#status\", attribute = \"data-saved\", class = \"ok\", when = \"disappears\" }\n\n[readback]";
+    let text = fixture_text()
+        .replace("format = 1", "format = 2")
+        .replace("[readback]", synced);
+    let p = problems(&text);
+    assert!(
+        p.iter()
+            .any(|x| x.path == "success[2].synced" && x.message.contains("at most one")),
+        "{p:?}"
+    );
+    let ok = text.replace(", class = \"ok\"", "");
+    let c = Contract::parse(&ok, Path::new("t.toml")).expect("valid");
+    assert!(c.success[2].synced.is_some());
+    let p = problems(&ok.replace("format = 2", "format = 1"));
+    assert!(
+        p.iter()
+            .any(|x| x.path == "success[2].synced" && x.message.contains("needs format = 2")),
+        "{p:?}"
+    );
+}
