@@ -264,6 +264,12 @@ impl DeliveryKey {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// The intent's marker for platforms that keep one (`readback.marker_field`): `op` and the key's first
+    /// 12 hex digits (48 bits), letters and digits only so that a tag, slug or title field keeps it as it is.
+    pub fn marker(&self) -> String {
+        format!("op{}", &self.0[..12])
+    }
 }
 
 impl fmt::Display for DeliveryKey {

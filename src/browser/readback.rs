@@ -173,6 +173,12 @@ pub struct ReadbackPlan {
     pub fields: std::collections::BTreeMap<String, String>,
     /// The field that carries the body (whose value is also `{text}`).
     pub body_field: String,
+    /// The compose field that carries the intent's marker (`readback.marker_field`).
+    pub marker_field: Option<String>,
+    /// CSS, inside an item, of where the marker shows (None: the whole item).
+    pub marker_css: Option<String>,
+    /// The marker this post must show (set per intent by [`ReadbackPlan::mark`]).
+    pub marker: Option<String>,
 }
 
 /// The reason of an evidence event recording an id or link a page supplied that was refused (an alarm).
@@ -369,6 +375,22 @@ impl ReadbackPlan {
         self.fields
             .insert(self.body_field.clone(), text.to_string());
     }
+
+    /// Expect the marker of intent `key` (when the contract has a marker field): items must show it, and
+    /// `{field:NAME}` of the marker field is it.
+    pub fn mark(&mut self, key: &crate::identity::DeliveryKey) {
+        if let Some(f) = &self.marker_field {
+            let m = key.marker();
+            self.fields.insert(f.clone(), m.clone());
+            self.marker = Some(m);
+        }
+    }
+
+    /// Whether an item can be this intent's post as far as the marker tells: always without a marker; with
+    /// one, only an item the page showed it on.
+    fn marked(&self, item: &ShownItem) -> bool {
+        self.marker.is_none() || item.marked == Some(true)
+    }
 }
 
 /// `template` with every `placeholder` (`{id}`, `{text}`, `{field:NAME}`) replaced by `value`, encoded for
@@ -391,6 +413,9 @@ pub struct ShownItem {
     /// The author it shows (text or attribute of the contract's author element), if any.
     #[serde(default)]
     pub author: Option<String>,
+    /// Whether it shows the intent's marker (None: no marker was looked for).
+    #[serde(default)]
+    pub marked: Option<bool>,
 }
 
 /// What a read-back concluded.
@@ -453,8 +478,14 @@ const ITEMS_JS: &str = r#"
     const a = el.querySelector('a[href]');
     const au = p.author ? el.querySelector(p.author) : null;
     const author = au ? (p.author_attribute ? au.getAttribute(p.author_attribute) : au.textContent) : null;
+    let marked = null;
+    if (p.marker) {
+      let m = null;
+      try { m = p.marker_css ? el.querySelector(p.marker_css) : el; } catch (e) { m = null; }
+      marked = m !== null && (m.textContent || '').includes(p.marker);
+    }
     return { id: p.id_attribute ? el.getAttribute(p.id_attribute) : null,
-             text: t ? t.textContent : null, href: a ? a.href : null, author };
+             text: t ? t.textContent : null, href: a ? a.href : null, author, marked };
   }) };
 }
 "#;
@@ -504,6 +535,7 @@ async fn read_once(
                 "item": plan.item_css, "text": plan.text_css,
                 "id_attribute": plan.id_attribute, "masks": plan.masks,
                 "author": plan.author_css, "author_attribute": plan.author_attribute,
+                "marker": plan.marker, "marker_css": plan.marker_css,
             }),
         )
         .await?;
@@ -603,10 +635,13 @@ impl ReadbackPlan {
     pub fn judge_search(&self, sent: &str, items: &[ShownItem]) -> (ReadVerdict, Vec<Alarm>) {
         let mut candidates = Vec::new();
         let mut alarms = Vec::new();
+        // With a marker, an item without it is another post (someone's identical text, or an earlier post
+        // of the same account): not even a lead.
         for i in items.iter().filter(|i| {
-            i.text
-                .as_deref()
-                .is_some_and(|t| self.compare.matches(sent, t))
+            self.marked(i)
+                && i.text
+                    .as_deref()
+                    .is_some_and(|t| self.compare.matches(sent, t))
         }) {
             let authorship = self.authorship(i);
             let author = authorship.author();
@@ -672,6 +707,20 @@ impl ReadbackPlan {
             return (ReadVerdict::NotFound, Vec::new());
         };
         let shown = i.text.clone().unwrap_or_default();
+        if !self.marked(i) {
+            // The id came from this attempt's own answer, yet the post lacks the marker the contract says the
+            // platform keeps: not provably ours; a person looks.
+            return (
+                ReadVerdict::Mismatch {
+                    id: Some(id.to_string()),
+                    shown: format!(
+                        "{shown} [without the intent's marker {}]",
+                        self.marker.as_deref().unwrap_or_default()
+                    ),
+                },
+                Vec::new(),
+            );
+        }
         if !self.compare.matches(sent, &shown) {
             return (
                 ReadVerdict::Mismatch {
@@ -852,7 +901,56 @@ mod tests {
             allowed_origins: vec!["http://127.0.0.1:9".into()],
             fields: Default::default(),
             body_field: "text".into(),
+            marker_field: None,
+            marker_css: None,
+            marker: None,
         }
+    }
+
+    #[test]
+    fn with_a_marker_only_the_marked_item_is_the_intents_post() {
+        let mut p = plan(Some("alice"));
+        p.marker_field = Some("title".into());
+        p.marker_css = Some(".post-title".into());
+        let key = crate::identity::DeliveryKey::parse(&"ab".repeat(32)).unwrap();
+        p.mark(&key);
+        assert_eq!(p.marker.as_deref(), Some("opabababababab"));
+        assert_eq!(
+            p.fields.get("title").map(String::as_str),
+            Some("opabababababab")
+        );
+        let marked = |id: &str, m: Option<bool>| ShownItem {
+            marked: m,
+            ..item(Some(id), "same", Some("alice"), None)
+        };
+        // Alice's own earlier post with the same text, unmarked, comes first: it is not even a lead.
+        let items = [marked("old", Some(false)), marked("new", Some(true))];
+        match p.judge_search("same", &items).0 {
+            ReadVerdict::Match { id, .. } => assert_eq!(id.as_deref(), Some("new")),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            p.judge_search("same", &items[..1]).0,
+            ReadVerdict::NotFound
+        ));
+        // An item the page gave no marker answer for (None) is not marked either.
+        assert!(matches!(
+            p.judge_search("same", &[marked("x", None)]).0,
+            ReadVerdict::NotFound
+        ));
+        // By permalink (the id from the attempt's own answer), a post without the marker is a mismatch.
+        assert!(matches!(
+            p.judge_permalink("old", "same", &items[..1]).0,
+            ReadVerdict::Mismatch { .. }
+        ));
+        assert!(matches!(
+            p.judge_permalink("new", "same", &items[1..]).0,
+            ReadVerdict::Match { .. }
+        ));
+        // Without a marker field, marking changes nothing.
+        let mut q = plan(Some("alice"));
+        q.mark(&key);
+        assert!(q.marker.is_none() && q.fields.is_empty());
     }
 
     #[test]
@@ -942,6 +1040,7 @@ mod tests {
             text: Some(text.into()),
             href: href.map(String::from),
             author: author.map(String::from),
+            marked: None,
         }
     }
 

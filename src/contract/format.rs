@@ -407,6 +407,18 @@ pub struct Readback {
     /// How published text is compared with what was sent.
     #[serde(default)]
     pub compare: TextCompare,
+    /// A compose field oncepost fills with the intent's own marker (`op` + 12 hex digits of its delivery
+    /// key; the same on every attempt, reconcile and rerun of one intent), for a platform that keeps and
+    /// shows it (a tag, a slug, a title) (format 2). Posts supply no value for it. With a marker an item is
+    /// this intent's post only when it shows the marker: an identical text posted by anyone else, or by the
+    /// same account before, is never taken for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(pattern(r"^[A-Za-z0-9_]+$"))]
+    pub marker_field: Option<String>,
+    /// CSS selector, inside an item, of the element that shows the marker (default: the whole item).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub marker: Option<String>,
     /// Milliseconds after the create before a failed lookup means anything (at most 10 minutes).
     #[schemars(range(max = 600_000))]
     pub propagation_ms: u64,

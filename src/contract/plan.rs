@@ -373,6 +373,10 @@ impl Contract {
             fields: values.clone(),
             body_field: self.body_field().to_string(),
             allowed_origins: probe.allowed_origins.clone(),
+            marker_field: rb.marker_field.clone(),
+            marker_css: rb.marker.clone(),
+            // Per intent: the publish flow and the lookup set it from the delivery key.
+            marker: None,
         };
         Ok(PublishPlan {
             probe,

@@ -735,6 +735,33 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
             );
         }
     }
+    if let Some(f) = &c.readback.marker_field {
+        format2(&mut k, rb.key("marker_field"), "marker_field");
+        known_field(&mut k, rb.key("marker_field"), f);
+        if f == c.body_field() {
+            k.err(
+                rb.key("marker_field"),
+                "the marker cannot go into the body field",
+                "name a field the platform keeps and shows apart from the text (a tag, a slug, a title)",
+            );
+        }
+    }
+    if let Some(m) = &c.readback.marker {
+        if c.readback.marker_field.is_none() {
+            k.err(
+                rb.key("marker"),
+                "marker needs marker_field",
+                "name the compose field oncepost fills with the intent's marker",
+            );
+        }
+        if m.trim().is_empty() {
+            k.err(
+                rb.key("marker"),
+                "empty selector",
+                "CSS, inside an item, of the element showing the marker (e.g. \".post-tags\")",
+            );
+        }
+    }
     if c.readback.propagation_ms > 600_000 {
         k.err(
             rb.key("propagation_ms"),

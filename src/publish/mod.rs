@@ -227,6 +227,11 @@ pub fn new_intent(req: &PublishRequest, contract: &Contract) -> Result<NewIntent
                 "give the text with --text/--text-file, not --field {body}=... ({body:?} is the contract's body field)"
             )));
         }
+        if contract.readback.marker_field.as_ref() == Some(k) {
+            return Err(PublishError::BadInput(format!(
+                "--field {k}: oncepost fills {k:?} with the intent's marker (readback.marker_field); give no value"
+            )));
+        }
         if !contract.compose.fields.iter().any(|f| &f.name == k) {
             return Err(PublishError::BadInput(format!(
                 "--field {k}: the contract has no field {k:?} (fields: {})",
@@ -399,13 +404,13 @@ async fn run_intent(
     let contract = Contract::load(&req.contract_path)?;
     let mut values = req.fields.clone();
     values.insert(contract.body_field().to_string(), req.text.clone());
+    // Built before the intent exists, so that a contract that cannot make a plan creates nothing.
     let mut plan = contract.publish_plan_for(&req.base_url, &values)?;
     let binding = contract.binding(&req.base_url)?;
     let new = new_intent(req, &contract)?;
     let account = bind::account_for(store, &req.account, &binding, &req.contract_path).await?;
     // Search matches settle only on items showing this account's handle (none recorded: leads only).
     plan.readback.handle = account.handle.clone();
-    let plan = plan;
     let adjusted: PublishRequest;
     let mut req = req;
     let created = match existing {
@@ -436,6 +441,15 @@ async fn run_intent(
         }
     };
     let key = created.intent.key.clone();
+    if let Some(field) = &contract.readback.marker_field {
+        // The intent's marker goes into its field on every attempt (and is what read-back and reconcile
+        // look for): the plan is made again with it, now that the key is known.
+        values.insert(field.clone(), key.marker());
+        plan = contract.publish_plan_for(&req.base_url, &values)?;
+        plan.readback.handle = account.handle.clone();
+    }
+    plan.readback.mark(&key);
+    let plan = plan;
     bind::bind_or_refuse(store, &created.intent, &binding).await?;
     clock.step(if created.created {
         "intent created"
@@ -1091,12 +1105,15 @@ async fn prepare<'s>(
         Err(BrowserError::Plan(why)) => return Ok(Err((None, json!({ "error": why })))),
         Err(e) => return Err(e),
     };
+    // The post's fields as the plan holds them: the body, the given fields and the intent's marker.
     let mut values = vec![(
         format!("field:{}", plan.readback.body_field),
         text.to_string(),
     )];
-    for (k, v) in &req.fields {
-        values.push((format!("field:{k}"), v.clone()));
+    for (k, v) in &plan.readback.fields {
+        if *k != plan.readback.body_field {
+            values.push((format!("field:{k}"), v.clone()));
+        }
     }
     let steps = page.prepare(&values, req.options.step_timeout).await?;
     clock.step("steps run and fields filled");

@@ -92,6 +92,7 @@ impl PlatformLookup for BrowserLookup {
         let mut plan = self.plan.clone();
         plan.handle = account.handle;
         plan.for_post(&text, &intent.request.fields);
+        plan.mark(&intent.key);
         let opts = LaunchOptions::new(
             crate::lock::profile_dir(&self.profiles, &intent.account).map_err(|e| e.to_string())?,
         );

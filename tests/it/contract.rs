@@ -331,3 +331,47 @@ fn body_header_and_synced_rules_are_format_2_and_checked() {
         "{p:?}"
     );
 }
+
+#[test]
+fn a_marker_field_is_format_2_a_declared_field_and_never_the_body() {
+    let with = |extra: &str| {
+        fixture_text().replace("format = 1", "format = 2").replace(
+            "compare = \"exact-nfc\"",
+            &format!("compare = \"exact-nfc\"\n{extra}"),
+        )
+    };
+    Contract::parse(
+        &with("marker_field = \"title\"\nmarker = \".post-title\""),
+        Path::new("t.toml"),
+    )
+    .expect("valid");
+    for (extra, path, says) in [
+        (
+            "marker_field = \"text\"",
+            "readback.marker_field",
+            "body field",
+        ),
+        (
+            "marker_field = \"tags\"",
+            "readback.marker_field",
+            "no compose field",
+        ),
+        (
+            "marker = \".post-title\"",
+            "readback.marker",
+            "needs marker_field",
+        ),
+    ] {
+        let p = problems(&with(extra));
+        assert!(
+            p.iter().any(|x| x.path == path && x.message.contains(says)),
+            "{extra}: {p:?}"
+        );
+    }
+    let p = problems(&with("marker_field = \"title\"").replace("format = 2", "format = 1"));
+    assert!(
+        p.iter()
+            .any(|x| x.path == "readback.marker_field" && x.message.contains("needs format = 2")),
+        "{p:?}"
+    );
+}

@@ -26,6 +26,7 @@ mod door;
 mod fixture_platform;
 mod format2;
 mod guard;
+mod marker;
 mod one_endpoint;
 mod probe;
 mod process_edges;
