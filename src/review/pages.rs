@@ -613,6 +613,8 @@ struct IntentView<'a> {
     permalink: Option<Permalink>,
     /// The redelivery authorization record, redacted, as JSON text.
     redelivery: Option<String>,
+    /// What the platform answered to each create request: (when, status, body excerpt).
+    answers: Vec<(String, Option<u16>, &'a str)>,
     screenshots: Screenshots<'a>,
     evidence: Evidence<'a>,
     timeline: TimelineView<'a>,
@@ -649,6 +651,11 @@ pub fn intent_page(mode: &Mode, d: &Detail, flash: Option<&Flash>) -> String {
             .redelivery
             .as_ref()
             .map(|r| crate::redact::json(r).to_string()),
+        answers: d
+            .answers
+            .iter()
+            .map(|a| (fmt_utc(a.at), a.status, a.excerpt.as_str()))
+            .collect(),
         screenshots: Screenshots {
             shots: ShotView::all(mode, key, &d.shots),
         },

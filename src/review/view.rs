@@ -241,8 +241,76 @@ pub struct Detail {
     pub texts: Vec<TextEvidence>,
     /// Links that break the convention.
     pub bad_links: Vec<evidence::BadLink>,
+    /// What the platform answered to each create request sent (from the write logs, redacted), oldest
+    /// first.
+    pub answers: Vec<CreateAnswer>,
     /// When it was read.
     pub now: Timestamp,
+}
+
+/// The platform's answer to one create request, as one line: the status and the start of the body, or why
+/// no answer came.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreateAnswer {
+    /// When the write log was recorded.
+    pub at: i64,
+    /// The HTTP status, when an answer came.
+    pub status: Option<u16>,
+    /// The answer's body (redacted, whitespace collapsed, cut at [`ANSWER_EXCERPT_CHARS`]), or what
+    /// happened instead of an answer.
+    pub excerpt: String,
+}
+
+/// How much of an answer's body the review page shows in its line (the write log has up to 4 KiB).
+pub const ANSWER_EXCERPT_CHARS: usize = 300;
+
+/// The create answers in one write log (already redacted JSON): its `outcome` entries.
+pub fn answers_in(at: i64, redacted_log: &[u8]) -> Vec<CreateAnswer> {
+    let Ok(v) = serde_json::from_slice::<serde_json::Value>(redacted_log) else {
+        return Vec::new();
+    };
+    let collapse = |s: &str| {
+        let one: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+        if one.chars().count() > ANSWER_EXCERPT_CHARS {
+            let cut: String = one.chars().take(ANSWER_EXCERPT_CHARS).collect();
+            format!("{cut}…")
+        } else {
+            one
+        }
+    };
+    let entries = v["entries"].as_array().cloned().unwrap_or_default();
+    entries
+        .iter()
+        .filter(|e| e["what"] == "outcome" || e["what"] == "not_paused")
+        .map(|e| {
+            let d = &e["details"];
+            let fallback = if e["what"] == "not_paused" {
+                "not sent"
+            } else {
+                "no answer"
+            };
+            let status = d["status"].as_u64().and_then(|s| u16::try_from(s).ok());
+            let excerpt = match (status, d["body"].as_str()) {
+                (Some(_), Some(body)) if body.trim().is_empty() => "(empty body)".to_string(),
+                (Some(_), Some(body)) => collapse(body),
+                _ => {
+                    // No answer: the outcome says what happened instead (not sent and its proof, or unknown
+                    // and why).
+                    let what = d["outcome"].as_str().unwrap_or(fallback).replace('_', " ");
+                    let why = ["reason", "proof"]
+                        .iter()
+                        .find_map(|k| d[*k].as_str())
+                        .unwrap_or("");
+                    collapse(&format!("no answer ({what}): {why}"))
+                }
+            };
+            CreateAnswer {
+                at,
+                status,
+                excerpt,
+            }
+        })
+        .collect()
 }
 
 /// Read one intent with its evidence.
@@ -264,12 +332,24 @@ pub async fn detail(
             content: evidence::read_verified(data_dir, item).map(|b| text_of(item.kind, &b)),
         })
         .collect();
+    let answers = links
+        .items
+        .iter()
+        .filter(|i| i.kind == EvidenceKind::WriteLog)
+        .filter_map(|i| {
+            evidence::read_verified(data_dir, i)
+                .ok()
+                .map(|b| answers_in(i.at, &evidence::shown_bytes(i.kind, &b)))
+        })
+        .flatten()
+        .collect();
     Ok(Detail {
         why: why(&timeline),
         timeline,
         shots,
         texts,
         bad_links: links.bad,
+        answers,
         now,
     })
 }
@@ -364,5 +444,38 @@ mod tests {
             Filter::from_query(&q("state", "parked")).unwrap().state,
             StateFilter::Parked
         );
+    }
+
+    #[test]
+    fn each_create_answer_is_one_line_status_and_excerpt_or_what_happened_instead() {
+        let long = "x ".repeat(400);
+        let log = serde_json::json!({ "entries": [
+            { "what": "sending", "details": { "method": "POST" } },
+            { "what": "outcome", "details": { "outcome": "response", "status": 422,
+              "body": "{\"error\":\n  \"text is empty\"}" } },
+            { "what": "outcome", "details": { "outcome": "response", "status": 201, "body": long } },
+            { "what": "outcome", "details": { "outcome": "response", "status": 204, "body": "" } },
+            { "what": "outcome", "details": { "outcome": "unknown", "reason": "connection closed" } },
+            { "what": "not_paused", "details": { "proof": "the door saw nothing leave" } },
+        ]});
+        let a = answers_in(7, log.to_string().as_bytes());
+        assert_eq!(a.len(), 5);
+        assert_eq!(
+            (a[0].status, a[0].excerpt.as_str()),
+            (Some(422), r#"{"error": "text is empty"}"#)
+        );
+        assert_eq!(a[1].excerpt.chars().count(), ANSWER_EXCERPT_CHARS + 1);
+        assert!(a[1].excerpt.ends_with('…'));
+        assert_eq!(a[2].excerpt, "(empty body)");
+        assert_eq!(
+            (a[3].status, a[3].excerpt.as_str()),
+            (None, "no answer (unknown): connection closed")
+        );
+        assert_eq!(
+            a[4].excerpt,
+            "no answer (not sent): the door saw nothing leave"
+        );
+        assert!(a.iter().all(|x| x.at == 7));
+        assert!(answers_in(0, b"not json").is_empty());
     }
 }

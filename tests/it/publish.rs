@@ -730,3 +730,28 @@ async fn a_second_create_request_for_one_authorization_is_failed_before_it_leave
     page.close().await;
     session.close().await;
 }
+
+/// The platform's answer to the create request is a line of its own on the review page: an error answer
+/// (status and body) and the answer of a post that went fine both show, redacted, in the static export.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_review_page_shows_the_platforms_answer_to_the_create_request() {
+    let env = Env::start(Fault::new(FaultMode::CommitThen500)).await;
+    let text = unique("answer shown");
+    let (code, v, err) = env.publish(&text, &["--no-look-before-write"]).await;
+    assert_eq!(code, 10, "{v} {err}");
+    let key = v["key"].as_str().unwrap().to_string();
+    let out = env.home().join("report");
+    let (code, stdout, err) = env
+        .run(&["review", "--export", out.to_str().unwrap()])
+        .await;
+    assert_eq!(code, 0, "{stdout} {err}");
+    let page = std::fs::read_to_string(out.join(format!("intent-{key}.html"))).unwrap();
+    let line = page
+        .lines()
+        .find(|l| l.contains("class=\"meta answer\""))
+        .unwrap_or_else(|| panic!("no answer line in {page}"));
+    assert!(
+        line.contains("HTTP 500") && line.contains("internal server error"),
+        "{line}"
+    );
+}
