@@ -15,7 +15,7 @@ use super::output::{clean, errln, outln};
 use super::{Cli, CliError, Context, LogFormat};
 use crate::contract::Contract;
 use crate::fixture_platform::proxy::{
-    self, ProxyConfig, ProxyFault, ProxyFaultMode, ProxyWrite, RunningProxy,
+    self, FaultFilter, ProxyConfig, ProxyFault, ProxyFaultMode, ProxyWrite, RunningProxy,
 };
 use crate::publish::{PublishOptions, PublishRequest};
 use crate::recover::{self, RecoverError};
@@ -49,6 +49,11 @@ pub struct ConformArgs {
     /// Bound on one reconcile lookup.
     #[arg(long, default_value = "60s", value_parser = super::context::parse_duration_ms)]
     pub lookup_timeout: i64,
+    /// Another compose field for every publish, by the contract's field name (repeatable). Like the text,
+    /// each value gets the publish's own tag appended (` FAULT NONCE`), so that every publish is a
+    /// different post (a title-keyed platform needs a new title each time).
+    #[arg(long = "field", value_name = "K=V")]
+    pub fields: Vec<String>,
     /// Print one JSON document instead of the table.
     #[arg(long)]
     pub json: bool,
@@ -118,13 +123,37 @@ async fn conform(cli: &Cli, args: &ConformArgs, log: LogFormat) -> Result<Vec<Ce
     super::context::account_arg(&args.account)?;
     let contract = Contract::load(&args.contract).map_err(bad)?;
     let upstream = url::Url::parse(&args.base_url).map_err(|e| bad(format!("--base-url: {e}")))?;
+    let given = super::publish::parse_fields(&args.fields)?;
+    // Each publish's own text and fields; its create request is matched with them (a URL may hold a field).
+    let nonce = crate::secret::random_hex::<6>().map_err(|e| CliError::internal(e.to_string()))?;
+    let text_of = |fault: ProxyFaultMode| format!("oncepost conform {fault} {nonce}");
+    let fields_of = |fault: ProxyFaultMode| -> std::collections::BTreeMap<String, String> {
+        given
+            .iter()
+            .map(|(k, v)| (k.clone(), format!("{v} {fault} {nonce}")))
+            .collect()
+    };
+    let plan_at = |base: &str, fault: ProxyFaultMode| {
+        let mut values = fields_of(fault);
+        values.insert(contract.body_field().to_string(), text_of(fault));
+        contract.publish_plan_for(base, &values).map_err(bad)
+    };
+    // The fault is the create request's alone: the page's declared writes (drafts, UI state) pass as they
+    // would, so each cell tests what happens to the one write that publishes. Judged on the site's own URLs.
+    let mut creates = Vec::new();
+    for fault in FAULTS {
+        creates.push(plan_at(&args.base_url, fault)?.create);
+    }
     let mut config = ProxyConfig::new(upstream);
     config.let_resends_through = args.let_resends_through;
+    config.fault_only = Some(FaultFilter(std::sync::Arc::new(move |w: &ProxyWrite| {
+        creates.iter().any(|c| c.matches(&w.facts(&w.url)))
+    })));
     let running = proxy::start(config).await.map_err(bad)?;
     let base = running.base_url();
-    let plan = contract.publish_plan(&base).map_err(bad)?;
     let upstream_origin = running.upstream_origin().to_owned();
-    let is_create = |w: &ProxyWrite| {
+    let plan_of = |fault: ProxyFaultMode| plan_at(&base, fault);
+    let is_create = |plan: &crate::contract::PublishPlan, w: &ProxyWrite| {
         let at_proxy = match w.url.strip_prefix(&upstream_origin) {
             Some(rest) => format!("{base}{rest}"),
             None => w.url.clone(),
@@ -173,7 +202,6 @@ async fn conform(cli: &Cli, args: &ConformArgs, log: LogFormat) -> Result<Vec<Ce
     });
 
     // 2. One publish per fault.
-    let nonce = crate::secret::random_hex::<6>().map_err(|e| CliError::internal(e.to_string()))?;
     let login_url = args
         .login_url
         .as_ref()
@@ -188,8 +216,8 @@ async fn conform(cli: &Cli, args: &ConformArgs, log: LogFormat) -> Result<Vec<Ce
             contract_path: args.contract.clone(),
             account: args.account.clone(),
             target: String::new(),
-            text: format!("oncepost conform {fault} {nonce}"),
-            fields: std::collections::BTreeMap::new(),
+            text: text_of(fault),
+            fields: fields_of(fault),
             base_url: base.clone(),
             data_dir: ctx.data_dir.clone(),
             owner: crate::publish::owner_id(),
@@ -244,7 +272,8 @@ async fn conform(cli: &Cli, args: &ConformArgs, log: LogFormat) -> Result<Vec<Ce
             Err(e) => format!("error: {}", e.message),
         };
         let all = writes.iter().chain(&reconcile_writes).chain(&rerun_writes);
-        let copies = all.filter(|w| is_create(w)).count() as u64;
+        let plan = plan_of(fault)?;
+        let copies = all.filter(|w| is_create(&plan, w)).count() as u64;
         let mut broken = Vec::new();
         let resting = ["published", "failed", "parked"];
         if copies > 1 {

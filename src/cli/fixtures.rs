@@ -113,6 +113,7 @@ pub fn proxy_config(args: &ProxyArgs) -> Result<ProxyConfig, String> {
         fault: ProxyFault::new(args.fault).with_delay_ms(args.delay_ms),
         matcher,
         let_resends_through: args.let_resends_through,
+        fault_only: None,
     })
 }
 

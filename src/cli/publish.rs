@@ -109,6 +109,19 @@ async fn asked_by_key(ctx: &Context, key: &str) -> Result<Asked, CliError> {
     })
 }
 
+/// `--field K=V` values (repeatable), each bounded like the text.
+pub(super) fn parse_fields(list: &[String]) -> Result<BTreeMap<String, String>, CliError> {
+    let mut fields = BTreeMap::new();
+    for kv in list {
+        let Some((k, v)) = kv.split_once('=') else {
+            return Err(CliError::bad_input(format!("--field {kv:?}: expected K=V")));
+        };
+        check_text_size(&format!("--field {}", clean(k.trim())), v).map_err(CliError::bad_input)?;
+        fields.insert(k.trim().to_string(), v.to_string());
+    }
+    Ok(fields)
+}
+
 fn asked_by_flags(args: &PublishArgs) -> Result<Asked, CliError> {
     let text = match (&args.text, &args.text_file) {
         (Some(t), _) => t.clone(),
@@ -116,14 +129,7 @@ fn asked_by_flags(args: &PublishArgs) -> Result<Asked, CliError> {
         (None, None) => return Err(CliError::bad_input("give --text, --text-file or --key")),
     };
     check_text_size("the post text", &text).map_err(CliError::bad_input)?;
-    let mut fields = BTreeMap::new();
-    for kv in &args.fields {
-        let Some((k, v)) = kv.split_once('=') else {
-            return Err(CliError::bad_input(format!("--field {kv:?}: expected K=V")));
-        };
-        check_text_size(&format!("--field {}", clean(k.trim())), v).map_err(CliError::bad_input)?;
-        fields.insert(k.trim().to_string(), v.to_string());
-    }
+    let fields = parse_fields(&args.fields)?;
     let Some(account) = args.account.clone() else {
         return Err(CliError::bad_input("give --account (or --key)"));
     };

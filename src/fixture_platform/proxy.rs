@@ -148,6 +148,20 @@ pub struct ProxyConfig {
     /// Forward the browser's own re-sends (identical writes on a new connection soon after) instead of
     /// refusing them with 409.
     pub let_resends_through: bool,
+    /// In-process only (`oncepost conform`): of the writes `matcher` lets through, only those this says
+    /// yes to get the fault, judged on the whole write (headers and body: the body is then read before
+    /// the fault acts, also for `reset-before-read`).
+    pub fault_only: Option<FaultFilter>,
+}
+
+/// A predicate over a whole write (see [`ProxyConfig::fault_only`]).
+#[derive(Clone)]
+pub struct FaultFilter(pub Arc<dyn Fn(&ProxyWrite) -> bool + Send + Sync>);
+
+impl std::fmt::Debug for FaultFilter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("FaultFilter(..)")
+    }
 }
 
 impl ProxyConfig {
@@ -159,6 +173,7 @@ impl ProxyConfig {
             fault: ProxyFault::new(ProxyFaultMode::Normal),
             matcher: None,
             let_resends_through: false,
+            fault_only: None,
         }
     }
 }
@@ -224,6 +239,7 @@ struct ProxyShared {
     proxy_origin: String,
     fault: Mutex<ProxyFault>,
     matcher: Option<regex::Regex>,
+    fault_only: Option<FaultFilter>,
     let_resends_through: bool,
     stats: Mutex<ProxyStats>,
     recent: Mutex<HashMap<[u8; 32], Recent>>,
@@ -288,6 +304,7 @@ pub async fn start(config: ProxyConfig) -> Result<RunningProxy, FixtureError> {
         proxy_origin: format!("http://{addr}"),
         fault: Mutex::new(config.fault),
         matcher: config.matcher,
+        fault_only: config.fault_only,
         let_resends_through: config.let_resends_through,
         stats: Mutex::new(ProxyStats::default()),
         recent: Mutex::new(HashMap::new()),
@@ -464,10 +481,6 @@ async fn handle(
             .unwrap_or_default();
         return forward(&shared, &parts, body).await;
     }
-    let matched = shared
-        .matcher
-        .as_ref()
-        .is_none_or(|re| re.is_match(&format!("{method} {url}")));
     let fault = shared.fault();
     let headers: Vec<(String, String)> = req
         .headers()
@@ -479,6 +492,37 @@ async fn handle(
             )
         })
         .collect();
+    let (parts, body_stream) = req.into_parts();
+    let mut unread = Some(body_stream);
+    let mut matched = shared
+        .matcher
+        .as_ref()
+        .is_none_or(|re| re.is_match(&format!("{method} {url}")));
+    // A filter judges the whole write: its body is read first.
+    let mut read_first = None;
+    if let Some(filter) = &shared.fault_only
+        && let Some(stream) = unread.take()
+    {
+        let body = match Limited::new(stream, MAX_BODY_BYTES).collect().await {
+            Ok(b) => b.to_bytes(),
+            Err(e) => {
+                return json(
+                    StatusCode::BAD_REQUEST,
+                    &serde_json::json!({"error": format!("proxy could not read the request body: {e}")}),
+                );
+            }
+        };
+        let seen = ProxyWrite {
+            method: method.to_string(),
+            url: url.clone(),
+            matched,
+            outcome: String::new(),
+            headers: headers.clone(),
+            body: Some(body.clone()),
+        };
+        matched = matched && (filter.0)(&seen);
+        read_first = Some(body);
+    }
     let record = |outcome: &str, body: Option<&Bytes>| ProxyWrite {
         method: method.to_string(),
         url: url.clone(),
@@ -493,21 +537,24 @@ async fn handle(
             {
                 let mut s = shared.stats();
                 s.resets += 1;
-                s.writes.push(record("reset", None));
+                s.writes.push(record("reset", read_first.as_ref()));
             }
             control.end(ConnAction::Reset);
             return std::future::pending().await;
         }
     }
-    let (parts, body) = req.into_parts();
-    let body = match Limited::new(body, MAX_BODY_BYTES).collect().await {
-        Ok(b) => b.to_bytes(),
-        Err(e) => {
-            return json(
-                StatusCode::BAD_REQUEST,
-                &serde_json::json!({"error": format!("proxy could not read the request body: {e}")}),
-            );
-        }
+    let body = match (read_first, unread) {
+        (Some(b), _) => b,
+        (None, Some(stream)) => match Limited::new(stream, MAX_BODY_BYTES).collect().await {
+            Ok(b) => b.to_bytes(),
+            Err(e) => {
+                return json(
+                    StatusCode::BAD_REQUEST,
+                    &serde_json::json!({"error": format!("proxy could not read the request body: {e}")}),
+                );
+            }
+        },
+        (None, None) => Bytes::new(),
     };
     // The browser's own re-send: the same write (method, URL, body) on another connection, while the first
     // is in flight or soon after it ended.

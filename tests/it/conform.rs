@@ -238,6 +238,14 @@ async fn conform_proxy_refuses_bad_options_with_exit_2() {
 async fn conform_run(
     contract: &std::path::Path,
 ) -> (i32, Value, String, RunningPlatform, tempfile::TempDir) {
+    conform_run_with(contract, &[]).await
+}
+
+/// [`conform_run`] with `extra` arguments (`--field K=V`).
+async fn conform_run_with(
+    contract: &std::path::Path,
+    extra: &[&str],
+) -> (i32, Value, String, RunningPlatform, tempfile::TempDir) {
     let (dir, fb) = platform().await;
     let o = Oncepost::new(dir.path().join("home"));
     let (code, out, err) = o
@@ -254,24 +262,24 @@ async fn conform_run(
     assert_eq!(code, 0, "{out} {err}");
     let base = fb.base_url();
     let login = format!("{base}/login?account=alice");
-    let (code, out, err) = o
-        .run(&[
-            "conform",
-            "--contract",
-            contract.to_str().unwrap(),
-            "--base-url",
-            &base,
-            "--account",
-            "alice",
-            "--login-url",
-            &login,
-            "--delay-ms",
-            "4000",
-            "--request-timeout",
-            "2s",
-            "--json",
-        ])
-        .await;
+    let mut args = vec![
+        "conform",
+        "--contract",
+        contract.to_str().unwrap(),
+        "--base-url",
+        &base,
+        "--account",
+        "alice",
+        "--login-url",
+        &login,
+        "--delay-ms",
+        "4000",
+        "--request-timeout",
+        "2s",
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    let (code, out, err) = o.run(&args).await;
     let table: Value = serde_json::from_str(&out).unwrap_or(Value::Null);
     (code, table, format!("{out}\n{err}"), fb, dir)
 }
@@ -330,4 +338,75 @@ async fn conform_fails_a_cell_and_exits_3_when_the_create_matcher_misses_the_rea
     assert_eq!(normal["pass"], false, "{log}");
     assert_eq!(fb.posts().len(), 0, "{log}");
     assert_eq!(fb.stats().create_arrivals, 0);
+}
+
+/// `oncepost conform` with the shipped contract of a hostile Fixturebook variant (`fixtures/contracts/`):
+/// the probe forwards no write, the publish with no fault is made and read back once, every fault leaves
+/// at most one copy and a resting state after sweep and reconcile, and the reruns send nothing. The
+/// faults hit the create request alone: the page's declared writes pass as they would.
+async fn conform_variant(name: &str, extra: &[&str]) {
+    let contract = crate::kit::repo_path(&format!("fixtures/contracts/{name}.toml"));
+    let (code, table, log, fb, _dir) = conform_run_with(&contract, extra).await;
+    assert_eq!(code, 0, "{name}: {log}");
+    assert_eq!(table["pass"], true, "{name}: {log}");
+    assert_eq!(cell(&table, "probe")["writes_forwarded"][0], 0, "{name}");
+    let normal = cell(&table, "normal");
+    assert_eq!(normal["after_reconcile"], "published", "{name}: {log}");
+    assert_eq!(normal["copies"], 1, "{name}: {log}");
+    for fault in ["commit-then-500", "commit-then-drop", "commit-then-delay"] {
+        let c = cell(&table, fault);
+        assert_eq!(
+            c["copies"], 1,
+            "{name} {fault}: the create reached the site once: {log}"
+        );
+        assert_eq!(
+            c["after_reconcile"], "published",
+            "{name} {fault}: reconcile found it: {log}"
+        );
+    }
+    assert_eq!(
+        cell(&table, "reset-before-read")["copies"],
+        0,
+        "{name}: {log}"
+    );
+    // Server-side truth: never two posts of one text.
+    let mut texts = texts(&fb);
+    let n = texts.len();
+    texts.sort();
+    texts.dedup();
+    assert_eq!(texts.len(), n, "{name}: {texts:?}");
+    assert_eq!(
+        n, 4,
+        "{name}: normal and the three commit-* faults: {texts:?}"
+    );
+}
+
+#[tokio::test]
+async fn conform_passes_every_cell_on_a_two_step_publish() {
+    conform_variant("two-step", &[]).await;
+}
+
+#[tokio::test]
+async fn conform_passes_every_cell_on_a_title_keyed_put() {
+    conform_variant("title-put", &["--field", "title=Conform item"]).await;
+}
+
+#[tokio::test]
+async fn conform_passes_every_cell_on_a_prefilled_field() {
+    conform_variant("prefilled", &[]).await;
+}
+
+#[tokio::test]
+async fn conform_passes_every_cell_on_an_app_that_syncs_in_the_background() {
+    conform_variant("draft-sync", &[]).await;
+}
+
+#[tokio::test]
+async fn conform_passes_every_cell_on_one_endpoint_told_apart_by_body() {
+    conform_variant("one-endpoint", &[]).await;
+}
+
+#[tokio::test]
+async fn conform_passes_every_cell_on_a_control_below_the_fold() {
+    conform_variant("below-fold", &[]).await;
 }
