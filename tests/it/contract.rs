@@ -375,3 +375,33 @@ fn a_marker_field_is_format_2_a_declared_field_and_never_the_body() {
         "{p:?}"
     );
 }
+
+/// Every whole contract shown in docs/contracts.md (a `toml` block with `platform =`) is valid, and so is
+/// every contract shipped in `fixtures/contracts/`: the docs and the examples cannot drift from the checker.
+#[test]
+fn the_documented_and_shipped_example_contracts_are_valid() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("docs/contracts.md")).unwrap();
+    let mut blocks = 0;
+    for (i, block) in doc.split("```toml\n").skip(1).enumerate() {
+        let text = block.split("```").next().unwrap();
+        if !text.contains("platform =") {
+            continue;
+        }
+        blocks += 1;
+        if let Err(e) = Contract::parse(text, Path::new("docs/contracts.md")) {
+            panic!("toml block {i} of docs/contracts.md: {e}\n{text}");
+        }
+    }
+    assert!(blocks >= 1, "docs/contracts.md shows a whole contract");
+    let mut shipped = 0;
+    for entry in std::fs::read_dir(root.join("fixtures/contracts")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            shipped += 1;
+            let c = Contract::load(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            assert_eq!(c.format, 2, "{}", path.display());
+        }
+    }
+    assert!(shipped >= 6, "{shipped}");
+}
