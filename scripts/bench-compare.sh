@@ -18,7 +18,7 @@ OLD_TARGET="${BENCH_OLD_TARGET:-target/bench-old}"
 cargo build $FLAG --locked --quiet --bin oncepost
 NEW="$PWD/${CARGO_TARGET_DIR:-target}/$PROFILE/oncepost"
 OLD="$PWD/$OLD_TARGET/$PROFILE/oncepost"
-exec python3 - "$OLD" "$NEW" "$RUNS" "$OLD_REV" <<'PY'
+python3 - "$OLD" "$NEW" "$RUNS" "$OLD_REV" <<'PY'
 import json, os, statistics, subprocess, sys, tempfile, time, uuid
 old, new, runs, old_rev = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 homes = {b: tempfile.mkdtemp(prefix="oncepost-bench-") for b in (old, new)}
