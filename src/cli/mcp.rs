@@ -51,7 +51,16 @@ pub struct McpArgs {
     /// indeterminate send so that they can hand it to a person.
     #[arg(long, value_name = "URL")]
     pub review_url: Option<String>,
+    /// Serve streamable HTTP on 127.0.0.1:PORT (0: any free port) instead of stdio, for long-lived agents.
+    /// Every request must carry `Authorization: Bearer TOKEN`, the token in `ONCEPOST_MCP_TOKEN` (at least
+    /// 32 characters) or else a new one written to DATA_DIR/mcp-token (0600). Prints one JSON line:
+    /// `{"url", "token_file"}`.
+    #[arg(long, value_name = "PORT")]
+    pub http: Option<u16>,
 }
+
+/// The shortest token `ONCEPOST_MCP_TOKEN` may hold.
+const MIN_TOKEN_CHARS: usize = 32;
 
 /// What the server tells every client at initialization (the agent's system context).
 const INSTRUCTIONS: &str = "oncepost publishes to web platforms that have no API, at most once. \
@@ -523,10 +532,13 @@ impl ServerHandler for OncepostMcp {
     }
 }
 
-/// Serve MCP on stdin/stdout until the client closes it.
+/// Serve MCP on stdin/stdout until the client closes it, or over HTTP (`--http`) until SIGINT/SIGTERM.
 pub async fn run(cli: Arc<Cli>, args: McpArgs) -> Result<Exit, CliError> {
     let ctx = Context::from_cli(&cli)?;
     ctx.ensure_data_dir()?;
+    if let Some(port) = args.http {
+        return serve_http(cli, ctx, &args, port).await;
+    }
     let server = OncepostMcp::new(cli, ctx, &args);
     let service = server
         .serve(rmcp::transport::stdio())
@@ -537,4 +549,100 @@ pub async fn run(cli: Arc<Cli>, args: McpArgs) -> Result<Exit, CliError> {
         .await
         .map_err(|e| CliError::internal(format!("MCP server: {e}")))?;
     Ok(Exit::Ok)
+}
+
+/// The bearer token of the HTTP mode: `ONCEPOST_MCP_TOKEN`, or a new one in DATA_DIR/mcp-token (0600).
+fn http_token(ctx: &Context) -> Result<(String, Option<PathBuf>), CliError> {
+    if let Ok(t) = std::env::var("ONCEPOST_MCP_TOKEN") {
+        if t.chars().count() < MIN_TOKEN_CHARS || t.chars().any(char::is_whitespace) {
+            return Err(CliError::bad_input(format!(
+                "ONCEPOST_MCP_TOKEN must be at least {MIN_TOKEN_CHARS} characters without spaces"
+            )));
+        }
+        return Ok((t, None));
+    }
+    let token = crate::secret::random_hex::<32>().map_err(|e| CliError::internal(e.to_string()))?;
+    let path = ctx.data_dir.join("mcp-token");
+    crate::durable::write_atomic(&path, token.as_bytes())
+        .map_err(|e| CliError::internal(format!("cannot write {}: {e}", path.display())))?;
+    Ok((token, Some(path)))
+}
+
+/// Streamable HTTP on loopback behind the bearer token.
+async fn serve_http(
+    cli: Arc<Cli>,
+    ctx: Context,
+    args: &McpArgs,
+    port: u16,
+) -> Result<Exit, CliError> {
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService,
+    };
+
+    let (token, token_file) = http_token(&ctx)?;
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+        .await
+        .map_err(|e| CliError::bad_input(format!("cannot listen on 127.0.0.1:{port}: {e}")))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| CliError::internal(e.to_string()))?;
+    let server = OncepostMcp::new(cli, ctx, args);
+    let config = StreamableHttpServerConfig::default().with_allowed_hosts([
+        "127.0.0.1".to_string(),
+        format!("127.0.0.1:{}", addr.port()),
+    ]);
+    let service = StreamableHttpService::new(
+        move || Ok(server.clone()),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    let token = Arc::new(token);
+    let guard = move |req: axum::extract::Request, next: axum::middleware::Next| {
+        let token = token.clone();
+        async move {
+            let given = req
+                .headers()
+                .get(axum::http::header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.strip_prefix("Bearer "))
+                .unwrap_or("");
+            if crate::secret::same(given.as_bytes(), token.as_bytes()) {
+                next.run(req).await
+            } else {
+                axum::response::IntoResponse::into_response((
+                    axum::http::StatusCode::UNAUTHORIZED,
+                    "a bearer token is required (Authorization: Bearer TOKEN)",
+                ))
+            }
+        }
+    };
+    let app = axum::Router::new()
+        .nest_service("/mcp", service)
+        .layer(axum::middleware::from_fn(guard));
+    super::output::outln!(
+        "{}",
+        json!({ "url": format!("http://{addr}/mcp"), "token_file": token_file })
+    );
+    axum::serve(listener, app)
+        .with_graceful_shutdown(until_signal())
+        .await
+        .map_err(|e| CliError::internal(format!("MCP HTTP server: {e}")))?;
+    Ok(Exit::Ok)
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn until_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+        }
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
 }

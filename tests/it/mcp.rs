@@ -160,6 +160,10 @@ async fn publish_maps_every_repeat_to_one_intent_and_one_post() {
         .filter(|c| *c == "image")
         .count();
     assert!(images >= 1, "screenshots come as images: {first}");
+    assert!(
+        first["progress"].as_u64().is_some_and(|n| n >= 1),
+        "a publish of seconds reports progress: {first}"
+    );
     let key = s["key"].as_str().unwrap().to_string();
     // A new server, and a retry in one session: answered from the store.
     let again = client(&env, &["twice", "publish", &args.to_string()], &[], &[]).await;
@@ -418,4 +422,66 @@ async fn the_inspector_cli_lists_the_tools_and_probes() {
     assert_eq!(report["verdict"], "pass", "{probe}");
     assert_eq!(env.arrivals(), 0);
     assert_eq!(env.stats().other_writes_total, 0, "a probe sends nothing");
+}
+
+/// `oncepost mcp --http 0`: streamable HTTP on loopback for long-lived agents. With the token from its
+/// token file the Python SDK publishes (and a second session's call is answered from the store); without
+/// the token every request is refused, and nothing is sent.
+#[tokio::test]
+async fn over_http_the_token_is_required_and_publish_is_the_same_intent() {
+    use tokio::io::AsyncBufReadExt;
+
+    let env = start(FaultMode::Normal).await;
+    let mut server = env
+        .oncepost
+        .command(&["mcp", "--http", "0"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn oncepost mcp --http");
+    let stdout = server.stdout.take().unwrap();
+    let line = tokio::time::timeout(
+        Duration::from_secs(30),
+        tokio::io::BufReader::new(stdout).lines().next_line(),
+    )
+    .await
+    .expect("prints its address in time")
+    .unwrap()
+    .expect("one line");
+    let info: Value = serde_json::from_str(&line).unwrap();
+    let url = info["url"].as_str().unwrap().to_string();
+    assert!(url.starts_with("http://127.0.0.1:"), "{info}");
+    let token_file = std::path::PathBuf::from(info["token_file"].as_str().unwrap());
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&token_file).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "the token file is private");
+    let token = std::fs::read_to_string(&token_file).unwrap();
+    let text = unique("mcp over http");
+    let args = publish_args(&env, &text).to_string();
+    let over_http = |bearer: String| {
+        let (url, args) = (url.clone(), args.clone());
+        let env = &env;
+        async move {
+            client(
+                env,
+                &["twice", "publish", &args],
+                &[("ONCEPOST_MCP_URL", &url), ("ONCEPOST_MCP_BEARER", &bearer)],
+                &[],
+            )
+            .await
+        }
+    };
+    let refused = over_http("not-the-token".into()).await;
+    assert!(refused[0].get("exception").is_some(), "{refused:?}");
+    assert_eq!(env.arrivals(), 0, "nothing without the token");
+    let r = over_http(token.trim().to_string()).await;
+    assert_eq!(r[0]["structured_content"]["state"], "published", "{r:?}");
+    assert_eq!(r[1]["structured_content"]["pressed"], false, "{r:?}");
+    assert_eq!(
+        r[0]["structured_content"]["key"],
+        r[1]["structured_content"]["key"]
+    );
+    assert_eq!(env.copies(&text), 1);
+    assert_eq!(env.arrivals(), 1);
+    let _ = server.start_kill();
 }

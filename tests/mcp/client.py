@@ -6,7 +6,9 @@ Usage:
   client.py twice NAME JSON_ARGS     call it twice in one session (the second call is a client's retry)
 
 Environment: ONCEPOST_BIN is the server binary; every other ONCEPOST_* variable is passed to the server;
-ONCEPOST_MCP_ARGS is a JSON list of extra `oncepost mcp` arguments. Prints one JSON object per call: the
+ONCEPOST_MCP_ARGS is a JSON list of extra `oncepost mcp` arguments. With ONCEPOST_MCP_URL the client
+connects to a running `oncepost mcp --http` there instead (streamable HTTP), sending ONCEPOST_MCP_BEARER
+as its bearer token. Prints one JSON object per call: the
 result (is_error, structured_content, the content block types, how many progress notifications came), or
 {"exception": ...} when the server went away mid-call.
 """
@@ -16,6 +18,8 @@ import os
 import sys
 
 from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 
 def server() -> StdioServerParameters:
@@ -43,10 +47,20 @@ async def call(session: ClientSession, name: str, arguments: dict) -> dict:
     }
 
 
+def transport():
+    url = os.environ.get("ONCEPOST_MCP_URL")
+    if url is None:
+        return stdio_client(server())
+    bearer = os.environ.get("ONCEPOST_MCP_BEARER", "")
+    http = create_mcp_http_client(headers={"Authorization": f"Bearer {bearer}"})
+    return streamable_http_client(url, http_client=http)
+
+
 async def main() -> None:
     mode = sys.argv[1]
     try:
-        async with stdio_client(server()) as (read, write):
+        async with transport() as streams:
+            read, write = streams[0], streams[1]
             async with ClientSession(read, write) as session:
                 init = await session.initialize()
                 if mode == "tools":
