@@ -3,6 +3,7 @@
 # Debian's Chromium (nothing downloads a browser of its own) and the PostgreSQL binaries used by the tests'
 # ephemeral clusters. Safe to run again.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 need=()
 if ! command -v chromium >/dev/null 2>&1 && [ ! -x /usr/bin/chromium ] && [ -z "${ONCEPOST_CHROMIUM:-}" ]; then
@@ -15,7 +16,12 @@ if ! command -v psql >/dev/null 2>&1; then
     need+=(postgresql-client)
 fi
 if ! command -v python3 >/dev/null 2>&1; then
-    need+=(python3)
+    need+=(python3 python3-venv)
+elif ! python3 -c "import venv, ensurepip" >/dev/null 2>&1; then
+    need+=(python3-venv)
+fi
+if ! command -v npm >/dev/null 2>&1; then
+    need+=(nodejs npm)
 fi
 
 if [ ${#need[@]} -gt 0 ]; then
@@ -29,4 +35,16 @@ fi
 if ! command -v cargo >/dev/null 2>&1; then
     echo "setup: cargo is missing; install a Rust toolchain (rustup) first" >&2
     exit 1
+fi
+
+# The MCP clients the tests drive (tests/it/mcp.rs), both official and both project-local: the Python SDK
+# (PyPI mcp) in .venv-test and the inspector CLI (npm @modelcontextprotocol/inspector) in .npm-test.
+if ! .venv-test/bin/python -c "import mcp" >/dev/null 2>&1; then
+    echo "setup: installing the MCP Python SDK into .venv-test" >&2
+    python3 -m venv .venv-test
+    .venv-test/bin/pip install -q --disable-pip-version-check "mcp==2.3.0"
+fi
+if [ ! -x .npm-test/node_modules/.bin/mcp-inspector ]; then
+    echo "setup: installing the MCP inspector into .npm-test" >&2
+    npm install --silent --no-audit --no-fund --prefix .npm-test "@modelcontextprotocol/inspector@2.12.0" >/dev/null
 fi

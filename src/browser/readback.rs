@@ -504,8 +504,8 @@ async fn read_once(
     plan: &ReadbackPlan,
     url: &str,
     navigation_timeout: Duration,
-    judge: &dyn Fn(&[ShownItem]) -> Judged,
-    shoot: &dyn Fn(&ReadVerdict) -> bool,
+    judge: &(dyn Fn(&[ShownItem]) -> Judged + Sync),
+    shoot: &(dyn Fn(&ReadVerdict) -> bool + Sync),
 ) -> Result<(Vec<ShownItem>, Judged, Option<Vec<u8>>), BrowserError> {
     let live = session.liveness();
     let page = live
@@ -830,7 +830,7 @@ async fn read_until(
     by: &str,
     url: &str,
     navigation_timeout: Duration,
-    judge: impl Fn(&[ShownItem]) -> Judged,
+    judge: impl Fn(&[ShownItem]) -> Judged + Sync,
 ) -> Result<Readback, BrowserError> {
     // The propagation window: the post may take that long to be listed.
     let window = Wait::new(

@@ -12,6 +12,7 @@ pub mod demo;
 mod exit;
 pub mod fixtures;
 mod intents;
+pub mod mcp;
 pub mod output;
 pub mod probe;
 pub mod publish;
@@ -86,6 +87,9 @@ pub enum Command {
     /// Check the at-most-once claim against your own platform through a fault-injecting proxy: a probe, one
     /// publish per fault, sweep + reconcile, a rerun; prints a table (exit 3 when a cell fails).
     Conform(conform::ConformArgs),
+    /// Serve the Model Context Protocol on stdio for agents: list_platforms, probe, publish (idempotent by
+    /// delivery key), intent_status, list_intents. No tool approves, redelivers or retries.
+    Mcp(mcp::McpArgs),
     /// Serve the review page for parked and indeterminate sends on loopback (or --export it as static HTML).
     Review(review::ReviewArgs),
     /// Settle indeterminate intents by LOOKING at the platform: one recorded lookup each, never a resend.
@@ -152,6 +156,23 @@ pub fn main() -> ExitCode {
             return ExitCode::from(Exit::Internal as u8);
         }
     };
+    // The MCP server keeps the CLI's global options for the probes it runs.
+    let mcp_args = match &cli.command {
+        Command::Mcp(a) => Some(a.clone()),
+        _ => None,
+    };
+    if let Some(args) = mcp_args {
+        return match runtime.block_on(mcp::run(std::sync::Arc::new(cli), args)) {
+            Ok(code) => ExitCode::from(code as u8),
+            Err(e) => {
+                errln!(
+                    "oncepost: {}",
+                    output::clean(&crate::redact::text(&e.message))
+                );
+                ExitCode::from(e.exit as u8)
+            }
+        };
+    }
     // Contract, probe and fixtures report their own exit codes.
     match &cli.command {
         Command::Contract(c) => return contract::run(c),
@@ -250,7 +271,7 @@ async fn run(cli: Cli) -> Result<Exit, CliError> {
         Command::Review(args) => review::run(&ctx, args).await,
         Command::Reconcile(args) => recover::run_reconcile(&ctx, args).await,
         Command::Worker(args) => recover::run_worker(&ctx, args).await,
-        Command::Contract(_) | Command::Probe(_) | Command::Conform(_) => {
+        Command::Contract(_) | Command::Probe(_) | Command::Conform(_) | Command::Mcp(_) => {
             Err(CliError::internal("dispatched earlier"))
         }
     }

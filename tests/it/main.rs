@@ -27,6 +27,7 @@ mod fixture_platform;
 mod format2;
 mod guard;
 mod marker;
+mod mcp;
 mod one_endpoint;
 mod probe;
 mod process_edges;
