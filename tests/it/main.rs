@@ -28,6 +28,7 @@ mod format2;
 mod guard;
 mod marker;
 mod mcp;
+mod model;
 mod one_endpoint;
 mod probe;
 mod process_edges;
