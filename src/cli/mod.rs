@@ -303,6 +303,7 @@ mod tests {
                 "probe",
                 "contract",
                 "conform",
+                "mcp",
                 "review",
                 "reconcile",
                 "worker",
