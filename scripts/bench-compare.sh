@@ -16,7 +16,8 @@ git worktree add --detach "$WORK/tree" "$OLD_REV" >/dev/null
 OLD_TARGET="${BENCH_OLD_TARGET:-target/bench-old}"
 (cd "$WORK/tree" && CARGO_TARGET_DIR="$OLDPWD/$OLD_TARGET" cargo build $FLAG --locked --quiet --bin oncepost)
 cargo build $FLAG --locked --quiet --bin oncepost
-NEW="$PWD/${CARGO_TARGET_DIR:-target}/$PROFILE/oncepost"
+TARGET="${CARGO_TARGET_DIR:-target}"; case "$TARGET" in /*) ;; *) TARGET="$PWD/$TARGET" ;; esac
+NEW="$TARGET/$PROFILE/oncepost"
 OLD="$PWD/$OLD_TARGET/$PROFILE/oncepost"
 python3 - "$OLD" "$NEW" "$RUNS" "$OLD_REV" <<'PY'
 import json, os, statistics, subprocess, sys, tempfile, time, uuid
