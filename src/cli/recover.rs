@@ -20,12 +20,14 @@ use crate::store::{Intent, NotFoundPolicy, Status, Store, Timestamp};
 /// `oncepost reconcile`.
 #[derive(Debug, Args)]
 pub struct ReconcileArgs {
-    /// The platform contract (its read-back section says how to search for a post).
-    #[arg(long)]
-    pub contract: PathBuf,
-    /// The platform's base URL (fills {base_url} in the contract).
-    #[arg(long)]
-    pub base_url: String,
+    /// The platform contract (its read-back section says how to search for a post). With --key it may be
+    /// left out: the contract version the intent's last attempt ran with is kept in the store.
+    #[arg(long, required_unless_present = "key")]
+    pub contract: Option<PathBuf>,
+    /// The platform's base URL (fills {base_url} in the contract); with --key, default: the origin the intent
+    /// is bound to.
+    #[arg(long, required_unless_present = "key")]
+    pub base_url: Option<String>,
     /// Reconcile this intent.
     #[arg(long, conflicts_with = "due", required_unless_present = "due")]
     pub key: Option<String>,
@@ -249,13 +251,15 @@ pub(crate) async fn run_reconcile(ctx: &Context, args: ReconcileArgs) -> Result<
     let stop = StopOnSignal::install()?;
     let key = args.key.as_deref().map(parse_key).transpose()?;
     let store = open_for_lookups(ctx, args.lookup_timeout).await?;
-    let (lookup, mut policy) = lookup_for(
-        ctx,
-        &store,
-        &args.contract,
-        &args.base_url,
-        args.lookup_timeout,
-    )?;
+    let (contract, base_url) = match (&args.contract, &args.base_url, &key) {
+        (Some(c), Some(b), _) => (c.clone(), b.clone()),
+        (c, b, Some(k)) => {
+            let (kept, origin) = super::recorded::recorded_contract(ctx, &store, k).await?;
+            (c.clone().unwrap_or(kept), b.clone().unwrap_or(origin))
+        }
+        _ => return Err(CliError::bad_input("give --contract and --base-url")),
+    };
+    let (lookup, mut policy) = lookup_for(ctx, &store, &contract, &base_url, args.lookup_timeout)?;
     let lookup = Stoppable {
         inner: &lookup,
         stop: &stop,
