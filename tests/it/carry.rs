@@ -147,3 +147,103 @@ async fn an_intent_that_never_ran_asks_for_the_contract() {
     assert_eq!(code, 2, "{out} {err}");
     assert!(err.contains("give --contract and --base-url"), "{err}");
 }
+
+/// `reconcile --due` and `worker` with no contract cover every platform: intents of two platforms (two
+/// Fixturebooks, two contracts, one account each) left unknown by a dropped answer are each looked up through
+/// their own kept contract at their own origin, and settle `published`; nothing is sent again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_due_lookups_and_the_worker_cover_every_platform() {
+    use oncepost::fixture_platform::{FixtureConfig, FixturePlatform};
+
+    let env = kit::Env::start(Fault::new(FaultMode::CommitThenDrop)).await;
+    env.add_account("alice", &["--handle", "alice"]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let two = FixturePlatform::start(FixtureConfig::new(dir.path().join("two")))
+        .await
+        .expect("a second platform");
+    two.set_fault(Fault::new(FaultMode::CommitThenDrop));
+    let (code, out, err) = env
+        .run(&[
+            "accounts",
+            "add",
+            "bob",
+            "--platform",
+            "second",
+            "--handle",
+            "bob",
+        ])
+        .await;
+    assert_eq!(code, 0, "{out} {err}");
+    let src = std::fs::read_to_string(kit::fixture_contract()).unwrap();
+    let second = env.write_file(
+        "second.toml",
+        &src.replace("platform = \"fixture\"", "platform = \"second\""),
+    );
+    let publish =
+        |account: &'static str, contract: std::path::PathBuf, base: String, text: String| {
+            let env = &env;
+            async move {
+                let login = format!("{base}/login?account={account}");
+                let (code, out, err) = env
+                    .run(&[
+                        "publish",
+                        "--json",
+                        "--no-look-before-write",
+                        "--account",
+                        account,
+                        "--contract",
+                        contract.to_str().unwrap(),
+                        "--base-url",
+                        &base,
+                        "--login-url",
+                        &login,
+                        "--text",
+                        &text,
+                    ])
+                    .await;
+                assert_eq!(code, 10, "{out} {err}");
+            }
+        };
+    let (a, b, c) = (
+        unique("first platform"),
+        unique("second platform"),
+        unique("second again"),
+    );
+    publish("alice", kit::fixture_contract(), env.base_url(), a.clone()).await;
+    publish("bob", second.clone(), two.base_url(), b.clone()).await;
+    env.platform.set_fault(Fault::default());
+    two.set_fault(Fault::default());
+    tokio::time::sleep(std::time::Duration::from_millis(2_100)).await;
+    let (code, out, err) = env.run(&["reconcile", "--due", "--json"]).await;
+    assert_eq!(code, 0, "{out} {err}");
+    let lines: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    assert!(lines.iter().all(|l| l["state"] == "published"), "{out}");
+    // The worker, with no contract either.
+    two.set_fault(Fault::new(FaultMode::CommitThenDrop));
+    publish("bob", second.clone(), two.base_url(), c.clone()).await;
+    two.set_fault(Fault::default());
+    tokio::time::sleep(std::time::Duration::from_millis(2_100)).await;
+    let (code, out, err) = env
+        .run(&["worker", "--passes", "1", "--interval", "1s"])
+        .await;
+    assert_eq!(code, 0, "{out} {err}");
+    let pass: Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
+    assert_eq!(
+        pass["reconciled"].as_array().map(Vec::len),
+        Some(1),
+        "{pass}"
+    );
+    assert_eq!(pass["reconciled"][0]["state"], "published", "{pass}");
+    assert_eq!(env.copies(&a), 1);
+    assert_eq!(kit::platform::copies(&two, &b), 1);
+    assert_eq!(kit::platform::copies(&two, &c), 1);
+    assert_eq!(
+        env.arrivals() + two.stats().create_arrivals,
+        3,
+        "nothing sent again"
+    );
+}
