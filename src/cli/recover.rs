@@ -278,12 +278,13 @@ async fn reconcile_due_everywhere(
                 continue;
             }
         };
-        if !lookups.contains_key(&(path.clone(), base.clone())) {
-            let made = lookup_for(ctx, store, &path, &base, lookup_timeout)?;
-            lookups.insert((path.clone(), base.clone()), made);
-        }
-        let Some((lookup, policy)) = lookups.get(&(path, base)) else {
-            continue;
+        let (lookup, policy) = match lookups.entry((path, base)) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                let (path, base) = e.key();
+                let made = lookup_for(ctx, store, path, base, lookup_timeout)?;
+                e.insert(made)
+            }
         };
         let mut policy = *policy;
         if stay {
