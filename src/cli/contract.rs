@@ -27,14 +27,63 @@ pub enum ContractCommand {
         #[arg(long)]
         dry_run: bool,
     },
+    /// The contract versions the store keeps (one per version an attempt ran with), newest first, with the
+    /// number of intents whose last attempt ran with each.
+    List {
+        /// One JSON array instead of the table.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
-/// Run a contract subcommand.
+impl ContractCommand {
+    /// Whether the subcommand reads the store (run in the async runtime with the global options).
+    pub fn uses_store(&self) -> bool {
+        matches!(self, ContractCommand::List { .. })
+    }
+}
+
+/// Run a contract subcommand that needs no store.
 pub fn run(cmd: &ContractCommand) -> ExitCode {
     match cmd {
         ContractCommand::Check { file, json } => check(file, *json),
         ContractCommand::Migrate { file, dry_run } => migrate(file, *dry_run),
+        ContractCommand::List { .. } => {
+            errln!("oncepost: contract list reads the store");
+            ExitCode::from(1)
+        }
     }
+}
+
+/// `oncepost contract list`.
+pub async fn list(ctx: &super::Context, json: bool) -> Result<super::Exit, super::CliError> {
+    let versions = ctx.open_store().await?.contract_versions().await?;
+    if json {
+        outln!(
+            "{}",
+            serde_json::to_string(&versions)
+                .map_err(|e| super::CliError::internal(e.to_string()))?
+        );
+    } else if versions.is_empty() {
+        outln!("no contract versions kept yet (each publish keeps the one it runs with)");
+    } else {
+        outln!(
+            "{:<64}  {:<16}  {:<23}  intents",
+            "version",
+            "platform",
+            "first seen (UTC)"
+        );
+        for v in &versions {
+            outln!(
+                "{:<64}  {:<16}  {:<23}  {}",
+                v.hash,
+                super::output::clean(&v.platform),
+                crate::utc::display(v.first_seen_at),
+                v.intents
+            );
+        }
+    }
+    Ok(super::Exit::Ok)
 }
 
 fn migrate(file: &PathBuf, dry_run: bool) -> ExitCode {

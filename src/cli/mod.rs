@@ -16,6 +16,7 @@ pub mod mcp;
 pub mod output;
 pub mod probe;
 pub mod publish;
+mod recorded;
 mod recover;
 pub mod review;
 
@@ -175,7 +176,7 @@ pub fn main() -> ExitCode {
     }
     // Contract, probe and fixtures report their own exit codes.
     match &cli.command {
-        Command::Contract(c) => return contract::run(c),
+        Command::Contract(c) if !c.uses_store() => return contract::run(c),
         Command::Probe(a) => return runtime.block_on(probe::run(&cli, a)),
         Command::Conform(a) => return runtime.block_on(conform::run(&cli, a, cli.log_format)),
         _ => {}
@@ -271,6 +272,9 @@ async fn run(cli: Cli) -> Result<Exit, CliError> {
         Command::Review(args) => review::run(&ctx, args).await,
         Command::Reconcile(args) => recover::run_reconcile(&ctx, args).await,
         Command::Worker(args) => recover::run_worker(&ctx, args).await,
+        Command::Contract(contract::ContractCommand::List { json }) => {
+            contract::list(&ctx, json).await
+        }
         Command::Contract(_) | Command::Probe(_) | Command::Conform(_) | Command::Mcp(_) => {
             Err(CliError::internal("dispatched earlier"))
         }

@@ -29,12 +29,13 @@ use super::{CliError, Context, Exit, LogFormat};
 #[derive(Debug, clap::Args)]
 #[command(group(clap::ArgGroup::new("body").required(true).args(["text", "text_file", "key"])))]
 pub struct PublishArgs {
-    /// The platform contract (selectors/NAME.toml).
-    #[arg(long)]
-    pub contract: PathBuf,
+    /// The platform contract (selectors/NAME.toml). With --key it may be left out once the intent ran an
+    /// attempt: the contract version that attempt ran with is kept in the store.
+    #[arg(long, required_unless_present = "key")]
+    pub contract: Option<PathBuf>,
     /// Publish this existing pending intent (a redelivery, or a failed one re-opened by `retry`) with the
-    /// account, target, text and fields it recorded. The intent does not record the contract or the base
-    /// URL: give them.
+    /// account, target, text and fields it recorded; the contract and base URL of its last attempt unless
+    /// --contract and --base-url are given.
     #[arg(long, conflicts_with_all = ["account", "target", "text", "text_file", "fields"])]
     pub key: Option<String>,
     /// The publishing account (registered with `oncepost accounts add`).
@@ -52,9 +53,10 @@ pub struct PublishArgs {
     /// Another compose field, by the contract's field name (repeatable).
     #[arg(long = "field", value_name = "K=V")]
     pub fields: Vec<String>,
-    /// Base URL of the platform (`{base_url}` in the contract).
-    #[arg(long, env = "ONCEPOST_BASE_URL")]
-    pub base_url: String,
+    /// Base URL of the platform (`{base_url}` in the contract); with --key, default: the one the intent is
+    /// bound to.
+    #[arg(long, env = "ONCEPOST_BASE_URL", required_unless_present = "key")]
+    pub base_url: Option<String>,
     /// Open this URL (e.g. a login link) in the account's profile before the compose page.
     #[arg(long)]
     pub login_url: Option<String>,
@@ -155,13 +157,22 @@ pub async fn run(ctx: &Context, args: PublishArgs, log: LogFormat) -> Result<Exi
         ..PublishOptions::default()
     };
     options.transport.timeout = ms(args.request_timeout);
+    let (contract_path, base_url) = match (&args.contract, &args.base_url, &asked.existing) {
+        (Some(c), Some(b), _) => (c.clone(), b.clone()),
+        (c, b, Some(key)) => {
+            let store = ctx.open_store().await?;
+            let (kept, origin) = super::recorded::recorded_contract(ctx, &store, key).await?;
+            (c.clone().unwrap_or(kept), b.clone().unwrap_or(origin))
+        }
+        _ => return Err(CliError::bad_input("give --contract and --base-url")),
+    };
     let req = PublishRequest {
-        contract_path: args.contract.clone(),
+        contract_path,
         account: asked.account,
         target: asked.target,
         text: asked.text,
         fields: asked.fields,
-        base_url: args.base_url.clone(),
+        base_url,
         data_dir: ctx.data_dir.clone(),
         owner: publish::owner_id(),
         login_url: args.login_url.clone(),

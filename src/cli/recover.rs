@@ -20,12 +20,14 @@ use crate::store::{Intent, NotFoundPolicy, Status, Store, Timestamp};
 /// `oncepost reconcile`.
 #[derive(Debug, Args)]
 pub struct ReconcileArgs {
-    /// The platform contract (its read-back section says how to search for a post).
-    #[arg(long)]
-    pub contract: PathBuf,
-    /// The platform's base URL (fills {base_url} in the contract).
-    #[arg(long)]
-    pub base_url: String,
+    /// The platform contract (its read-back section says how to search for a post). Left out (with
+    /// --base-url): each intent is looked up through the contract version its last attempt ran with (kept in
+    /// the store) at the origin it is bound to, so `--due` covers every platform.
+    #[arg(long, requires = "base_url")]
+    pub contract: Option<PathBuf>,
+    /// The platform's base URL (fills {base_url} in the contract); left out with --contract.
+    #[arg(long, requires = "contract")]
+    pub base_url: Option<String>,
     /// Reconcile this intent.
     #[arg(long, conflicts_with = "due", required_unless_present = "due")]
     pub key: Option<String>,
@@ -57,12 +59,13 @@ pub struct ReconcileArgs {
 /// `oncepost worker`.
 #[derive(Debug, Args)]
 pub struct WorkerArgs {
-    /// The platform contract.
-    #[arg(long)]
-    pub contract: PathBuf,
-    /// The platform's base URL.
-    #[arg(long)]
-    pub base_url: String,
+    /// The platform contract; left out (with --base-url), every platform's intents are reconciled, each
+    /// through the contract version its last attempt ran with (kept in the store).
+    #[arg(long, requires = "base_url")]
+    pub contract: Option<PathBuf>,
+    /// The platform's base URL; left out with --contract.
+    #[arg(long, requires = "contract")]
+    pub base_url: Option<String>,
     /// Time between passes.
     #[arg(long, default_value = "30s", value_parser = parse_duration_ms)]
     pub interval: i64,
@@ -245,17 +248,117 @@ async fn open_for_lookups(ctx: &Context, lookup_timeout_ms: i64) -> Result<Store
     ctx.open_store().await
 }
 
+/// Every due intent of every platform, each looked up through the contract version its last attempt ran
+/// with (kept in the store) at the origin it is bound to, one lookup per intent as `--due` does for one
+/// platform. `each` gets what happened to every intent looked at (an intent without a kept contract, or not
+/// due yet under its own contract's propagation window, is reported skipped or left alone).
+async fn reconcile_due_everywhere(
+    ctx: &Context,
+    store: &Store,
+    stop: &StopOnSignal,
+    who: &str,
+    lookup_timeout: i64,
+    stay: bool,
+    mut each: impl FnMut(&Intent, Result<Reconciled, String>),
+) -> Result<usize, CliError> {
+    let now = Timestamp::now();
+    let mut lookups: std::collections::HashMap<
+        (PathBuf, String),
+        (BrowserLookup, ReconcilePolicy),
+    > = std::collections::HashMap::new();
+    let mut looked = 0;
+    for intent in recover::due_for_reconcile(store, 0, now).await? {
+        if stop.stopped() {
+            break;
+        }
+        let (path, base) = match super::recorded::recorded_contract(ctx, store, &intent.key).await {
+            Ok(found) => found,
+            Err(e) => {
+                each(&intent, Err(e.message));
+                continue;
+            }
+        };
+        let (lookup, policy) = match lookups.entry((path, base)) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                let (path, base) = e.key();
+                let made = lookup_for(ctx, store, path, base, lookup_timeout)?;
+                e.insert(made)
+            }
+        };
+        let mut policy = *policy;
+        if stay {
+            policy.not_found = NotFoundPolicy::Stay;
+        }
+        // Its own contract's window: not due yet is not looked at.
+        if intent.updated_at + policy.propagation_ms > now.0 {
+            continue;
+        }
+        let lookup = Stoppable {
+            inner: lookup,
+            stop,
+        };
+        let r = recover::reconcile_one(
+            store,
+            &lookup,
+            &intent.key,
+            who,
+            false,
+            policy,
+            Timestamp::now(),
+        )
+        .await
+        .map_err(|e| e.to_string());
+        looked += 1;
+        each(&intent, r);
+    }
+    Ok(looked)
+}
+
 pub(crate) async fn run_reconcile(ctx: &Context, args: ReconcileArgs) -> Result<Exit, CliError> {
     let stop = StopOnSignal::install()?;
     let key = args.key.as_deref().map(parse_key).transpose()?;
     let store = open_for_lookups(ctx, args.lookup_timeout).await?;
-    let (lookup, mut policy) = lookup_for(
-        ctx,
-        &store,
-        &args.contract,
-        &args.base_url,
-        args.lookup_timeout,
-    )?;
+    let (contract, base_url) = match (&args.contract, &args.base_url, &key) {
+        (Some(c), Some(b), _) => (c.clone(), b.clone()),
+        (_, _, Some(k)) => super::recorded::recorded_contract(ctx, &store, k).await?,
+        (_, _, None) => {
+            // --due over every platform.
+            let who = args.by.clone().unwrap_or_else(|| "reconciler".into());
+            let json_lines = args.json || !std::io::stdout().is_terminal();
+            let looked = reconcile_due_everywhere(
+                ctx,
+                &store,
+                &stop,
+                &who,
+                args.lookup_timeout,
+                args.stay,
+                |intent, r| {
+                    let out = match &r {
+                        Ok(r) if json_lines => serde_json::to_string(r).unwrap_or_default(),
+                        Ok(r) => line(r),
+                        Err(e) if json_lines => {
+                            serde_json::json!({ "key": intent.key, "skipped": e }).to_string()
+                        }
+                        Err(e) => format!("{}  skipped: {}", intent.key, clean(e)),
+                    };
+                    outln!("{out}");
+                },
+            )
+            .await?;
+            if stop.stopped() {
+                return Err(CliError {
+                    exit: Exit::Interrupted,
+                    message: "stopped by a signal: the due intents not yet looked up were left as they were (nothing recorded for them)".into(),
+                });
+            }
+            if looked == 0 && !json_lines {
+                outln!("nothing due");
+            }
+            return Ok(Exit::Ok);
+        }
+    };
+    let (lookup, mut policy) = lookup_for(ctx, &store, &contract, &base_url, args.lookup_timeout)?;
     let lookup = Stoppable {
         inner: &lookup,
         stop: &stop,
@@ -339,18 +442,15 @@ pub(crate) async fn run_reconcile(ctx: &Context, args: ReconcileArgs) -> Result<
 pub(crate) async fn run_worker(ctx: &Context, args: WorkerArgs) -> Result<Exit, CliError> {
     let stop = StopOnSignal::install()?;
     let store = open_for_lookups(ctx, args.lookup_timeout).await?;
-    let (lookup, policy) = lookup_for(
-        ctx,
-        &store,
-        &args.contract,
-        &args.base_url,
-        args.lookup_timeout,
-    )?;
+    let who = format!("worker:{}", std::process::id());
+    let (Some(contract), Some(base_url)) = (&args.contract, &args.base_url) else {
+        return run_worker_everywhere(ctx, &store, &stop, &who, &args).await;
+    };
+    let (lookup, policy) = lookup_for(ctx, &store, contract, base_url, args.lookup_timeout)?;
     let lookup = Stoppable {
         inner: &lookup,
         stop: &stop,
     };
-    let who = format!("worker:{}", std::process::id());
     let max = args.passes;
     let shutdown = stop.wait();
     let mut count = 0u64;
@@ -371,6 +471,54 @@ pub(crate) async fn run_worker(ctx: &Context, args: WorkerArgs) -> Result<Exit, 
     )
     .await;
     let passes = r?;
+    errln!(
+        "worker stopped after {passes} pass(es); every intent it touched is in a declared state"
+    );
+    Ok(Exit::Ok)
+}
+
+/// The worker over every platform: each pass sweeps the store, then reconciles every due intent through its
+/// own kept contract version ([`reconcile_due_everywhere`]); one JSON line per pass.
+async fn run_worker_everywhere(
+    ctx: &Context,
+    store: &Store,
+    stop: &StopOnSignal,
+    who: &str,
+    args: &WorkerArgs,
+) -> Result<Exit, CliError> {
+    let mut passes = 0u64;
+    loop {
+        let sweep = store.sweep(who, Timestamp::now()).await?;
+        let mut reconciled = Vec::new();
+        let mut skipped = Vec::new();
+        reconcile_due_everywhere(
+            ctx,
+            store,
+            stop,
+            who,
+            args.lookup_timeout,
+            false,
+            |intent, r| match r {
+                Ok(r) => reconciled.push(r),
+                Err(e) => skipped.push((intent.key.clone(), e)),
+            },
+        )
+        .await?;
+        passes += 1;
+        let report = PassReport {
+            sweep,
+            reconciled,
+            skipped,
+        };
+        outln!("{}", serde_json::to_string(&report).unwrap_or_default());
+        if args.passes.is_some_and(|m| passes >= m) {
+            stop.ask();
+        }
+        tokio::select! {
+            _ = stop.wait() => break,
+            _ = tokio::time::sleep(Duration::from_millis(args.interval.max(1) as u64)) => {}
+        }
+    }
     errln!(
         "worker stopped after {passes} pass(es); every intent it touched is in a declared state"
     );

@@ -90,11 +90,16 @@ fn render_problems(file: &Path, problems: &[Problem]) -> String {
 impl Contract {
     /// Read and validate a contract file.
     pub fn load(path: &Path) -> Result<Contract, ContractError> {
+        Contract::load_with_source(path).map(|(c, _)| c)
+    }
+
+    /// [`Contract::load`], with the file's text as read (the store keeps it per version).
+    pub fn load_with_source(path: &Path) -> Result<(Contract, String), ContractError> {
         let text = std::fs::read_to_string(path).map_err(|source| ContractError::Io {
             file: path.to_path_buf(),
             source,
         })?;
-        Contract::parse(&text, path)
+        Contract::parse(&text, path).map(|c| (c, text))
     }
 
     /// Parse and validate contract text; `file` is only used in error messages.

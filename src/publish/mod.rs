@@ -401,7 +401,7 @@ async fn run_intent(
         steps: Vec::new(),
         progress,
     };
-    let contract = Contract::load(&req.contract_path)?;
+    let (contract, contract_source) = Contract::load_with_source(&req.contract_path)?;
     let mut values = req.fields.clone();
     values.insert(contract.body_field().to_string(), req.text.clone());
     // Built before the intent exists, so that a contract that cannot make a plan creates nothing.
@@ -451,6 +451,15 @@ async fn run_intent(
     plan.readback.mark(&key);
     let plan = plan;
     bind::bind_or_refuse(store, &created.intent, &binding).await?;
+    // The contract this run uses, kept by version: later commands on the intent need no file.
+    store
+        .record_contract_version(
+            &contract.hash(),
+            &contract.platform,
+            &contract_source,
+            Timestamp::now(),
+        )
+        .await?;
     clock.step(if created.created {
         "intent created"
     } else {

@@ -16,6 +16,7 @@
 //! [`Dialect`] and in the per-backend migrations.
 mod admin;
 mod binding;
+mod contracts;
 mod error;
 mod model;
 mod ops;
@@ -34,6 +35,7 @@ use sqlx::migrate::Migrator;
 use sqlx::postgres::PgConnectOptions;
 
 pub use binding::MAX_HANDLE_CHARS;
+pub use contracts::ContractVersion;
 pub use error::{AuthorizeRefusal, StoreError};
 pub use model::{
     Account, AttemptRecord, Begun, Claim, Created, DispatchAuthorization, EventRecord, Fence,

@@ -17,6 +17,7 @@ mod kit;
 
 mod authorship;
 mod binding;
+mod carry;
 mod cli_store;
 mod conform;
 mod contract;
