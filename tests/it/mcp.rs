@@ -344,6 +344,8 @@ async fn a_server_killed_mid_publish_leaves_a_state_the_next_call_reports() {
         "the sweep made the send in flight indeterminate: {list}"
     );
     let key = intents[0]["key"].as_str().unwrap().to_string();
+    // A lookup means something only after the contract's propagation window, counted from the sweep.
+    tokio::time::sleep(Duration::from_millis(2_100)).await;
     let c = kit::fixture_contract();
     let (code, out, err) = env
         .run(&[
