@@ -163,16 +163,7 @@ pub fn main() -> ExitCode {
         _ => None,
     };
     if let Some(args) = mcp_args {
-        return match runtime.block_on(mcp::run(std::sync::Arc::new(cli), args)) {
-            Ok(code) => ExitCode::from(code as u8),
-            Err(e) => {
-                errln!(
-                    "oncepost: {}",
-                    output::clean(&crate::redact::text(&e.message))
-                );
-                ExitCode::from(e.exit as u8)
-            }
-        };
+        return exit_with(runtime.block_on(mcp::run(std::sync::Arc::new(cli), args)));
     }
     // Contract, probe and fixtures report their own exit codes.
     match &cli.command {
@@ -181,7 +172,12 @@ pub fn main() -> ExitCode {
         Command::Conform(a) => return runtime.block_on(conform::run(&cli, a, cli.log_format)),
         _ => {}
     }
-    match runtime.block_on(run(cli)) {
+    exit_with(runtime.block_on(run(cli)))
+}
+
+/// The process's exit code for a command's result; an error is printed on stderr first.
+fn exit_with(result: Result<Exit, CliError>) -> ExitCode {
+    match result {
         Ok(code) => ExitCode::from(code as u8),
         Err(e) => {
             // Error messages may quote a page's URL or answer: printed through the redaction layer too.

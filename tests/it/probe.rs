@@ -72,8 +72,11 @@ async fn platform() -> MockServer {
         // The popup carries the opener's query (`?try=N`) into every request, so a request is attributed to
         // the probe that opened its popup, never to a late popup of an earlier one.
         ("/hostile/popup", compose("", "<script>window.open('/hostile/popped'+location.search);</script>")),
-        // Its first request is a read the server sees (`/hostile/popped-ran`): proof that the script ran.
-        ("/hostile/popped", "<script>fetch('/hostile/popped-ran'+location.search).catch(()=>{});fetch('/api/sink/popup'+location.search,{method:'DELETE'}).catch(()=>{});</script>".to_string()),
+        // Its write goes first; only once that write settled (failed by the guard) does it read
+        // `/hostile/popped-ran`, so a read the server sees proves the write was attempted and answered. (With
+        // the read first, a popup torn down between the two under load made a run where the script ran but
+        // never wrote: measured once in a loaded full run.)
+        ("/hostile/popped", "<script>fetch('/api/sink/popup'+location.search,{method:'DELETE'}).catch(()=>{}).finally(()=>fetch('/hostile/popped-ran'+location.search).catch(()=>{}));</script>".to_string()),
         ("/hostile/dialogs", compose("", "<script>alert('hello'); confirm('post it?');</script>")),
     ];
     for (p, body) in pages {
