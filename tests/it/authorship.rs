@@ -73,20 +73,7 @@ impl Env {
     }
 
     async fn reconcile(&self, key: &str) -> (i32, Value, String) {
-        let base = self.base_url();
-        let c = self.contract.display().to_string();
-        self.oncepost
-            .run_json(&[
-                "reconcile",
-                "--json",
-                "--contract",
-                &c,
-                "--base-url",
-                &base,
-                "--key",
-                key,
-            ])
-            .await
+        self.kit.reconcile_key(&self.contract, key).await
     }
 }
 

@@ -98,19 +98,7 @@ async fn reconcile_finds_the_dropped_post_by_its_marker_not_the_earlier_identica
     // The earlier identical post is newer in nothing: post another one after, so it comes first in search.
     env.post_as("alice", &text).await;
     tokio::time::sleep(Duration::from_millis(2_100)).await;
-    let (code, r, err) = env
-        .oncepost
-        .run_json(&[
-            "reconcile",
-            "--json",
-            "--contract",
-            c.to_str().unwrap(),
-            "--base-url",
-            &env.base_url(),
-            "--key",
-            &key,
-        ])
-        .await;
+    let (code, r, err) = env.reconcile_key(&c, &key).await;
     assert_eq!(code, 0, "{r} {err}");
     let mine = marked_post(&env, &text, &key).expect("the dropped post was committed");
     assert_eq!(r["outcome"]["platform_id"], Value::from(mine), "{r}");

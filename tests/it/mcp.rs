@@ -251,19 +251,8 @@ async fn an_unknown_outcome_is_answered_from_the_store_until_a_lookup_settles_it
     assert_eq!(env.arrivals(), 1);
     env.platform.set_fault(Fault::default());
     tokio::time::sleep(Duration::from_millis(2_100)).await;
-    let c = kit::fixture_contract();
-    let (code, out, err) = env
-        .run(&[
-            "reconcile",
-            "--contract",
-            c.to_str().unwrap(),
-            "--base-url",
-            &env.base_url(),
-            "--key",
-            &key,
-        ])
-        .await;
-    assert_eq!(code, 0, "{out} {err}");
+    let (code, r, err) = env.reconcile_key(&kit::fixture_contract(), &key).await;
+    assert_eq!(code, 0, "{r} {err}");
     let after = call(&env, "publish", &args).await;
     assert_eq!(after["structured_content"]["state"], "published", "{after}");
     assert_eq!(after["structured_content"]["pressed"], false, "{after}");
@@ -346,19 +335,8 @@ async fn a_server_killed_mid_publish_leaves_a_state_the_next_call_reports() {
     let key = intents[0]["key"].as_str().unwrap().to_string();
     // A lookup means something only after the contract's propagation window, counted from the sweep.
     tokio::time::sleep(Duration::from_millis(2_100)).await;
-    let c = kit::fixture_contract();
-    let (code, out, err) = env
-        .run(&[
-            "reconcile",
-            "--contract",
-            c.to_str().unwrap(),
-            "--base-url",
-            &env.base_url(),
-            "--key",
-            &key,
-        ])
-        .await;
-    assert_eq!(code, 0, "{out} {err}");
+    let (code, r, err) = env.reconcile_key(&kit::fixture_contract(), &key).await;
+    assert_eq!(code, 0, "{r} {err}");
     let r = client(&env, &["call", "publish", &args], &lease, &[])
         .await
         .remove(0);

@@ -124,6 +124,23 @@ impl Env {
         self.oncepost.run_json(&args).await
     }
 
+    /// `reconcile --json --key KEY` through `contract` at this platform: (exit code, the JSON, stderr).
+    pub async fn reconcile_key(&self, contract: &Path, key: &str) -> (i32, Value, String) {
+        let (c, base) = (contract.to_string_lossy().into_owned(), self.base_url());
+        self.oncepost
+            .run_json(&[
+                "reconcile",
+                "--json",
+                "--contract",
+                &c,
+                "--base-url",
+                &base,
+                "--key",
+                key,
+            ])
+            .await
+    }
+
     /// `intents show --json KEY`, which must succeed.
     pub async fn show(&self, key: &str) -> Value {
         self.oncepost.show(key).await
