@@ -326,29 +326,44 @@ impl<'a> ComposePage<'a> {
     /// included, in one evaluation), scrolled into view first (a control below the fold is checked, and
     /// then clicked, where it can be seen; the scroll presses nothing). `Ok(Err(check))` when it is not
     /// actionable.
+    ///
+    /// A control that is not actionable yet is checked again every 100 ms for up to `settle`: a page that
+    /// still lays itself out moves it (not `stable`), a button enabled by the page's own input handler may
+    /// lag the fill. Checks only read: repeating them presses nothing.
     pub async fn check_publish(
         &self,
         publish: &PublishControl,
+        settle: Duration,
     ) -> Result<Result<Actionable, LocatorCheck>, BrowserError> {
         let named: NamedLocator = publish.checkable(true);
-        let (mut checks, _) = check_and_act(
-            &self.page,
-            self.session.liveness(),
-            std::slice::from_ref(&named),
-            None,
-            Scroll::IntoView,
-        )
-        .await?;
-        let c = checks
-            .pop()
-            .ok_or_else(|| BrowserError::Script("no check result".into()))?;
-        match (c.ok, c.rect) {
-            (true, Some(r)) if r.w > 0.0 && r.h > 0.0 => Ok(Ok(Actionable {
-                x: r.x + r.w / 2.0,
-                y: r.y + r.h / 2.0,
-                check: c,
-            })),
-            _ => Ok(Err(c)),
+        let wait = Wait::new(
+            "the publish control to be actionable",
+            settle,
+            Duration::from_millis(100),
+        );
+        loop {
+            let (mut checks, _) = check_and_act(
+                &self.page,
+                self.session.liveness(),
+                std::slice::from_ref(&named),
+                None,
+                Scroll::IntoView,
+            )
+            .await?;
+            let c = checks
+                .pop()
+                .ok_or_else(|| BrowserError::Script("no check result".into()))?;
+            match (c.ok, c.rect) {
+                (true, Some(r)) if r.w > 0.0 && r.h > 0.0 => {
+                    return Ok(Ok(Actionable {
+                        x: r.x + r.w / 2.0,
+                        y: r.y + r.h / 2.0,
+                        check: c,
+                    }));
+                }
+                _ if wait.pause().await.is_ok() => {}
+                _ => return Ok(Err(c)),
+            }
         }
     }
 

@@ -154,6 +154,8 @@ pub struct ReadbackPlan {
     pub id_attribute: Option<String>,
     /// Regex (group `id`) over an item's first link.
     pub id_from_link: Option<regex::Regex>,
+    /// CSS, inside an item, of the element whose trimmed text is its id.
+    pub id_text_css: Option<String>,
     /// Text rule.
     pub compare: TextRule,
     /// How long after a create "not found" may still mean "not there yet".
@@ -484,7 +486,9 @@ const ITEMS_JS: &str = r#"
       try { m = p.marker_css ? el.querySelector(p.marker_css) : el; } catch (e) { m = null; }
       marked = m !== null && (m.textContent || '').includes(p.marker);
     }
-    return { id: p.id_attribute ? el.getAttribute(p.id_attribute) : null,
+    let id = p.id_attribute ? el.getAttribute(p.id_attribute) : null;
+    if (p.id_text) { const e = el.querySelector(p.id_text); id = e ? (e.textContent || '').trim() || null : null; }
+    return { id,
              text: t ? t.textContent : null, href: a ? a.href : null, author, marked };
   }) };
 }
@@ -533,7 +537,7 @@ async fn read_once(
             ITEMS_JS,
             &serde_json::json!({
                 "item": plan.item_css, "text": plan.text_css,
-                "id_attribute": plan.id_attribute, "masks": plan.masks,
+                "id_attribute": plan.id_attribute, "id_text": plan.id_text_css, "masks": plan.masks,
                 "author": plan.author_css, "author_attribute": plan.author_attribute,
                 "marker": plan.marker, "marker_css": plan.marker_css,
             }),
@@ -892,6 +896,7 @@ mod tests {
             text_css: ".post-text".into(),
             id_attribute: Some("data-post-id".into()),
             id_from_link: None,
+            id_text_css: None,
             compare: TextRule::ExactNfc,
             propagation_ms: 0,
             masks: Vec::new(),

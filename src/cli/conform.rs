@@ -170,6 +170,7 @@ async fn conform(cli: &Cli, args: &ConformArgs, log: LogFormat) -> Result<Vec<Ce
         base_url: base.clone(),
         account: Some(args.account.clone()),
         cookies: None,
+        fields: Vec::new(),
         json: false,
         screenshot: None,
         fill: Some("oncepost conform probe".into()),
@@ -177,7 +178,12 @@ async fn conform(cli: &Cli, args: &ConformArgs, log: LogFormat) -> Result<Vec<Ce
         check_rounds: 1,
         call_timeout_ms: 10_000,
     };
-    let probe_plan = contract.probe_plan(&base).map_err(bad)?;
+    // The probe's own values for the compose URL's fields (a url field names a page of its own).
+    let probe_values: std::collections::BTreeMap<String, String> = given
+        .iter()
+        .map(|(k, v)| (k.clone(), format!("{v} probe {nonce}")))
+        .collect();
+    let probe_plan = contract.probe_plan_for(&base, &probe_values).map_err(bad)?;
     let verdict = match super::probe::probe(cli, &probe_args, &probe_plan, false).await {
         Ok(r) => format!("{:?}", r.verdict).to_lowercase(),
         Err(e) => format!("error: {e:#}"),

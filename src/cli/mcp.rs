@@ -125,6 +125,9 @@ pub struct ProbeParams {
     /// Type this text into every field (never pressed); none: fields are only checked.
     #[serde(default)]
     pub fill: Option<String>,
+    /// Values for the compose URL's `{field:NAME}` (a url field such as a wiki page's name).
+    #[serde(default)]
+    pub fields: std::collections::BTreeMap<String, String>,
 }
 
 /// `intent_status` arguments.
@@ -306,8 +309,23 @@ impl OncepostMcp {
     async fn run_probe(&self, p: ProbeParams) -> Result<CallToolResult, CliError> {
         let contract = Contract::load(Path::new(&p.contract))
             .map_err(|e| CliError::bad_input(e.to_string()))?;
+        if let Some(k) = p
+            .fields
+            .keys()
+            .find(|k| !contract.compose.fields.iter().any(|f| &f.name == *k))
+        {
+            return Err(CliError::bad_input(format!(
+                "fields: the contract has no field {k:?}"
+            )));
+        }
+        let missing = contract.missing_url_fields(&p.fields);
+        if !missing.is_empty() {
+            return Err(CliError::bad_input(format!(
+                "the contract's compose URL needs fields {missing:?}"
+            )));
+        }
         let plan = contract
-            .probe_plan(&p.base_url)
+            .probe_plan_for(&p.base_url, &p.fields)
             .map_err(|e| CliError::bad_input(e.to_string()))?;
         if let Some(a) = &p.account {
             crate::identity::check_account_name(a)
@@ -320,6 +338,7 @@ impl OncepostMcp {
             base_url: p.base_url.clone(),
             account: p.account.clone(),
             cookies: None,
+            fields: Vec::new(),
             json: false,
             screenshot: Some(shot.clone()),
             fill: p.fill.clone(),

@@ -35,6 +35,10 @@ pub struct ProbeArgs {
     /// before probing, for accounts whose login cannot be scripted.
     #[arg(long)]
     pub cookies: Option<PathBuf>,
+    /// A value for a `{field:NAME}` of the compose URL (repeatable): a url field (a wiki page's name) the
+    /// compose page needs. Nothing is typed with it.
+    #[arg(long = "field", value_name = "K=V")]
+    pub fields: Vec<String>,
     /// Print the JSON report on stdout.
     #[arg(long)]
     pub json: bool,
@@ -64,7 +68,33 @@ pub async fn run(cli: &Cli, args: &ProbeArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let plan = match contract.probe_plan(&args.base_url) {
+    let values = match super::publish::parse_fields(&args.fields) {
+        Ok(v) => v,
+        Err(e) => {
+            errln!("error: {}", e.message);
+            return ExitCode::from(2);
+        }
+    };
+    if let Some(k) = values
+        .keys()
+        .find(|k| !contract.compose.fields.iter().any(|f| &f.name == *k))
+    {
+        errln!("error: --field {k}: the contract has no field {k:?}");
+        return ExitCode::from(2);
+    }
+    let missing = contract.missing_url_fields(&values);
+    if !missing.is_empty() {
+        errln!(
+            "error: the contract's compose URL needs {}: give them with --field",
+            missing
+                .iter()
+                .map(|f| format!("--field {f}=..."))
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+        return ExitCode::from(2);
+    }
+    let plan = match contract.probe_plan_for(&args.base_url, &values) {
         Ok(p) => p,
         Err(e) => {
             errln!("error: {e}");

@@ -130,6 +130,9 @@ pub enum FieldKind {
     Textarea,
     /// An element with `contenteditable`.
     Contenteditable,
+    /// (format 2) No control: a value that lives only in URL templates (`{field:NAME}`), such as a wiki
+    /// page's name in its edit URL. It has no locator and nothing is typed.
+    Url,
 }
 
 /// A compose field.
@@ -144,8 +147,9 @@ pub struct Field {
     /// Whether a probe fails when the field is not usable.
     #[serde(default = "yes")]
     pub required: bool,
-    /// Where the field is.
-    pub locator: Locator,
+    /// Where the field is (every kind but `url`, which has none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub locator: Option<Locator>,
     /// What typing does with a value the page put there first: `replace` it (the default) or `append` to
     /// it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -376,7 +380,7 @@ pub enum SyncedWhen {
 /// How to find a post again.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-#[schemars(extend("oneOf" = [{ "required": ["id_attribute"] }, { "required": ["id_from_link"] }]))]
+#[schemars(extend("oneOf" = [{ "required": ["id_attribute"] }, { "required": ["id_from_link"] }, { "required": ["id_text"] }]))]
 pub struct Readback {
     /// Permalink template with `{base_url}` and `{id}` (required), and `{field:NAME}` (format 2).
     #[schemars(with = "Template")]
@@ -389,12 +393,16 @@ pub struct Readback {
     /// CSS selector, inside an item, of the post text.
     #[schemars(length(min = 1))]
     pub text: String,
-    /// Attribute of the item carrying the id; exclusive with `id_from_link`.
+    /// Attribute of the item carrying the id; exclusive with `id_from_link` and `id_text`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id_attribute: Option<String>,
     /// Regex over an item's link `href` whose group `id` is the id; exclusive with `id_attribute`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id_from_link: Option<String>,
+    /// (format 2) CSS selector, inside an item, of the element whose text (trimmed) is the id (a wiki
+    /// shows its page name); exclusive with `id_attribute` and `id_from_link`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id_text: Option<String>,
     /// CSS selector, inside an item, of the element showing the item's author (its handle). Without it no
     /// search match can be shown to be the account's own: every one is a lead for a person.
     #[serde(default, skip_serializing_if = "Option::is_none")]

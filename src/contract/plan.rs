@@ -125,8 +125,24 @@ impl Contract {
         self.probe_plan_for(base_url, &PostValues::new())
     }
 
+    /// The required url fields (`kind = "url"`) `values` gives no non-empty value: a compose URL without
+    /// them names no page, so a probe or a publish refuses to start.
+    pub fn missing_url_fields(&self, values: &PostValues) -> Vec<&str> {
+        self.compose
+            .fields
+            .iter()
+            .filter(|f| f.kind == FieldKind::Url && f.required)
+            .filter(|f| values.get(&f.name).is_none_or(|v| v.trim().is_empty()))
+            .map(|f| f.name.as_str())
+            .collect()
+    }
+
     /// The probe plan with the compose URL's field placeholders filled from `values`.
-    fn probe_plan_for(&self, base_url: &str, values: &PostValues) -> Result<ProbePlan, PlanError> {
+    pub fn probe_plan_for(
+        &self,
+        base_url: &str,
+        values: &PostValues,
+    ) -> Result<ProbePlan, PlanError> {
         let base = Contract::base_origin(base_url)?;
         let url_vars = self.url_vars(&base, values);
         let url = fill_url("compose.url", &self.compose.url, &url_vars)?;
@@ -145,26 +161,24 @@ impl Contract {
                 })?;
             allowed_origins.push(origin);
         }
+        // A url field has no control: its value is only in the URLs above.
         let fields: Vec<NamedLocator> = self
             .compose
             .fields
             .iter()
-            .map(|f| NamedLocator {
+            .filter_map(|f| Some((f, f.locator.as_ref()?, edit_kind(f.kind)?)))
+            .map(|(f, at, edit)| NamedLocator {
                 name: format!("field:{}", f.name),
                 purpose: Purpose::Field {
                     fill: match f.fill.unwrap_or(format::FieldFill::Replace) {
                         format::FieldFill::Replace => browser::FillMode::Replace,
                         format::FieldFill::Append => browser::FillMode::Append,
                     },
-                    edit: match f.kind {
-                        FieldKind::TextInput => browser::EditKind::TextInput,
-                        FieldKind::Textarea => browser::EditKind::Textarea,
-                        FieldKind::Contenteditable => browser::EditKind::Contenteditable,
-                    },
+                    edit,
                 },
                 required: f.required,
-                locator: locator(&f.locator),
-                states: states(&f.locator, FIELD_STATES),
+                locator: locator(at),
+                states: states(at, FIELD_STATES),
             })
             .collect();
         let publish = PublishControl::new(
@@ -236,6 +250,16 @@ impl Contract {
             masks: self.evidence.mask.clone(),
             non_publish_writes,
         })
+    }
+}
+
+/// How text goes into a field of `kind`; `None` for a url field, which has no control.
+fn edit_kind(kind: FieldKind) -> Option<browser::EditKind> {
+    match kind {
+        FieldKind::TextInput => Some(browser::EditKind::TextInput),
+        FieldKind::Textarea => Some(browser::EditKind::Textarea),
+        FieldKind::Contenteditable => Some(browser::EditKind::Contenteditable),
+        FieldKind::Url => None,
     }
 }
 
@@ -358,6 +382,7 @@ impl Contract {
                 Some(r) => Some(regex("readback.id_from_link", r)?),
                 None => None,
             },
+            id_text_css: rb.id_text.clone(),
             compare: match rb.compare {
                 format::TextCompare::ExactNfc => browser::TextRule::ExactNfc,
                 format::TextCompare::CollapseWhitespace => browser::TextRule::CollapseWhitespace,

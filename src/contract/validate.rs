@@ -453,7 +453,70 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
                 "field names must be unique",
             );
         }
-        k.locator(p.key("locator"), &f.locator);
+        match (f.kind, &f.locator) {
+            (FieldKind::Url, None) => {
+                if !v2 {
+                    k.err(
+                        p.key("kind"),
+                        "kind = \"url\" needs format = 2",
+                        "set format = 2 (`oncepost contract migrate FILE` rewrites a format 1 file)",
+                    );
+                }
+                if f.fill.is_some() {
+                    k.err(
+                        p.key("fill"),
+                        "a url field is never typed, so it has no fill",
+                        "remove fill",
+                    );
+                }
+                if !c.compose.url.contains(&format!("{{field:{}}}", f.name)) {
+                    k.err(
+                        p.key("kind"),
+                        format!("url field {:?} is not in compose.url", f.name),
+                        format!(
+                            "a url field only places its value in URLs: put {{field:{}}} in compose.url",
+                            f.name
+                        ),
+                    );
+                }
+            }
+            (FieldKind::Url, Some(_)) => k.err(
+                p.key("locator"),
+                "a url field has no locator",
+                "remove the locator (the value only goes into URL templates), or give the field a control kind",
+            ),
+            (_, Some(l)) => k.locator(p.key("locator"), l),
+            (_, None) => k.err(
+                p.key("locator"),
+                "missing locator",
+                "locator = { strategies = [{ css = \"...\" }] }; only kind = \"url\" has none",
+            ),
+        }
+    }
+    let url_fields: HashSet<&str> = c
+        .compose
+        .fields
+        .iter()
+        .filter(|f| f.kind == FieldKind::Url)
+        .map(|f| f.name.as_str())
+        .collect();
+    for (what, name) in [
+        ("compose.body_field", Some(c.body_field())),
+        ("readback.marker_field", c.readback.marker_field.as_deref()),
+    ] {
+        if let Some(name) = name
+            && url_fields.contains(name)
+        {
+            let path = match what {
+                "compose.body_field" => compose.key("body_field"),
+                _ => root.key("readback").key("marker_field"),
+            };
+            k.err(
+                path,
+                format!("{what} {name:?} is a url field, which is never typed"),
+                "name a field with a control (textarea, text_input, contenteditable)",
+            );
+        }
     }
     let mut vars: Vec<&str> = url_vars.clone();
     if !v2 {
@@ -478,6 +541,12 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
                         p.key("field"),
                         format!("no compose field named {name:?}"),
                         "name one of [[compose.fields]]",
+                    );
+                } else if url_fields.contains(name.as_str()) {
+                    k.err(
+                        p.key("field"),
+                        format!("field {name:?} is a url field: it has no control to act on"),
+                        "target a field with a locator, or give the step its own locator",
                     );
                 }
             }
@@ -699,15 +768,29 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
             "CSS selector of the text inside an item",
         );
     }
-    match (&c.readback.id_attribute, &c.readback.id_from_link) {
-        (Some(_), None) => {}
-        (None, Some(r)) => {
+    match (
+        &c.readback.id_attribute,
+        &c.readback.id_from_link,
+        &c.readback.id_text,
+    ) {
+        (Some(_), None, None) => {}
+        (None, Some(r), None) => {
             k.regex(rb.key("id_from_link"), r, true);
+        }
+        (None, None, Some(css)) => {
+            format2(&mut k, rb.key("id_text"), "id_text");
+            if css.trim().is_empty() {
+                k.err(
+                    rb.key("id_text"),
+                    "empty id_text selector",
+                    "CSS selector, inside an item, of the element whose text is the id",
+                );
+            }
         }
         _ => k.err(
             rb.clone(),
-            "give exactly one of id_attribute, id_from_link",
-            "id_attribute = \"data-post-id\" or id_from_link = '/p/(?P<id>\\w+)'",
+            "give exactly one of id_attribute, id_from_link, id_text",
+            "id_attribute = \"data-post-id\", id_from_link = '/p/(?P<id>\\w+)' or id_text = \".page-id\"",
         ),
     }
     if let Some(a) = &c.readback.author

@@ -245,6 +245,17 @@ pub fn new_intent(req: &PublishRequest, contract: &Contract) -> Result<NewIntent
             )));
         }
     }
+    let missing = contract.missing_url_fields(&req.fields);
+    if !missing.is_empty() {
+        return Err(PublishError::BadInput(format!(
+            "the contract's compose URL needs {}: give them with --field (they name the page to post on)",
+            missing
+                .iter()
+                .map(|f| format!("--field {f}=..."))
+                .collect::<Vec<_>>()
+                .join(" ")
+        )));
+    }
     Ok(NewIntent {
         account: req.account.clone(),
         action: ActionKind::Post,
@@ -1130,7 +1141,9 @@ async fn prepare<'s>(
         let report = json!({ "step": serde_json::to_value(bad).unwrap_or_default() });
         return Ok(Err((Some(page), report)));
     }
-    let checked = page.check_publish(&plan.probe.publish).await?;
+    let checked = page
+        .check_publish(&plan.probe.publish, crate::browser::probe::SETTLE)
+        .await?;
     clock.step("publish control checked");
     match checked {
         Ok(at) => Ok(Ok((page, at))),

@@ -27,6 +27,7 @@ mod door;
 mod fixture_platform;
 mod format2;
 mod guard;
+mod lab_dokuwiki;
 mod marker;
 mod mcp;
 mod model;

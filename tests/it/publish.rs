@@ -655,7 +655,7 @@ async fn a_second_create_request_for_one_authorization_is_failed_before_it_leave
     .await
     .unwrap();
     let at = page
-        .check_publish(&plan.probe.publish)
+        .check_publish(&plan.probe.publish, oncepost::browser::probe::SETTLE)
         .await
         .unwrap()
         .expect("actionable");

@@ -5,6 +5,7 @@
 
 pub mod chromium;
 pub mod cli;
+pub mod lab;
 pub mod platform;
 #[macro_use]
 pub mod store;
