@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install what oncepost needs on a fresh Debian machine, and only what is missing:
 # Debian's Chromium (nothing downloads a browser of its own), the PostgreSQL binaries used by the tests'
-# ephemeral clusters, and the real-app lab's DokuWiki and PHP. Safe to run again.
+# ephemeral clusters, and the real-app lab's DokuWiki, WordPress, MariaDB and PHP. Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,14 +23,24 @@ fi
 if ! command -v npm >/dev/null 2>&1; then
     need+=(nodejs npm)
 fi
-# The real-app lab (tests/it/lab_*.rs): Debian's DokuWiki, served by PHP's built-in server from a private
-# conf and data dir (scripts/lab-dokuwiki.sh).
+# The real-app lab (tests/it/lab_*.rs): Debian's DokuWiki and WordPress (with MariaDB), served by PHP's
+# built-in server from private copies (scripts/lab-dokuwiki.sh, scripts/lab-wordpress.sh). WordPress keeps its
+# recommends: they bring its only theme.
 lab=()
 if [ ! -f /usr/share/dokuwiki/doku.php ]; then
     lab+=(dokuwiki)
 fi
 if ! command -v php >/dev/null 2>&1; then
     lab+=(php-cli)
+fi
+if [ ! -f /usr/share/wordpress/wp-login.php ]; then
+    lab+=(wordpress)
+fi
+if [ ! -x /usr/sbin/mariadbd ]; then
+    lab+=(mariadb-server)
+fi
+if command -v php >/dev/null 2>&1 && ! php -m 2>/dev/null | grep -qi '^mysqli$'; then
+    lab+=(php-mysql)
 fi
 need+=("${lab[@]}")
 
@@ -40,12 +50,14 @@ if [ ${#need[@]} -gt 0 ]; then
     if [ "$(id -u)" != 0 ]; then sudo_cmd="sudo"; fi
     $sudo_cmd apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${need[@]}" >/dev/null
-    # DokuWiki brings Apache as a dependency; on a machine without a policy-rc.d apt starts it. The lab never
-    # uses a system service: stop it and keep it from starting at boot.
-    if [ ${#lab[@]} -gt 0 ] && command -v apache2ctl >/dev/null 2>&1; then
-        $sudo_cmd apache2ctl stop >/dev/null 2>&1 || true
-        if command -v update-rc.d >/dev/null 2>&1; then $sudo_cmd update-rc.d apache2 disable >/dev/null 2>&1 || true; fi
-        if command -v systemctl >/dev/null 2>&1; then $sudo_cmd systemctl disable --now apache2 >/dev/null 2>&1 || true; fi
+    # The lab's packages bring Apache and a system MariaDB; on a machine without a policy-rc.d apt starts
+    # them. The lab never uses a system service: stop them and keep them from starting at boot.
+    if [ ${#lab[@]} -gt 0 ]; then
+        for svc in apache2 mariadb; do
+            if command -v systemctl >/dev/null 2>&1; then $sudo_cmd systemctl disable --now "$svc" >/dev/null 2>&1 || true; fi
+            if command -v service >/dev/null 2>&1; then $sudo_cmd service "$svc" stop >/dev/null 2>&1 || true; fi
+            if command -v update-rc.d >/dev/null 2>&1; then $sudo_cmd update-rc.d "$svc" disable >/dev/null 2>&1 || true; fi
+        done
     fi
 fi
 

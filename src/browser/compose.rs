@@ -385,10 +385,15 @@ impl<'a> ComposePage<'a> {
             limit,
             Duration::from_millis(150),
         );
-        let slice = Duration::from_millis(2_000);
+        // A capture that starts as the page navigates never answers: each try gets a slice, the first short
+        // and each next one twice as long (up to 2 s) for a page that is slow to paint. Measured on
+        // Fixturebook with one 2 s slice: publish times were bimodal, ~1.55 s or ~3.55 s, the extra 2 s
+        // always one lost slice here.
+        let mut slice = Duration::from_millis(400);
         let mut last = BrowserError::from(wait.expiry());
         while !wait.expired() {
             let left = wait.remaining().min(slice);
+            slice = (slice * 2).min(Duration::from_millis(2_000));
             let attempt = async {
                 let ready = evaluate_json(
                     &self.page,

@@ -435,7 +435,13 @@ pub async fn run(
     timings.steps_ms = ms(t);
 
     let mut all: Vec<NamedLocator> = plan.fields.clone();
-    all.push(plan.publish.checkable(opts.fill.is_some()));
+    let mut publish = plan.publish.checkable(opts.fill.is_some());
+    // A two-step publish: the control appears only once an after-fill step opened its panel, which needs
+    // `--fill`. Without it the control is still looked for and shown, but cannot fail the probe.
+    if opts.fill.is_none() && plan.steps.iter().any(|s| s.runs_after_fill()) {
+        publish.required = false;
+    }
+    all.push(publish);
     let mut checks = Vec::new();
     let settle = Wait::new(
         "the required locators to pass their checks",

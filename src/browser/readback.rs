@@ -702,6 +702,17 @@ impl ReadbackPlan {
     /// one that shows no author (or no handle is recorded) is taken as ours, the create answer being the
     /// proof of authorship. A refused id or permalink is an alarm and a lead.
     pub fn judge_permalink(&self, id: &str, sent: &str, items: &[ShownItem]) -> Judged {
+        self.judge_at_id(id, sent, items, IdProof::CreateAnswer)
+    }
+
+    /// The judge of post `id` taken from the create request oncepost sent (its URL named the post: an app
+    /// that allocates the post before publishing it). Nothing answered, so only an item showing the
+    /// account's own handle is ours; any other text match there is a lead.
+    pub fn judge_sent_id(&self, id: &str, sent: &str, items: &[ShownItem]) -> Judged {
+        self.judge_at_id(id, sent, items, IdProof::SentRequest)
+    }
+
+    fn judge_at_id(&self, id: &str, sent: &str, items: &[ShownItem], proof: IdProof) -> Judged {
         let url = self.permalink_of(id);
         let item = items
             .iter()
@@ -762,12 +773,17 @@ impl ReadbackPlan {
                 vec![alarm],
             );
         }
-        if let Authorship::OtherAuthor { author } = &authorship {
+        let lead_reason = match (&authorship, proof) {
+            (Authorship::OtherAuthor { .. }, _) => Some(LeadReason::OtherAuthor),
+            (_, IdProof::CreateAnswer) => None,
+            (a, IdProof::SentRequest) => LeadReason::of(a),
+        };
+        if let Some(why) = lead_reason {
             let lead = Candidate {
                 id: Some(id.to_string()),
                 permalink: Some(url),
-                author: Some(author.clone()),
-                why: LeadReason::OtherAuthor,
+                author: authorship.author(),
+                why,
             };
             return (
                 ReadVerdict::Lead {
@@ -785,6 +801,39 @@ impl ReadbackPlan {
             Vec::new(),
         )
     }
+}
+
+/// Where the id a permalink judge is given comes from, which decides what proves authorship.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum IdProof {
+    /// This attempt's own create answer named it: an item showing no author is ours.
+    CreateAnswer,
+    /// The create request oncepost sent named it, and no answer is known: only the account's own handle
+    /// shown on the item makes it ours.
+    SentRequest,
+}
+
+/// Read post `id`, named by the create request oncepost sent, from its permalink once (reconcile runs after
+/// the propagation window): a match needs the account's handle shown on it ([`ReadbackPlan::judge_sent_id`]).
+pub async fn by_sent_id(
+    session: &BrowserSession,
+    plan: &ReadbackPlan,
+    id: &str,
+    sent: &str,
+    navigation_timeout: Duration,
+) -> Result<Readback, BrowserError> {
+    let url = plan.permalink_of(id);
+    let mut once = plan.clone();
+    once.propagation_ms = 0;
+    read_until(
+        session,
+        &once,
+        "sent id",
+        &url,
+        navigation_timeout,
+        |items| plan.judge_sent_id(id, sent, items),
+    )
+    .await
 }
 
 /// Read post `id` back from its permalink, re-reading "not found" until `propagation_ms` passed.
@@ -1173,6 +1222,43 @@ mod tests {
         assert!(matches!(
             p.judge_permalink("id1", "changed", &hers).0,
             ReadVerdict::Mismatch { .. }
+        ));
+    }
+
+    #[test]
+    fn by_the_sent_id_only_the_accounts_own_handle_makes_it_ours() {
+        // No create answer vouches for the post: what the permalink judge takes as ours on the answer's word
+        // (no author shown, no handle recorded) is a lead here.
+        let p = plan(Some("alice"));
+        let hers = [item(Some("id1"), "same", Some("alice"), None)];
+        assert!(matches!(
+            p.judge_sent_id("id1", "same", &hers).0,
+            ReadVerdict::Match {
+                authorship: Authorship::Ours { .. },
+                ..
+            }
+        ));
+        let unsigned = [item(Some("id1"), "same", None, None)];
+        assert!(matches!(
+            p.judge_sent_id("id1", "same", &unsigned).0,
+            ReadVerdict::Lead { candidates } if candidates[0].why == LeadReason::AuthorNotShown
+        ));
+        assert!(matches!(
+            plan(None).judge_sent_id("id1", "same", &hers).0,
+            ReadVerdict::Lead { candidates } if candidates[0].why == LeadReason::NoHandle
+        ));
+        let bobs = [item(Some("id1"), "same", Some("bob"), None)];
+        assert!(matches!(
+            p.judge_sent_id("id1", "same", &bobs).0,
+            ReadVerdict::Lead { candidates } if candidates[0].why == LeadReason::OtherAuthor
+        ));
+        assert!(matches!(
+            p.judge_sent_id("id1", "changed", &hers).0,
+            ReadVerdict::Mismatch { .. }
+        ));
+        assert!(matches!(
+            p.judge_sent_id("id1", "same", &[]).0,
+            ReadVerdict::NotFound
         ));
     }
 }

@@ -125,6 +125,19 @@ impl CreatePattern {
         }
     }
 
+    /// The post id the URL of a request this pattern matched names: the `id` group of a `url_regex` (an
+    /// app that allocates the post before it publishes it, such as WordPress's `posts/ID`). `None` when
+    /// the pattern has no such group or the URL does not match.
+    pub fn id_in(&self, url: &str) -> Option<String> {
+        let UrlMatch::Regex(r) = &self.url else {
+            return None;
+        };
+        r.captures(url)?
+            .name("id")
+            .map(|m| m.as_str().to_string())
+            .filter(|id| !id.is_empty())
+    }
+
     /// Whether the pattern says anything about headers or the body (beyond method and URL).
     pub fn looks_inside(&self) -> bool {
         !self.headers.is_empty() || self.body.is_some() || self.not_body.is_some()

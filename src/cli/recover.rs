@@ -94,6 +94,7 @@ pub(super) fn lookup_for(
     ctx.ensure_data_dir()?;
     let lookup = BrowserLookup::new(
         plan.readback,
+        plan.create,
         binding,
         store.clone(),
         &ctx.data_dir,

@@ -14,7 +14,7 @@
 //! ```
 //!
 //! Only the upstream's origin is used (scheme, host, port): a request for `/a/b?c` goes to
-//! `UPSTREAM_ORIGIN/a/b?c`. `Host` is the upstream's; `Origin` and `Referer` naming the proxy are rewritten to
+//! `UPSTREAM_ORIGIN/a/b?c`. `Host` is the upstream's (`X-Forwarded-Host`/`-Proto` say the proxy's); `Origin` and `Referer` naming the proxy are rewritten to
 //! the upstream; in answers, a `Location` naming the upstream's origin is rewritten to the proxy's, and
 //! `Set-Cookie` loses its `Domain` attribute (so the cookie belongs to the proxy's host). Bodies are not
 //! rewritten, nor WebSocket upgrades proxied.
@@ -709,6 +709,9 @@ fn skipped(name: &HeaderName) -> bool {
             | "host"
             | "content-length"
             | "accept-encoding"
+            | "x-forwarded-host"
+            | "x-forwarded-proto"
+            | "forwarded"
     )
 }
 
@@ -742,6 +745,13 @@ async fn forward(shared: &ProxyShared, parts: &hyper::http::request::Parts, body
             value.clone()
         };
         out = out.header(name.clone(), value);
+    }
+    // As a reverse proxy says where the browser was: an app configured for one (a CMS that names itself by
+    // the host it is asked for) then links to the proxy, not past it.
+    if let Some((scheme, host)) = shared.proxy_origin.split_once("://") {
+        out = out
+            .header("x-forwarded-host", host)
+            .header("x-forwarded-proto", scheme);
     }
     if !body.is_empty() || !matches!(parts.method, Method::GET | Method::HEAD) {
         out = out.body(body);

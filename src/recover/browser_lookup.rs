@@ -14,11 +14,14 @@ use crate::browser::{self, BrowserSession, LaunchOptions, ReadVerdict, ReadbackP
 use crate::contract::Binding;
 use crate::evidence::EvidenceStore;
 use crate::failpoint::{self, FailPoint};
-use crate::store::{Intent, Store};
+use crate::store::{EventKind, Intent, Store};
 
 /// Looks posts up through the platform's search page, as the contract describes it.
 pub struct BrowserLookup {
     plan: ReadbackPlan,
+    /// The contract's create request: when its `url_regex` names the post (`(?P<id>...)`), the request
+    /// an attempt sent says which post to read first.
+    create: browser::CreatePattern,
     binding: Binding,
     store: Store,
     profiles: PathBuf,
@@ -31,6 +34,7 @@ impl BrowserLookup {
     /// `data_dir/profiles/<account>`; each account's handle read from `store` at each lookup.
     pub fn new(
         plan: ReadbackPlan,
+        create: browser::CreatePattern,
         binding: Binding,
         store: Store,
         data_dir: &std::path::Path,
@@ -38,6 +42,7 @@ impl BrowserLookup {
     ) -> Self {
         BrowserLookup {
             plan,
+            create,
             binding,
             store,
             profiles: data_dir.join("profiles"),
@@ -99,22 +104,69 @@ impl PlatformLookup for BrowserLookup {
         let session = BrowserSession::launch(&opts)
             .await
             .map_err(|e| e.to_string())?;
-        let r = self.look(&session, &plan, &text).await;
+        let sent_id = self.sent_id(intent).await?;
+        let r = self.look(&session, &plan, &text, sent_id.as_deref()).await;
         session.close().await;
         r
     }
 }
 
 impl BrowserLookup {
+    /// The post id the create request this intent sent named (the last `request_sent` URL, through the
+    /// contract's `url_regex` group `id`), if the contract names one there.
+    async fn sent_id(&self, intent: &Intent) -> Result<Option<String>, String> {
+        if !self.create_names_id() {
+            return Ok(None);
+        }
+        let timeline = self
+            .store
+            .timeline(&intent.key)
+            .await
+            .map_err(|e| format!("cannot read the intent's history: {e}"))?;
+        Ok(timeline
+            .events
+            .iter()
+            .rev()
+            .find(|e| e.kind == EventKind::RequestSent)
+            .and_then(|e| e.details.get("url").and_then(|u| u.as_str()))
+            .and_then(|url| self.create.id_in(url)))
+    }
+
+    fn create_names_id(&self) -> bool {
+        matches!(&self.create.url, browser::UrlMatch::Regex(r)
+            if r.capture_names().flatten().any(|n| n == "id"))
+    }
+
+    /// Read the post the sent request named first (a match there needs the account's handle shown); when
+    /// it is not there, or shows other text, search as for every intent.
     async fn look(
         &self,
         session: &BrowserSession,
         plan: &ReadbackPlan,
         text: &str,
+        sent_id: Option<&str>,
     ) -> Result<LookupResult, String> {
-        let rb = browser::readback::by_search(session, plan, text, false, self.navigation_timeout)
-            .await
-            .map_err(|e| e.to_string())?;
+        let by_id = match sent_id {
+            Some(id) => Some(
+                browser::readback::by_sent_id(session, plan, id, text, self.navigation_timeout)
+                    .await
+                    .map_err(|e| e.to_string())?,
+            ),
+            None => None,
+        };
+        let rb = match by_id {
+            Some(rb)
+                if matches!(
+                    rb.verdict,
+                    ReadVerdict::Match { .. } | ReadVerdict::Lead { .. }
+                ) =>
+            {
+                rb
+            }
+            _ => browser::readback::by_search(session, plan, text, false, self.navigation_timeout)
+                .await
+                .map_err(|e| e.to_string())?,
+        };
         // The lookup (recorded as started) has read the platform; what it saw is not recorded yet.
         failpoint::hit(FailPoint::DuringReconcile);
         let mut items = Vec::new();

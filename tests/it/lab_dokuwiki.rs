@@ -7,12 +7,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::io::AsyncBufReadExt;
 
-use crate::kit::lab::{DokuWiki, cookies_file, dokuwiki};
+use crate::kit::lab::{DokuWiki, Proxy, cookies_file, dokuwiki, review_shows_screenshots};
 use crate::kit::{Oncepost, repo_path};
-
-const WAIT: Duration = Duration::from_secs(60);
 
 fn contract() -> PathBuf {
     repo_path("selectors/dokuwiki.toml")
@@ -104,66 +101,6 @@ impl Lab {
                 "3s",
             ])
             .await
-    }
-}
-
-/// `oncepost fixtures proxy` (the binary) in front of the lab wiki.
-struct Proxy {
-    _child: tokio::process::Child,
-    _home: tempfile::TempDir,
-    base: String,
-}
-
-impl Proxy {
-    async fn start(upstream: &str) -> Proxy {
-        let home = tempfile::tempdir().unwrap();
-        let mut child = tokio::process::Command::new(crate::kit::BIN)
-            .args(["fixtures", "proxy", "--json", "--upstream", upstream])
-            .env("ONCEPOST_HOME", home.path())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("spawn oncepost fixtures proxy");
-        let stdout = child.stdout.take().unwrap();
-        let mut lines = tokio::io::BufReader::new(stdout).lines();
-        let line = tokio::time::timeout(WAIT, lines.next_line())
-            .await
-            .expect("the proxy prints in time")
-            .unwrap()
-            .expect("one line");
-        let info: Value = serde_json::from_str(&line).expect("one JSON line");
-        Proxy {
-            _child: child,
-            _home: home,
-            base: info["base_url"].as_str().unwrap().to_owned(),
-        }
-    }
-
-    fn http() -> reqwest::Client {
-        reqwest::Client::builder().timeout(WAIT).build().unwrap()
-    }
-
-    async fn stats(&self) -> Value {
-        let t = Proxy::http()
-            .get(format!("{}/__oncepost_proxy/stats", self.base))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
-        serde_json::from_str(&t).unwrap()
-    }
-
-    async fn fault(&self, mode: &str) {
-        let r = Proxy::http()
-            .post(format!("{}/__oncepost_proxy/fault", self.base))
-            .body(serde_json::json!({ "mode": mode }).to_string())
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status(), 200);
     }
 }
 
@@ -334,7 +271,7 @@ async fn another_accounts_page_with_our_text_is_never_ours_and_parks_for_review(
         "only the other user's save"
     );
 
-    review_shows_screenshots(&lab, &key).await;
+    review_shows_screenshots(lab.oncepost.home(), &key).await;
 }
 
 /// A page that already exists is never saved over: the editor opens on its text, so the save carries
@@ -398,73 +335,6 @@ async fn conform_is_all_pass_on_dokuwiki() {
         assert_eq!(lab.wiki.saves_of(&lab.ns, name), 1, "{name}");
     }
     assert!(!pages.iter().any(|p| p.contains("reset")), "{pages:?}");
-}
-
-/// The review page for the parked intent `key` lists it and shows its screenshots, loaded in Chromium.
-async fn review_shows_screenshots(lab: &Lab, key: &str) {
-    use crate::kit::chromium::Chrome;
-    use std::io::BufRead;
-    let mut child = std::process::Command::new(crate::kit::BIN)
-        .env("ONCEPOST_HOME", lab.oncepost.home())
-        .env_remove("ONCEPOST_STORE")
-        .args([
-            "review",
-            "--port",
-            "0",
-            "--open-for",
-            "5m",
-            "--by",
-            "Lab Reviewer",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("start oncepost review");
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout)
-            .lines()
-            .map_while(Result::ok)
-        {
-            if let Some(u) = line.strip_prefix("review page: ") {
-                let _ = tx.send(u.to_string());
-            }
-        }
-    });
-    let url = rx.recv_timeout(WAIT).expect("the review page's URL");
-    let base = url.trim_end_matches('/').to_string();
-    let chrome = Chrome::launch(WAIT).await;
-    let page = chrome.open(&format!("{base}/intent/{key}")).await;
-    let deadline = tokio::time::Instant::now() + WAIT;
-    let widths: Vec<i64> = loop {
-        let js = "Array.from(document.images).every(i => i.complete) ? Array.from(document.images).map(i => i.naturalWidth) : null";
-        if let Ok(Ok(v)) = tokio::time::timeout(Duration::from_secs(5), page.evaluate(js)).await
-            && let Ok(Some(w)) = v.into_value::<Option<Vec<i64>>>()
-        {
-            break w;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the screenshots never loaded"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
-    let text: String = page
-        .evaluate("document.body.innerText")
-        .await
-        .unwrap()
-        .into_value()
-        .unwrap();
-    chrome.close().await;
-    let _ = child.kill();
-    let _ = child.wait();
-    assert!(text.contains("parked"), "{text}");
-    assert!(!widths.is_empty(), "the parked send has screenshots");
-    assert!(
-        widths.iter().all(|w| *w > 0),
-        "every screenshot loads: {widths:?}"
-    );
 }
 
 /// A url field and `id_text` are checked like every key: each misuse is refused with the key's path, and a

@@ -28,6 +28,7 @@ mod fixture_platform;
 mod format2;
 mod guard;
 mod lab_dokuwiki;
+mod lab_wordpress;
 mod marker;
 mod mcp;
 mod model;

@@ -1,13 +1,18 @@
-//! The real-app lab: a private DokuWiki (Debian's package, unmodified) started once for the test binary by
-//! scripts/lab-dokuwiki.sh (its own conf and data dir, a free loopback port) and stopped when the binary
-//! exits. Every test works in a namespace of its own (`t<uuid>:`), so tests share the wiki and its users
-//! without seeing each other's pages; the users are `oncepost`, `other` and `lab1`..`lab8` (password
-//! `lab-password`).
+//! The real-app lab: a private DokuWiki and a private WordPress with its MariaDB (Debian's packages,
+//! unmodified), each started once for the test binary on first use by scripts/lab-dokuwiki.sh and
+//! scripts/lab-wordpress.sh (own conf and data dirs, free loopback ports) and stopped when the binary exits.
+//! Every DokuWiki test works in a namespace of its own (`t<uuid>:`); every WordPress test posts as a user of
+//! its own with texts no other test uses. The users of both are `oncepost`, `other` and `lab1`..`lab8`
+//! (password `lab-password`).
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
+use std::time::Duration;
 
 use serde_json::{Value, json};
+use tokio::io::AsyncBufReadExt;
+
+const WAIT: Duration = Duration::from_secs(60);
 
 use super::repo_path;
 
@@ -287,4 +292,322 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
         }
     }
     out
+}
+
+/// A running private WordPress with its MariaDB.
+pub struct WordPress {
+    /// `http://127.0.0.1:PORT`.
+    pub base_url: String,
+    /// Its directory (site copy, database, logs).
+    pub dir: PathBuf,
+}
+
+static WP: OnceLock<WordPress> = OnceLock::new();
+static WP_DIR: OnceLock<PathBuf> = OnceLock::new();
+
+extern "C" fn stop_wordpress() {
+    if let Some(dir) = WP_DIR.get() {
+        let _ = std::process::Command::new(repo_path("scripts/lab-wordpress.sh"))
+            .arg("stop")
+            .arg(dir)
+            .status();
+    }
+}
+
+/// The lab's WordPress, started on first use.
+pub fn wordpress() -> &'static WordPress {
+    WP.get_or_init(|| {
+        // A short path: MariaDB's socket path must stay under 107 characters.
+        let dir = PathBuf::from("/tmp").join(format!(
+            "oncepost-wp-{}",
+            &uuid::Uuid::new_v4().simple().to_string()[..12]
+        ));
+        let out = std::process::Command::new(repo_path("scripts/lab-wordpress.sh"))
+            .arg("start")
+            .arg(&dir)
+            .output()
+            .expect("run scripts/lab-wordpress.sh");
+        assert!(
+            out.status.success(),
+            "could not start the lab WordPress: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let _ = WP_DIR.set(dir.clone());
+        // SAFETY: registering a plain extern "C" function with no captured state.
+        unsafe {
+            libc::atexit(stop_wordpress);
+        }
+        WordPress {
+            base_url: String::from_utf8_lossy(&out.stdout).trim().to_string(),
+            dir,
+        }
+    })
+}
+
+/// The WordPress users no two tests share (each test takes one with [`WordPress::user`]).
+static WP_USERS: std::sync::Mutex<Vec<&str>> = std::sync::Mutex::new(Vec::new());
+
+impl WordPress {
+    /// A lab user no other test of this binary posts as (`oncepost`, `lab1`..`lab8`).
+    pub fn user(&self) -> &'static str {
+        let mut taken = WP_USERS.lock().unwrap();
+        let user = [
+            "oncepost", "lab1", "lab2", "lab3", "lab4", "lab5", "lab6", "lab7", "lab8",
+        ]
+        .into_iter()
+        .find(|u| !taken.contains(u))
+        .expect("more WordPress tests than lab users: add users in scripts/lab-wordpress.sh");
+        taken.push(user);
+        user
+    }
+
+    /// One SQL statement on the site's database: its rows, tab-separated.
+    pub fn sql(&self, query: &str) -> String {
+        let out = std::process::Command::new(repo_path("scripts/lab-wordpress.sh"))
+            .arg("sql")
+            .arg(&self.dir)
+            .arg(query)
+            .output()
+            .expect("run lab-wordpress.sh sql");
+        assert!(
+            out.status.success(),
+            "{query}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// Rows of every post of `user` that is not WordPress's own empty auto-draft (made by opening the
+    /// editor): `ID<TAB>status<TAB>type<TAB>title`, one per line. Revisions count: each save makes one.
+    pub fn rows_of(&self, user: &str) -> Vec<String> {
+        let q = format!(
+            "SELECT p.ID, p.post_status, p.post_type, p.post_title FROM wp_posts p JOIN wp_users u \
+             ON u.ID = p.post_author WHERE u.user_login = '{user}' AND p.post_status <> 'auto-draft' ORDER BY p.ID"
+        );
+        self.sql(&q)
+            .lines()
+            .map(str::to_string)
+            .filter(|l| !l.is_empty())
+            .collect()
+    }
+
+    /// Published posts titled `title`.
+    pub fn published_titled(&self, title: &str) -> Vec<String> {
+        let q = format!(
+            "SELECT ID FROM wp_posts WHERE post_type = 'post' AND post_status = 'publish' AND post_title = '{}'",
+            title.replace('\'', "''")
+        );
+        self.sql(&q)
+            .lines()
+            .map(str::to_string)
+            .filter(|l| !l.is_empty())
+            .collect()
+    }
+
+    /// The user's saved settings (a probe must not change them: the editor saves preferences).
+    pub fn user_meta(&self, user: &str) -> String {
+        self.sql(&format!(
+            "SELECT m.meta_key, m.meta_value FROM wp_usermeta m JOIN wp_users u ON u.ID = m.user_id \
+             WHERE u.user_login = '{user}' ORDER BY m.umeta_id"
+        ))
+    }
+
+    /// Publish a post as `user` through WordPress's own API (another person, not oncepost): its ID.
+    pub fn post_as(&self, user: &str, title: &str, text: &str) -> String {
+        let out = std::process::Command::new(repo_path("scripts/lab-wordpress.sh"))
+            .arg("post")
+            .arg(&self.dir)
+            .args([user, title, text])
+            .output()
+            .expect("run lab-wordpress.sh post");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// Log `user` in (with "Remember Me") and return its cookies as CDP cookie objects for `--cookies`.
+    pub async fn login_cookies(&self, user: &str) -> Value {
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap();
+        let answer = client
+            .post(format!("{}/wp-login.php", self.base_url))
+            .header("cookie", "wordpress_test_cookie=WP%20Cookie%20check")
+            .form(&[
+                ("log", user),
+                ("pwd", PASSWORD),
+                ("rememberme", "forever"),
+                ("wp-submit", "Log In"),
+                ("testcookie", "1"),
+                ("redirect_to", &format!("{}/wp-admin/", self.base_url)),
+            ])
+            .send()
+            .await
+            .expect("log in");
+        assert_eq!(answer.status().as_u16(), 302, "login of {user} redirects");
+        let expires = (std::time::SystemTime::now() + std::time::Duration::from_secs(86_400))
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let mut cookies: Vec<Value> = answer
+            .headers()
+            .get_all("set-cookie")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .filter_map(|v| {
+                let mut parts = v.split(';');
+                let (name, value) = parts.next()?.split_once('=')?;
+                let path = parts
+                    .filter_map(|a| a.trim().strip_prefix("path="))
+                    .next()
+                    .unwrap_or("/");
+                Some(
+                    json!({ "name": name.trim(), "value": value.trim(), "domain": "127.0.0.1",
+                             "path": path, "expires": expires, "httpOnly": true }),
+                )
+            })
+            .collect();
+        cookies.push(
+            json!({ "name": "wordpress_test_cookie", "value": "WP%20Cookie%20check",
+                             "domain": "127.0.0.1", "path": "/", "expires": expires }),
+        );
+        assert!(
+            cookies.iter().any(|c| c["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("wordpress_logged_in"))),
+            "the login set WordPress's cookie: {cookies:?}"
+        );
+        Value::Array(cookies)
+    }
+}
+
+/// `oncepost fixtures proxy` (the binary) in front of a lab app.
+pub struct Proxy {
+    _child: tokio::process::Child,
+    _home: tempfile::TempDir,
+    pub base: String,
+}
+
+impl Proxy {
+    pub async fn start(upstream: &str) -> Proxy {
+        let home = tempfile::tempdir().unwrap();
+        let mut child = tokio::process::Command::new(super::BIN)
+            .args(["fixtures", "proxy", "--json", "--upstream", upstream])
+            .env("ONCEPOST_HOME", home.path())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn oncepost fixtures proxy");
+        let stdout = child.stdout.take().unwrap();
+        let mut lines = tokio::io::BufReader::new(stdout).lines();
+        let line = tokio::time::timeout(WAIT, lines.next_line())
+            .await
+            .expect("the proxy prints in time")
+            .unwrap()
+            .expect("one line");
+        let info: Value = serde_json::from_str(&line).expect("one JSON line");
+        Proxy {
+            _child: child,
+            _home: home,
+            base: info["base_url"].as_str().unwrap().to_owned(),
+        }
+    }
+
+    fn http() -> reqwest::Client {
+        reqwest::Client::builder().timeout(WAIT).build().unwrap()
+    }
+
+    pub async fn stats(&self) -> Value {
+        let t = Proxy::http()
+            .get(format!("{}/__oncepost_proxy/stats", self.base))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        serde_json::from_str(&t).unwrap()
+    }
+
+    pub async fn fault(&self, mode: &str) {
+        let r = Proxy::http()
+            .post(format!("{}/__oncepost_proxy/fault", self.base))
+            .body(serde_json::json!({ "mode": mode }).to_string())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+    }
+}
+
+/// The review page for the parked intent `key` lists it and shows its screenshots, loaded in Chromium.
+pub async fn review_shows_screenshots(home: &Path, key: &str) {
+    use super::chromium::Chrome;
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(super::BIN)
+        .env("ONCEPOST_HOME", home)
+        .env_remove("ONCEPOST_STORE")
+        .args([
+            "review",
+            "--port",
+            "0",
+            "--open-for",
+            "5m",
+            "--by",
+            "Lab Reviewer",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start oncepost review");
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if let Some(u) = line.strip_prefix("review page: ") {
+                let _ = tx.send(u.to_string());
+            }
+        }
+    });
+    let url = rx.recv_timeout(WAIT).expect("the review page's URL");
+    let base = url.trim_end_matches('/').to_string();
+    let chrome = Chrome::launch(WAIT).await;
+    let page = chrome.open(&format!("{base}/intent/{key}")).await;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let widths: Vec<i64> = loop {
+        let js = "Array.from(document.images).every(i => i.complete) ? Array.from(document.images).map(i => i.naturalWidth) : null";
+        if let Ok(Ok(v)) = tokio::time::timeout(Duration::from_secs(5), page.evaluate(js)).await
+            && let Ok(Some(w)) = v.into_value::<Option<Vec<i64>>>()
+        {
+            break w;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the screenshots never loaded"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let text: String = page
+        .evaluate("document.body.innerText")
+        .await
+        .unwrap()
+        .into_value()
+        .unwrap();
+    chrome.close().await;
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(text.contains("parked"), "{text}");
+    assert!(!widths.is_empty(), "the parked send has screenshots");
+    assert!(
+        widths.iter().all(|w| *w > 0),
+        "every screenshot loads: {widths:?}"
+    );
 }
