@@ -18,6 +18,7 @@ use tokio::sync::watch;
 use super::BrowserError;
 use super::door::Door;
 use super::write_guard::WriteGuard;
+use crate::wait::Wait;
 
 /// Names tried, in order, when `ONCEPOST_CHROMIUM` is not set.
 const CANDIDATES: &[&str] = &[
@@ -199,9 +200,38 @@ impl std::fmt::Debug for BrowserSession {
     }
 }
 
+/// How long a launch waits for the Chromium of an earlier session on the same profile to let go of it.
+const PROFILE_RELEASE_WAIT: Duration = Duration::from_secs(10);
+
 impl BrowserSession {
     /// Launch headless Chromium on `opts.profile_dir` (created with 0700 permissions).
+    ///
+    /// The profile lock oncepost holds is gone the moment an earlier process on this profile dies, but its
+    /// Chromium may take a moment longer to exit, and until it has, a new Chromium on the profile refuses to
+    /// start ("Failed to create a ProcessSingleton": seen when a publish is run again right after one stopped
+    /// by SIGINT). Such a launch is tried again every 250 ms for up to [`PROFILE_RELEASE_WAIT`].
     pub async fn launch(opts: &LaunchOptions) -> Result<BrowserSession, BrowserError> {
+        let wait = Wait::new(
+            "the profile's earlier Chromium to exit",
+            PROFILE_RELEASE_WAIT,
+            Duration::from_millis(250),
+        );
+        loop {
+            match BrowserSession::launch_once(opts).await {
+                Err(BrowserError::Launch { message })
+                    if message.contains("ProcessSingleton")
+                        || message.contains("SingletonLock") =>
+                {
+                    if wait.pause().await.is_err() {
+                        return Err(BrowserError::Launch { message });
+                    }
+                }
+                other => return other,
+            }
+        }
+    }
+
+    async fn launch_once(opts: &LaunchOptions) -> Result<BrowserSession, BrowserError> {
         let executable = match &opts.executable {
             Some(p) => p.clone(),
             None => find_chromium()?,

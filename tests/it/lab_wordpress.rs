@@ -280,6 +280,9 @@ async fn conform_is_all_pass_on_wordpress() {
             "4000",
             "--request-timeout",
             "2s",
+            // The harsher mode: a re-send by the browser itself would reach the app (with harness
+            // transport oncepost sends the create request once, so there is none to let through).
+            "--let-resends-through",
         ])
         .await;
     eprintln!("{out}");
