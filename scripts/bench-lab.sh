@@ -4,7 +4,8 @@
 # logged-in cookies) doing the same compose, fill, click, wait and read-back with no durability, alternated in
 # one run against the same private DokuWiki and WordPress (scripts/lab-*.sh). Prints medians with min/max, the
 # ratio (goal <= 0.7) and oncepost's own peak RSS (VmHWM; Chromium excluded; goal < 40 MB).
-# Usage: scripts/bench-lab.sh [RUNS] [dokuwiki|wordpress ...]   (release build; BENCH_PROFILE=debug for debug)
+# Usage: scripts/bench-lab.sh [RUNS] [dokuwiki|wordpress ...]   (release build; BENCH_PROFILE=debug for debug;
+#        BENCH_PUBLISH_ARGS="--no-look-before-write" adds arguments to every oncepost publish)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS="${1:-7}"
@@ -20,7 +21,8 @@ BIN="target/$PROFILE/oncepost"
 exec python3 - "$BIN" "$RUNS" "$BENCH" $APPS <<'PY'
 import http.cookiejar, json, os, statistics, subprocess, sys, tempfile, time, urllib.parse, urllib.request, uuid
 binary, runs, bench, apps = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
-print(f"binary: {binary}   runs: {runs} per side, alternated, after one warm-up each   load: {os.getloadavg()[0]:.2f}")
+print(f"binary: {binary}   runs: {runs} per side, alternated, after one warm-up each   load: {os.getloadavg()[0]:.2f}"
+      f"   publish args: {os.environ.get('BENCH_PUBLISH_ARGS', '') or '-'}")
 
 class NoRedirect(urllib.request.HTTPRedirectHandler):
     def redirect_request(self, *a, **k): return None
@@ -71,7 +73,8 @@ for app in apps:
             text = f"bench oncepost {i} {uuid.uuid4().hex}"
             t0 = time.monotonic()
             p = subprocess.Popen([binary, "publish", "--contract", contract, "--account", "bench", "--base-url", base,
-                                  "--field", f"{field}={name(i)}", "--text", text, "--json"],
+                                  "--field", f"{field}={name(i)}", "--text", text, "--json"]
+                                 + os.environ.get("BENCH_PUBLISH_ARGS", "").split(),
                                  env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             hwm = 0
             while p.poll() is None:
