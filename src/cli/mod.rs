@@ -13,6 +13,7 @@ mod exit;
 pub mod fixtures;
 mod intents;
 pub mod mcp;
+mod metrics;
 pub mod output;
 pub mod probe;
 pub mod publish;

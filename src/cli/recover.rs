@@ -8,6 +8,7 @@ use clap::Args;
 
 use super::context::{actor, parse_duration_ms};
 use super::intents::parse_key;
+use super::metrics::WorkerMetrics;
 use super::output::{clean, clean_or_dash, errln, errpart, outln};
 use super::{CliError, Context, Exit};
 use crate::contract::Contract;
@@ -75,6 +76,10 @@ pub struct WorkerArgs {
     /// Bound on one lookup.
     #[arg(long, default_value = "60s", value_parser = parse_duration_ms)]
     pub lookup_timeout: i64,
+    /// Serve `GET /metrics` (Prometheus text) and `GET /healthz` on 127.0.0.1:PORT (0: any free port; the
+    /// address is printed on stderr).
+    #[arg(long, value_name = "PORT")]
+    pub metrics: Option<u16>,
 }
 
 pub(super) fn lookup_for(
@@ -444,8 +449,15 @@ pub(crate) async fn run_worker(ctx: &Context, args: WorkerArgs) -> Result<Exit, 
     let stop = StopOnSignal::install()?;
     let store = open_for_lookups(ctx, args.lookup_timeout).await?;
     let who = format!("worker:{}", std::process::id());
+    let metrics = WorkerMetrics::new(Duration::from_millis(args.interval.max(1) as u64));
+    if let Some(port) = args.metrics {
+        let addr = super::metrics::serve(port, store.clone(), metrics.clone())
+            .await
+            .map_err(|e| CliError::bad_input(format!("--metrics {port}: cannot listen: {e}")))?;
+        errln!("metrics: http://{addr}/metrics  health: http://{addr}/healthz");
+    }
     let (Some(contract), Some(base_url)) = (&args.contract, &args.base_url) else {
-        return run_worker_everywhere(ctx, &store, &stop, &who, &args).await;
+        return run_worker_everywhere(ctx, &store, &stop, &who, &args, &metrics).await;
     };
     let (lookup, policy) = lookup_for(ctx, &store, contract, base_url, args.lookup_timeout)?;
     let lookup = Stoppable {
@@ -463,6 +475,7 @@ pub(crate) async fn run_worker(ctx: &Context, args: WorkerArgs) -> Result<Exit, 
         Duration::from_millis(args.interval.max(1) as u64),
         shutdown,
         |report: &PassReport| {
+            metrics.record(report);
             count += 1;
             outln!("{}", serde_json::to_string(report).unwrap_or_default());
             if max.is_some_and(|m| count >= m) {
@@ -486,6 +499,7 @@ async fn run_worker_everywhere(
     stop: &StopOnSignal,
     who: &str,
     args: &WorkerArgs,
+    metrics: &WorkerMetrics,
 ) -> Result<Exit, CliError> {
     let mut passes = 0u64;
     loop {
@@ -511,6 +525,7 @@ async fn run_worker_everywhere(
             reconciled,
             skipped,
         };
+        metrics.record(&report);
         outln!("{}", serde_json::to_string(&report).unwrap_or_default());
         if args.passes.is_some_and(|m| passes >= m) {
             stop.ask();

@@ -120,6 +120,16 @@ impl Store {
         Ok(n > 0)
     }
 
+    /// When the oldest pending intent was created (ms), if any is pending: the queue's age for operators.
+    pub async fn oldest_pending_created_at(&self) -> Result<Option<i64>, StoreError> {
+        let row: (Option<i64>,) =
+            sqlx::query_as("SELECT MIN(created_at) FROM intents WHERE state = 'pending'")
+                .fetch_one(self.pool())
+                .await
+                .map_err(map_row)?;
+        Ok(row.0)
+    }
+
     /// Counts of intents per state.
     pub async fn state_counts(&self) -> Result<Vec<(Status, i64)>, StoreError> {
         let rows: Vec<(String, i64)> =

@@ -230,3 +230,103 @@ async fn the_worker_runs_passes_and_stops_cleanly_on_sigterm() {
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("worker stopped after"));
 }
+
+/// `worker --metrics 0`: `/metrics` is Prometheus text (every sample line `name{label="v"} number`, every
+/// family with HELP and TYPE) counting the store's intents by state and this worker's passes; `/healthz`
+/// answers ok while passes come; 127.0.0.1 only; a port already taken is bad input (exit 2).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_worker_serves_metrics_and_health_on_loopback() {
+    let env = Env::start(FaultMode::Normal).await;
+    let (code, v) = env.publish(&kit::unique("metrics")).await;
+    assert_eq!(code, 0, "{v}");
+    let mut child = tokio::process::Command::new(kit::BIN)
+        .args(["worker", "--interval", "200ms", "--metrics", "0"])
+        .env("ONCEPOST_HOME", env.dir.path())
+        .env_remove("ONCEPOST_STORE")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let url = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Ok(Some(l)) = lines.next_line().await {
+            if let Some(rest) = l.strip_prefix("metrics: ") {
+                return rest.split_whitespace().next().unwrap().to_string();
+            }
+        }
+        panic!("the worker printed no metrics address");
+    })
+    .await
+    .expect("metrics address in time");
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    let http = reqwest::Client::new();
+    // Until the worker has finished a pass.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let text = loop {
+        let t = http.get(&url).send().await.unwrap().text().await.unwrap();
+        if !t.contains("oncepost_worker_passes_total 0\n") {
+            break t;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "no pass: {t}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let sample =
+        regex::Regex::new(r#"^[a-z_]+(\{[a-z_]+="[a-z_]+"\})? [0-9]+(\.[0-9]+)?(e[+-]?[0-9]+)?$"#)
+            .unwrap();
+    let mut families = std::collections::BTreeMap::new();
+    for l in text.lines() {
+        if let Some(rest) = l
+            .strip_prefix("# HELP ")
+            .or_else(|| l.strip_prefix("# TYPE "))
+        {
+            *families
+                .entry(rest.split(' ').next().unwrap().to_string())
+                .or_insert(0) += 1;
+        } else {
+            assert!(sample.is_match(l), "not a sample line: {l:?}\n{text}");
+            let name = l.split(['{', ' ']).next().unwrap();
+            assert_eq!(
+                families.get(name),
+                Some(&2),
+                "{name} has HELP and TYPE before it:\n{text}"
+            );
+        }
+    }
+    assert!(
+        text.contains("oncepost_intents{state=\"published\"} 1\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("oncepost_intents{state=\"pending\"} 0\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("oncepost_queue_oldest_pending_age_seconds 0\n"),
+        "{text}"
+    );
+    let health = http
+        .get(url.replace("/metrics", "/healthz"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status(), 200);
+    assert_eq!(health.text().await.unwrap(), "ok\n");
+    // SAFETY: kill(2) to our own child process.
+    unsafe {
+        libc::kill(child.id().unwrap() as i32, libc::SIGTERM);
+    }
+    let status = tokio::time::timeout(Duration::from_secs(60), child.wait())
+        .await
+        .expect("the worker stops")
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let (code, _, err) = env
+        .run(&["worker", "--passes", "1", "--metrics", &port])
+        .await;
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("cannot listen"), "{err}");
+}
