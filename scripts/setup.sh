@@ -28,19 +28,22 @@ fi
 # recommends: they bring its only theme.
 lab=()
 if [ ! -f /usr/share/dokuwiki/doku.php ]; then
-    lab+=(dokuwiki)
+    lab+=(dokuwiki php-xml php-mbstring)
 fi
 if ! command -v php >/dev/null 2>&1; then
     lab+=(php-cli)
 fi
 if [ ! -f /usr/share/wordpress/wp-login.php ]; then
-    lab+=(wordpress)
+    lab+=(wordpress php-mysql)
 fi
 if [ ! -x /usr/sbin/mariadbd ]; then
     lab+=(mariadb-server)
 fi
-if command -v php >/dev/null 2>&1 && ! php -m 2>/dev/null | grep -qi '^mysqli$'; then
+if command -v php >/dev/null 2>&1 && [ -f /usr/share/wordpress/wp-login.php ] && ! php -m 2>/dev/null | grep -qi '^mysqli$'; then
     lab+=(php-mysql)
+fi
+if ! command -v curl >/dev/null 2>&1; then
+    lab+=(curl)
 fi
 need+=("${lab[@]}")
 
