@@ -28,38 +28,49 @@ pub struct DokuWiki {
 }
 
 static WIKI: OnceLock<DokuWiki> = OnceLock::new();
-static WIKI_DIR: OnceLock<PathBuf> = OnceLock::new();
 
-extern "C" fn stop_wiki() {
-    if let Some(dir) = WIKI_DIR.get() {
-        let _ = std::process::Command::new(repo_path("scripts/lab-dokuwiki.sh"))
+/// The apps this binary started (their script and dir), stopped by one `atexit` hook.
+static STARTED: std::sync::Mutex<Vec<(&str, PathBuf)>> = std::sync::Mutex::new(Vec::new());
+
+extern "C" fn stop_started() {
+    let started = STARTED.lock().map(|s| s.clone()).unwrap_or_default();
+    for (script, dir) in started {
+        let _ = std::process::Command::new(repo_path(script))
             .arg("stop")
             .arg(dir)
             .status();
     }
 }
 
+/// `script start dir` (a `scripts/lab-*.sh`), stopped when the binary exits; the base URL it printed.
+fn start_app(script: &'static str, dir: &Path) -> String {
+    let out = std::process::Command::new(repo_path(script))
+        .arg("start")
+        .arg(dir)
+        .output()
+        .unwrap_or_else(|e| panic!("run {script}: {e}"));
+    assert!(
+        out.status.success(),
+        "could not start the lab app ({script}): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut started = STARTED.lock().unwrap();
+    if started.is_empty() {
+        // SAFETY: registering a plain extern "C" function with no captured state.
+        unsafe {
+            libc::atexit(stop_started);
+        }
+    }
+    started.push((script, dir.to_path_buf()));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
 /// The lab's DokuWiki, started on first use.
 pub fn dokuwiki() -> &'static DokuWiki {
     WIKI.get_or_init(|| {
         let dir = std::env::temp_dir().join(format!("oncepost-dokuwiki-{}", uuid::Uuid::new_v4()));
-        let out = std::process::Command::new(repo_path("scripts/lab-dokuwiki.sh"))
-            .arg("start")
-            .arg(&dir)
-            .output()
-            .expect("run scripts/lab-dokuwiki.sh");
-        assert!(
-            out.status.success(),
-            "could not start the lab DokuWiki: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let _ = WIKI_DIR.set(dir.clone());
-        // SAFETY: registering a plain extern "C" function with no captured state.
-        unsafe {
-            libc::atexit(stop_wiki);
-        }
         DokuWiki {
-            base_url: String::from_utf8_lossy(&out.stdout).trim().to_string(),
+            base_url: start_app("scripts/lab-dokuwiki.sh", &dir),
             dir,
         }
     })
@@ -303,16 +314,6 @@ pub struct WordPress {
 }
 
 static WP: OnceLock<WordPress> = OnceLock::new();
-static WP_DIR: OnceLock<PathBuf> = OnceLock::new();
-
-extern "C" fn stop_wordpress() {
-    if let Some(dir) = WP_DIR.get() {
-        let _ = std::process::Command::new(repo_path("scripts/lab-wordpress.sh"))
-            .arg("stop")
-            .arg(dir)
-            .status();
-    }
-}
 
 /// The lab's WordPress, started on first use.
 pub fn wordpress() -> &'static WordPress {
@@ -322,23 +323,8 @@ pub fn wordpress() -> &'static WordPress {
             "oncepost-wp-{}",
             &uuid::Uuid::new_v4().simple().to_string()[..12]
         ));
-        let out = std::process::Command::new(repo_path("scripts/lab-wordpress.sh"))
-            .arg("start")
-            .arg(&dir)
-            .output()
-            .expect("run scripts/lab-wordpress.sh");
-        assert!(
-            out.status.success(),
-            "could not start the lab WordPress: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let _ = WP_DIR.set(dir.clone());
-        // SAFETY: registering a plain extern "C" function with no captured state.
-        unsafe {
-            libc::atexit(stop_wordpress);
-        }
         WordPress {
-            base_url: String::from_utf8_lossy(&out.stdout).trim().to_string(),
+            base_url: start_app("scripts/lab-wordpress.sh", &dir),
             dir,
         }
     })
