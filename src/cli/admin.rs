@@ -5,7 +5,7 @@ use serde_json::json;
 use super::context::{account_arg, actor, parse_duration_ms};
 use super::output::{clean, errln, outln};
 use super::{CliError, Context, Exit};
-use crate::store::{Account, NewAccount, SwitchScope, Timestamp};
+use crate::store::{Account, NewAccount, Pacing, SwitchScope, Timestamp};
 
 /// Kill switch position.
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -102,12 +102,125 @@ pub enum AccountsCmd {
         #[arg(long)]
         json: bool,
     },
+    /// Pace an account: the minimum interval, a random extra wait after each publish, and caps per rolling
+    /// hour and day. Decided inside the authorization transaction, so no two hosts can both pass them; a
+    /// publish told "not yet" sends nothing and stays pending (a queued one runs again when allowed).
+    Pace {
+        /// Account name.
+        name: String,
+        /// Minimum interval between two publishes (e.g. 30s, 5m).
+        #[arg(long, value_parser = parse_duration_ms)]
+        min_interval: Option<i64>,
+        /// Up to this much extra wait after each publish, drawn at random (e.g. 20s); 0s turns it off.
+        #[arg(long, value_parser = parse_duration_ms)]
+        jitter: Option<i64>,
+        /// At most N publishes in any rolling hour (`none`: no cap).
+        #[arg(long, value_name = "N|none", value_parser = parse_cap)]
+        hourly_cap: Option<Cap>,
+        /// At most N publishes in any rolling day (`none`: no cap).
+        #[arg(long, value_name = "N|none", value_parser = parse_cap)]
+        daily_cap: Option<Cap>,
+        /// Who [default: $USER].
+        #[arg(long)]
+        by: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// List accounts.
     List {
         /// Print JSON.
         #[arg(long)]
         json: bool,
     },
+}
+
+/// A cap: a number, or none.
+#[derive(Debug, Clone, Copy)]
+pub struct Cap(Option<i64>);
+
+fn parse_cap(s: &str) -> Result<Cap, String> {
+    if s.trim().eq_ignore_ascii_case("none") {
+        return Ok(Cap(None));
+    }
+    match s.trim().parse::<i64>() {
+        Ok(n) if n >= 0 => Ok(Cap(Some(n))),
+        _ => Err(format!(
+            "{s:?}: give a number of publishes (0 or more) or `none`"
+        )),
+    }
+}
+
+/// Per-platform limits.
+#[derive(Debug, Subcommand)]
+pub enum PlatformsCmd {
+    /// Limit the dispatches in flight (authorized, not yet settled) on a platform across every host;
+    /// decided inside the authorization transaction. A publish over the limit is told "not yet".
+    Limit {
+        /// The platform (a contract's platform name).
+        platform: String,
+        /// At most this many at once (`none`: no limit).
+        #[arg(long, value_name = "N|none", value_parser = parse_cap)]
+        max_in_flight: Cap,
+        /// Who [default: $USER].
+        #[arg(long)]
+        by: Option<String>,
+    },
+    /// List the platform limits and the dispatches in flight now.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub(crate) async fn run_platforms(ctx: &Context, cmd: PlatformsCmd) -> Result<Exit, CliError> {
+    let store = ctx.open_store().await?;
+    match cmd {
+        PlatformsCmd::Limit {
+            platform,
+            max_in_flight,
+            by,
+        } => {
+            if max_in_flight.0 == Some(0) {
+                return Err(CliError::bad_input(
+                    "--max-in-flight 0 would stop the platform: use `oncepost switch on --platform P`",
+                ));
+            }
+            store
+                .set_platform_limit(&platform, max_in_flight.0, &actor(&by), Timestamp::now())
+                .await?;
+            match max_in_flight.0 {
+                Some(n) => outln!("{}: at most {n} dispatch(es) in flight", clean(&platform)),
+                None => outln!("{}: no limit", clean(&platform)),
+            }
+        }
+        PlatformsCmd::List { json } => {
+            let mut rows = Vec::new();
+            for (platform, max) in store.platform_limits().await? {
+                let in_flight = store
+                    .platform_in_flight(&platform)
+                    .await?
+                    .map_or(0, |(n, _)| n);
+                rows.push(serde_json::json!({ "platform": platform, "max_in_flight": max, "in_flight": in_flight }));
+            }
+            if json {
+                outln!("{}", serde_json::Value::Array(rows));
+            } else if rows.is_empty() {
+                outln!("no platform limits");
+            } else {
+                for r in &rows {
+                    outln!(
+                        "{}  max_in_flight={} in_flight={}",
+                        clean(r["platform"].as_str().unwrap_or("")),
+                        r["max_in_flight"],
+                        r["in_flight"]
+                    );
+                }
+            }
+        }
+    }
+    Ok(Exit::Ok)
 }
 
 /// Store administration.
@@ -152,14 +265,19 @@ fn print_account(a: &Account, json_out: bool) -> Result<(), CliError> {
             serde_json::to_string_pretty(a).map_err(|e| CliError::internal(e.to_string()))?
         );
     } else {
+        let cap = |c: Option<i64>| c.map_or("none".to_string(), |n| n.to_string());
         outln!(
-            "{}  platform={} handle={} credential_version={} revoked={} min_interval={}ms dup_window={}ms",
+            "{}  platform={} handle={} credential_version={} revoked={} min_interval={}ms jitter={}ms \
+             hourly_cap={} daily_cap={} dup_window={}ms",
             clean(&a.name),
             clean(&a.platform),
             clean(a.handle.as_deref().unwrap_or("-")),
             a.credential_version,
             a.revoked,
             a.min_interval_ms,
+            a.jitter_ms,
+            cap(a.hourly_cap),
+            cap(a.daily_cap),
             a.dup_window_ms
         );
     }
@@ -277,6 +395,32 @@ pub(crate) async fn run_accounts(ctx: &Context, cmd: AccountsCmd) -> Result<Exit
                 .await?,
             json,
         )?,
+        AccountsCmd::Pace {
+            name,
+            min_interval,
+            jitter,
+            hourly_cap,
+            daily_cap,
+            by,
+            json,
+        } => {
+            let who = actor(&by);
+            let mut a = store.account(&name).await?;
+            if min_interval.is_some() {
+                a = store
+                    .set_account_limits(&name, min_interval, None, &who, now)
+                    .await?;
+            }
+            if jitter.is_some() || hourly_cap.is_some() || daily_cap.is_some() {
+                let pacing = Pacing {
+                    hourly_cap: hourly_cap.map(|c| c.0),
+                    daily_cap: daily_cap.map(|c| c.0),
+                    jitter_ms: jitter,
+                };
+                a = store.set_account_pacing(&name, pacing, &who, now).await?;
+            }
+            print_account(&a, json)?;
+        }
         AccountsCmd::List { json } => {
             let all = store.accounts().await?;
             if json {

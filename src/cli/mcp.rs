@@ -33,7 +33,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::publish::{exit_of, parse_fields, publish_once};
+use super::publish::{exit_of_outcome, parse_fields, publish_once};
 use super::{Cli, CliError, Context, Exit, LogFormat};
 use crate::contract::Contract;
 use crate::identity::{DeliveryKey, check_text_size};
@@ -441,7 +441,7 @@ impl OncepostMcp {
         let mut v = json!({
             "key": o.key,
             "state": o.state,
-            "code": exit_of(o.state) as u8,
+            "code": exit_of_outcome(o) as u8,
             "pressed": o.pressed,
             "created": o.created,
             "platform_id": o.platform_id,

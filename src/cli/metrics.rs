@@ -34,6 +34,8 @@ struct Counts {
     lookups: BTreeMap<&'static str, u64>,
     /// Intents whose reconcile the store refused (another process got there first, ...).
     skipped: u64,
+    /// Queued publishes this worker ran, by how they ended (a state, `not_yet`, or `skipped`).
+    queue_runs: BTreeMap<String, u64>,
     last_pass: Option<Instant>,
 }
 
@@ -64,6 +66,13 @@ impl WorkerMetrics {
         }
         c.skipped += pass.skipped.len() as u64;
         c.last_pass = Some(Instant::now());
+    }
+
+    /// Count one queued publish by how it ended: `not_yet` (the authorization said wait: pacing, a busy
+    /// platform, the account leased elsewhere), `skipped` (not run: another process had it), or its state.
+    pub fn record_queue_run(&self, how: &str) {
+        let mut c = self.counts.lock().unwrap_or_else(|p| p.into_inner());
+        *c.queue_runs.entry(how.to_string()).or_default() += 1;
     }
 
     /// Healthy while passes keep coming: the last one ended (or the worker started) within three intervals
@@ -228,6 +237,41 @@ async fn render(s: &Served) -> Result<String, crate::store::StoreError> {
         "counter",
         "Reconcile lookups this worker ran, by what they saw (each launches one Chromium).",
         &lookups,
+    );
+    let mut runs: Vec<String> = [
+        "published",
+        "failed",
+        "indeterminate",
+        "parked",
+        "not_yet",
+        "skipped",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    runs.extend(
+        c.queue_runs
+            .keys()
+            .filter(|k| !runs.contains(k))
+            .cloned()
+            .collect::<Vec<_>>(),
+    );
+    let runs: Vec<(String, f64)> = runs
+        .iter()
+        .map(|o| {
+            (
+                format!("{{outcome=\"{o}\"}}"),
+                *c.queue_runs.get(o).unwrap_or(&0) as f64,
+            )
+        })
+        .collect();
+    family(
+        &mut out,
+        "oncepost_queue_runs_total",
+        "counter",
+        "Queued publishes this worker ran, by how they ended (not_yet: the authorization said wait; skipped: \
+         another process had the intent).",
+        &runs,
     );
     Ok(out)
 }

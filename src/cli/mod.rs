@@ -17,6 +17,7 @@ mod metrics;
 pub mod output;
 pub mod probe;
 pub mod publish;
+mod queue;
 mod recorded;
 mod recover;
 pub mod review;
@@ -80,6 +81,10 @@ pub enum Command {
     /// Publish one post at most once, verified by reading it back (exit 0 published, 10 indeterminate,
     /// 11 failed, 12 parked, 13 in progress elsewhere).
     Publish(publish::PublishArgs),
+    /// Queue a post for a worker (same arguments as publish, plus --not-before); prints its key at once.
+    Submit(queue::SubmitArgs),
+    /// Wait until a submitted intent rests; exits with its state's code, 13 at the timeout.
+    Wait(queue::WaitArgs),
     /// Check a platform page against its contract without any risk of posting (exit 3: a required locator
     /// failed or the page attempted a write).
     Probe(probe::ProbeArgs),
@@ -114,6 +119,9 @@ pub enum Command {
     /// Manage accounts: add, rotate credentials, revoke, list.
     #[command(subcommand)]
     Accounts(admin::AccountsCmd),
+    /// Per-platform limits: dispatches in flight across every host.
+    #[command(subcommand)]
+    Platforms(admin::PlatformsCmd),
     /// Store administration: migrate, bump the restore epoch.
     #[command(subcommand)]
     Store(admin::StoreCmd),
@@ -248,6 +256,8 @@ async fn run(cli: Cli) -> Result<Exit, CliError> {
     let log = cli.log_format;
     match cli.command {
         Command::Publish(args) => publish::run(&ctx, args, log).await,
+        Command::Submit(args) => queue::run_submit(&ctx, args).await,
+        Command::Wait(args) => queue::run_wait(&ctx, args).await,
         Command::Demo(args) => demo::run(&ctx, args, log).await,
         Command::Intents(cmd) => intents::run_intents(&ctx, cmd).await,
         Command::Retry(args) => intents::run_retry(&ctx, args).await,
@@ -256,6 +266,7 @@ async fn run(cli: Cli) -> Result<Exit, CliError> {
         Command::Sweep(args) => intents::run_sweep(&ctx, args).await,
         Command::Switch(args) => admin::run_switch(&ctx, args).await,
         Command::Accounts(cmd) => admin::run_accounts(&ctx, cmd).await,
+        Command::Platforms(cmd) => admin::run_platforms(&ctx, cmd).await,
         Command::Store(cmd) => admin::run_store(&ctx, cmd).await,
         Command::Fixtures(args) => {
             fixtures::run(args, ctx.data_dir.clone())
@@ -301,6 +312,8 @@ mod tests {
             [
                 "demo",
                 "publish",
+                "submit",
+                "wait",
                 "probe",
                 "contract",
                 "conform",
@@ -315,6 +328,7 @@ mod tests {
                 "sweep",
                 "switch",
                 "accounts",
+                "platforms",
                 "store",
                 "fixtures",
             ]

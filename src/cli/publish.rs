@@ -81,16 +81,16 @@ pub struct PublishArgs {
 }
 
 /// What `publish` asks for: from the flags, or from the intent `--key` names.
-struct Asked {
-    account: String,
-    target: String,
-    text: String,
-    fields: BTreeMap<String, String>,
-    existing: Option<DeliveryKey>,
+pub(super) struct Asked {
+    pub account: String,
+    pub target: String,
+    pub text: String,
+    pub fields: BTreeMap<String, String>,
+    pub existing: Option<DeliveryKey>,
 }
 
 /// `--key K`: the account, target, text and fields the intent recorded.
-async fn asked_by_key(ctx: &Context, key: &str) -> Result<Asked, CliError> {
+pub(super) async fn asked_by_key(ctx: &Context, key: &str) -> Result<Asked, CliError> {
     let key = super::intents::parse_key(key)?;
     let intent = ctx.open_store().await?.intent(&key).await?;
     if intent.action != crate::identity::ActionKind::Post {
@@ -124,7 +124,7 @@ pub(super) fn parse_fields(list: &[String]) -> Result<BTreeMap<String, String>, 
     Ok(fields)
 }
 
-fn asked_by_flags(args: &PublishArgs) -> Result<Asked, CliError> {
+pub(super) fn asked_by_flags(args: &PublishArgs) -> Result<Asked, CliError> {
     let text = match (&args.text, &args.text_file) {
         (Some(t), _) => t.clone(),
         (None, Some(f)) => read_text_file(f)?,
@@ -179,7 +179,15 @@ pub async fn run(ctx: &Context, args: PublishArgs, log: LogFormat) -> Result<Exi
         options,
     };
     let existing = asked.existing.as_ref();
-    let r = publish_locked(ctx, &req, existing, args.wait, ms(args.wait_timeout), log).await;
+    let r = publish_locked(
+        ctx,
+        &req,
+        existing,
+        args.wait,
+        ms(args.wait_timeout),
+        Some(log),
+    )
+    .await;
     let outcome = match r {
         Ok(o) => o,
         Err(e) if e.exit == Exit::InProgressElsewhere && args.json => {
@@ -225,7 +233,7 @@ pub async fn run(ctx: &Context, args: PublishArgs, log: LogFormat) -> Result<Exi
             }
         }
     }
-    Ok(exit_of(outcome.state))
+    Ok(exit_of_outcome(&outcome))
 }
 
 /// Read `--text-file` (UTF-8), at most one byte past the size limit: a huge file is refused, not loaded.
@@ -262,7 +270,7 @@ fn intent_key(req: &PublishRequest) -> Result<DeliveryKey, CliError> {
     }))
 }
 
-fn ms(v: i64) -> Duration {
+pub(super) fn ms(v: i64) -> Duration {
     Duration::from_millis(v.max(0) as u64)
 }
 
@@ -274,7 +282,18 @@ pub async fn publish_once(
     wait_timeout: Duration,
     log: LogFormat,
 ) -> Result<PublishOutcome, CliError> {
-    publish_locked(ctx, req, None, wait, wait_timeout, log).await
+    publish_locked(ctx, req, None, wait, wait_timeout, Some(log)).await
+}
+
+/// The publish of an existing intent under the per-intent lock, without waiting and without progress lines
+/// (the worker's queue).
+pub(super) async fn publish_existing(
+    ctx: &Context,
+    req: &PublishRequest,
+    key: &DeliveryKey,
+    log: Option<LogFormat>,
+) -> Result<PublishOutcome, CliError> {
+    publish_locked(ctx, req, Some(key), false, Duration::ZERO, log).await
 }
 
 /// [`publish_once`], or with `existing`, the publish of that existing intent (`--key`).
@@ -284,7 +303,7 @@ async fn publish_locked(
     existing: Option<&DeliveryKey>,
     wait: bool,
     wait_timeout: Duration,
-    log: LogFormat,
+    log: Option<LogFormat>,
 ) -> Result<PublishOutcome, CliError> {
     let key = match existing {
         Some(k) => k.clone(),
@@ -299,13 +318,14 @@ async fn publish_locked(
         Duration::from_millis(250),
     );
     let progress = move |s: &StepTime| match log {
-        LogFormat::Text => errln!(
+        None => {}
+        Some(LogFormat::Text) => errln!(
             "oncepost: [{:>6} ms] {} ({} ms)",
             s.at_ms,
             s.step,
             s.took_ms
         ),
-        LogFormat::Json => errln!(
+        Some(LogFormat::Json) => errln!(
             "{}",
             serde_json::json!({ "progress": s.step, "at_ms": s.at_ms, "took_ms": s.took_ms })
         ),
@@ -341,7 +361,7 @@ async fn publish_locked(
     }
 }
 
-fn map_err(e: PublishError) -> CliError {
+pub(super) fn map_err(e: PublishError) -> CliError {
     match e {
         PublishError::Contract(e) => CliError::bad_input(e.to_string()),
         PublishError::Plan(e) => CliError::bad_input(e.to_string()),
@@ -357,6 +377,15 @@ fn map_err(e: PublishError) -> CliError {
             exit: Exit::of_store(source),
             message: e.to_string(),
         },
+    }
+}
+
+/// The exit code of a publish's outcome: its state's, except that a publish the authorization told "not yet"
+/// (pacing, a busy platform, the account leased elsewhere) is refused (4) with nothing sent: run it again then.
+pub fn exit_of_outcome(o: &PublishOutcome) -> Exit {
+    match (o.state, o.not_before) {
+        (Status::Pending, Some(_)) => Exit::Refused,
+        (state, _) => exit_of(state),
     }
 }
 
@@ -381,6 +410,9 @@ pub fn print_outcome(o: &PublishOutcome, json: bool) {
         return;
     }
     outln!("{}: {} ({})", o.key, o.state, clean(&o.summary));
+    if let Some(t) = o.not_before {
+        outln!("  not before {}", crate::utc::display(t));
+    }
     if let Some(p) = &o.permalink {
         outln!("  permalink {}", clean(p));
     }

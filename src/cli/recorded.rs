@@ -16,12 +16,24 @@ pub(super) async fn recorded_contract(
 ) -> Result<(PathBuf, String), CliError> {
     let timeline = store.timeline(key).await?;
     let give = "give --contract and --base-url";
-    let Some(hash) = timeline.attempts.last().map(|a| a.contract_hash.clone()) else {
+    // A submitted intent recorded its contract version and whole base URL; otherwise the last attempt's
+    // version and the bound origin.
+    let Some(hash) = timeline
+        .intent
+        .queued_contract
+        .clone()
+        .or_else(|| timeline.attempts.last().map(|a| a.contract_hash.clone()))
+    else {
         return Err(CliError::bad_input(format!(
             "intent {key} has no attempt yet, so no recorded contract: {give}"
         )));
     };
-    let Some(base) = timeline.intent.base_origin.clone() else {
+    let Some(base) = timeline
+        .intent
+        .base_url
+        .clone()
+        .or_else(|| timeline.intent.base_origin.clone())
+    else {
         return Err(CliError::bad_input(format!(
             "intent {key} records no base URL: {give}"
         )));

@@ -76,6 +76,12 @@ pub struct WorkerArgs {
     /// Bound on one lookup.
     #[arg(long, default_value = "60s", value_parser = parse_duration_ms)]
     pub lookup_timeout: i64,
+    /// Queued publishes (browsers) at once on this host; 0 runs no queued intent (sweep and reconcile only).
+    #[arg(long, default_value_t = 1)]
+    pub concurrency: usize,
+    /// Time between looks for due queued intents.
+    #[arg(long, default_value = "1s", value_parser = parse_duration_ms)]
+    pub poll: i64,
     /// Serve `GET /metrics` (Prometheus text) and `GET /healthz` on 127.0.0.1:PORT (0: any free port; the
     /// address is printed on stderr).
     #[arg(long, value_name = "PORT")]
@@ -456,21 +462,61 @@ pub(crate) async fn run_worker(ctx: &Context, args: WorkerArgs) -> Result<Exit, 
             .map_err(|e| CliError::bad_input(format!("--metrics {port}: cannot listen: {e}")))?;
         errln!("metrics: http://{addr}/metrics  health: http://{addr}/healthz");
     }
-    let (Some(contract), Some(base_url)) = (&args.contract, &args.base_url) else {
-        return run_worker_everywhere(ctx, &store, &stop, &who, &args, &metrics).await;
+    // Queued publishes run beside the passes (sweep, reconcile), until the same signal or pass count.
+    let queue = async {
+        if args.concurrency == 0 {
+            return Ok(());
+        }
+        let opts = super::queue::QueueOptions {
+            concurrency: args.concurrency,
+            poll: Duration::from_millis(args.poll.max(10) as u64),
+        };
+        super::queue::run_queue(ctx, &store, opts, stop.wait(), |line| {
+            let how = match (line["queue"].as_str(), line["state"].as_str()) {
+                (Some("skipped"), _) => "skipped",
+                (_, Some("pending")) if !line["not_before"].is_null() => "not_yet",
+                (_, Some(state)) => state,
+                _ => "skipped",
+            };
+            metrics.record_queue_run(how);
+            outln!("{line}");
+        })
+        .await
     };
-    let (lookup, policy) = lookup_for(ctx, &store, contract, base_url, args.lookup_timeout)?;
+    let passes = async {
+        let r = run_passes(ctx, &store, &stop, &who, &args, &metrics).await;
+        // Passes over (their count, a signal, or an error): the queue takes nothing new either.
+        stop.ask();
+        r
+    };
+    let (passes, queued) = tokio::join!(passes, queue);
+    queued?;
+    passes
+}
+
+async fn run_passes(
+    ctx: &Context,
+    store: &Store,
+    stop: &StopOnSignal,
+    who: &str,
+    args: &WorkerArgs,
+    metrics: &WorkerMetrics,
+) -> Result<Exit, CliError> {
+    let (Some(contract), Some(base_url)) = (&args.contract, &args.base_url) else {
+        return run_worker_everywhere(ctx, store, stop, who, args, metrics).await;
+    };
+    let (lookup, policy) = lookup_for(ctx, store, contract, base_url, args.lookup_timeout)?;
     let lookup = Stoppable {
         inner: &lookup,
-        stop: &stop,
+        stop,
     };
     let max = args.passes;
     let shutdown = stop.wait();
     let mut count = 0u64;
     let r = recover::run_worker(
-        &store,
+        store,
         &lookup,
-        &who,
+        who,
         policy,
         Duration::from_millis(args.interval.max(1) as u64),
         shutdown,

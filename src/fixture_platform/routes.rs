@@ -415,8 +415,10 @@ async fn login(req: &Request<Incoming>, shared: &Arc<Shared>) -> Resp {
     *r.status_mut() = StatusCode::SEE_OTHER;
     r.headers_mut()
         .insert(header::LOCATION, HeaderValue::from_static("/compose"));
+    // A lasting login, as real apps give with "remember me": the account's browser profile stays logged in
+    // between publishes, so a queued publish (which carries no login link) finds its session there.
     if let Ok(v) = HeaderValue::from_str(&format!(
-        "{SESSION_COOKIE}={token}; HttpOnly; Path=/; SameSite=Lax"
+        "{SESSION_COOKIE}={token}; HttpOnly; Path=/; SameSite=Lax; Max-Age=86400"
     )) {
         r.headers_mut().insert(header::SET_COOKIE, v);
     }

@@ -37,7 +37,8 @@ use crate::evidence::{EvidenceError, EvidenceStore, Item};
 use crate::failpoint::{self, FailPoint};
 use crate::identity::{ActionKind, CanonicalRequest, DeliveryKey};
 use crate::store::{
-    Begun, Claim, EventKind, NewIntent, Settlement, Status, Store, StoreError, Timestamp,
+    AccountLease, Begun, Claim, EventKind, NewIntent, Settlement, Status, Store, StoreError,
+    Timestamp,
 };
 use settle::{Landing, Verdict};
 
@@ -135,6 +136,9 @@ pub struct PublishOutcome {
     pub steps: Vec<StepTime>,
     /// One line for a person.
     pub summary: String,
+    /// Pending because the authorization said "not yet" (the account's pacing, a busy platform, the account
+    /// leased elsewhere): the earliest time worth trying again (ms). Nothing was sent.
+    pub not_before: Option<i64>,
 }
 
 /// Why a publish could not run to an outcome.
@@ -375,8 +379,164 @@ impl Alarms {
     }
 }
 
+/// How long an account lease lasts (taken before the browser starts, renewed right before authorization).
+const ACCOUNT_LEASE_MS: i64 = 180_000;
+
+/// Take the account's lease for this publish, waiting (bounded by the profile wait) while another holder's
+/// lease is live; still held then: `LeaseHeld` (exit 13), nothing begun.
+async fn take_account_lease(
+    store: &Store,
+    req: &PublishRequest,
+) -> Result<AccountLease, PublishError> {
+    let deadline = Instant::now() + req.options.profile_wait;
+    loop {
+        match store
+            .acquire_account_lease(&req.account, &req.owner, ACCOUNT_LEASE_MS, Timestamp::now())
+            .await
+        {
+            Ok(lease) => return Ok(lease),
+            Err(StoreError::LeaseHeld { .. }) if Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
 /// How long the after-response capture may wait for the page to land (it may be navigating).
 const AFTER_RESPONSE_SHOT: Duration = Duration::from_secs(6);
+
+/// What a publish and a submit share before any browser: the contract (kept by version), the plan, the intent
+/// (created, or the existing one checked against the request), its binding recorded or refused.
+struct PreparedIntent {
+    contract: Contract,
+    plan: PublishPlan,
+    created: crate::store::Created,
+    /// The request as this run uses it (a redelivery skips look-before-write).
+    req: PublishRequest,
+}
+
+async fn prepare_intent(
+    req: &PublishRequest,
+    existing: Option<&DeliveryKey>,
+    store: &Store,
+) -> Result<PreparedIntent, PublishError> {
+    let (contract, contract_source) = Contract::load_with_source(&req.contract_path)?;
+    let mut values = req.fields.clone();
+    values.insert(contract.body_field().to_string(), req.text.clone());
+    // Built before the intent exists, so that a contract that cannot make a plan creates nothing.
+    let mut plan = contract.publish_plan_for(&req.base_url, &values)?;
+    let binding = contract.binding(&req.base_url)?;
+    let new = new_intent(req, &contract)?;
+    let account = bind::account_for(store, &req.account, &binding, &req.contract_path).await?;
+    // Search matches settle only on items showing this account's handle (none recorded: leads only).
+    plan.readback.handle = account.handle.clone();
+    let mut req = req.clone();
+    let created = match existing {
+        None => store.create_intent(&new, Timestamp::now()).await?,
+        Some(key) => {
+            let intent = store.intent(key).await?;
+            if (
+                &intent.account,
+                intent.action,
+                &intent.target,
+                &intent.request,
+            ) != (&new.account, new.action, &new.target, &new.request)
+            {
+                return Err(PublishError::BadInput(format!(
+                    "intent {key} records another account, target or request than this publish asks for"
+                )));
+            }
+            if intent.redelivery_of.is_some() && req.options.look_before_write {
+                req.options.look_before_write = false;
+            }
+            crate::store::Created {
+                intent,
+                created: false,
+            }
+        }
+    };
+    let key = created.intent.key.clone();
+    if let Some(field) = &contract.readback.marker_field {
+        // The intent's marker goes into its field on every attempt (and is what read-back and reconcile
+        // look for): the plan is made again with it, now that the key is known.
+        values.insert(field.clone(), key.marker());
+        plan = contract.publish_plan_for(&req.base_url, &values)?;
+        plan.readback.handle = account.handle.clone();
+    }
+    plan.readback.mark(&key);
+    bind::bind_or_refuse(store, &created.intent, &binding).await?;
+    // The contract this run uses, kept by version: later commands on the intent need no file.
+    store
+        .record_contract_version(
+            &contract.hash(),
+            &contract.platform,
+            &contract_source,
+            Timestamp::now(),
+        )
+        .await?;
+    Ok(PreparedIntent {
+        contract,
+        plan,
+        created,
+        req,
+    })
+}
+
+/// What `submit` did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Submitted {
+    /// The delivery key.
+    pub key: String,
+    /// The intent's state now.
+    pub state: Status,
+    /// Whether this submit created the intent.
+    pub created: bool,
+    /// Whether it is queued for a worker (false: it already rests, or is in flight, and was left as it is).
+    pub queued: bool,
+    /// When a worker may run it (ms), if queued.
+    pub run_after: Option<i64>,
+    /// The contract version it runs with.
+    pub contract_version: String,
+}
+
+/// Submit: create (or find) the intent exactly as `publish` would, record the contract version and the whole
+/// base URL it runs with, and queue it for a worker from `run_after` on. No browser, nothing sent. An intent
+/// that already rests or is in flight is answered as it stands, not queued.
+pub async fn submit(
+    req: &PublishRequest,
+    existing: Option<&DeliveryKey>,
+    run_after: Timestamp,
+    store: &Store,
+) -> Result<Submitted, PublishError> {
+    let p = prepare_intent(req, existing, store).await?;
+    let key = p.created.intent.key.clone();
+    let version = p.contract.hash();
+    let queued = match store
+        .queue_intent(
+            &key,
+            &req.base_url,
+            &version,
+            run_after,
+            &req.owner,
+            Timestamp::now(),
+        )
+        .await
+    {
+        Ok(i) => Some(i),
+        Err(StoreError::WrongState { .. }) => None,
+        Err(e) => return Err(e.into()),
+    };
+    let now = store.intent(&key).await?;
+    Ok(Submitted {
+        key: key.as_str().to_string(),
+        state: now.state,
+        created: p.created.created,
+        queued: queued.is_some(),
+        run_after: queued.and_then(|i| i.run_after),
+        contract_version: version,
+    })
+}
 
 /// Publish: see the module docs. `LeaseHeld` comes back as `Err(PublishError::Store(..))` (exit 13).
 pub async fn run(
@@ -412,65 +572,14 @@ async fn run_intent(
         steps: Vec::new(),
         progress,
     };
-    let (contract, contract_source) = Contract::load_with_source(&req.contract_path)?;
-    let mut values = req.fields.clone();
-    values.insert(contract.body_field().to_string(), req.text.clone());
-    // Built before the intent exists, so that a contract that cannot make a plan creates nothing.
-    let mut plan = contract.publish_plan_for(&req.base_url, &values)?;
-    let binding = contract.binding(&req.base_url)?;
-    let new = new_intent(req, &contract)?;
-    let account = bind::account_for(store, &req.account, &binding, &req.contract_path).await?;
-    // Search matches settle only on items showing this account's handle (none recorded: leads only).
-    plan.readback.handle = account.handle.clone();
-    let adjusted: PublishRequest;
-    let mut req = req;
-    let created = match existing {
-        None => store.create_intent(&new, Timestamp::now()).await?,
-        Some(key) => {
-            let intent = store.intent(key).await?;
-            if (
-                &intent.account,
-                intent.action,
-                &intent.target,
-                &intent.request,
-            ) != (&new.account, new.action, &new.target, &new.request)
-            {
-                return Err(PublishError::BadInput(format!(
-                    "intent {key} records another account, target or request than this publish asks for"
-                )));
-            }
-            if intent.redelivery_of.is_some() && req.options.look_before_write {
-                let mut r = req.clone();
-                r.options.look_before_write = false;
-                adjusted = r;
-                req = &adjusted;
-            }
-            crate::store::Created {
-                intent,
-                created: false,
-            }
-        }
-    };
+    let PreparedIntent {
+        contract,
+        plan,
+        created,
+        req,
+    } = prepare_intent(req, existing, store).await?;
+    let req = &req;
     let key = created.intent.key.clone();
-    if let Some(field) = &contract.readback.marker_field {
-        // The intent's marker goes into its field on every attempt (and is what read-back and reconcile
-        // look for): the plan is made again with it, now that the key is known.
-        values.insert(field.clone(), key.marker());
-        plan = contract.publish_plan_for(&req.base_url, &values)?;
-        plan.readback.handle = account.handle.clone();
-    }
-    plan.readback.mark(&key);
-    let plan = plan;
-    bind::bind_or_refuse(store, &created.intent, &binding).await?;
-    // The contract this run uses, kept by version: later commands on the intent need no file.
-    store
-        .record_contract_version(
-            &contract.hash(),
-            &contract.platform,
-            &contract_source,
-            Timestamp::now(),
-        )
-        .await?;
     clock.step(if created.created {
         "intent created"
     } else {
@@ -537,6 +646,9 @@ async fn run_intent(
             )
             .await;
         }
+        // The account's login is used by one host at a time: take its lease before the browser starts (wait
+        // for it like for the profile lock, bounded), give it back once the browser is closed.
+        let lease = take_account_lease(store, req).await?;
         let mut launch = LaunchOptions::new(
             crate::lock::profile_dir(&profiles, &req.account)
                 .map_err(|e| PublishError::BadInput(e.to_string()))?,
@@ -549,7 +661,13 @@ async fn run_intent(
                 "ONCEPOST_GUARD_BIN"
             )));
         }
-        let session = BrowserSession::launch(&launch).await?;
+        let session = match BrowserSession::launch(&launch).await {
+            Ok(s) => s,
+            Err(e) => {
+                let _ = store.release_account_lease(&lease).await;
+                return Err(e.into());
+            }
+        };
         clock.step("browser launched");
         let r = with_session(
             req,
@@ -559,10 +677,14 @@ async fn run_intent(
             &key,
             &session,
             &mut clock,
-            created.created,
+            &lease,
         )
         .await;
         session.close().await;
+        // A lease left behind only delays this account's next publish elsewhere until it expires.
+        if let Err(e) = store.release_account_lease(&lease).await {
+            tracing::warn!(error = %e, "the account lease could not be given back; it expires by itself");
+        }
         clock.step("browser closed");
         let (attempt, pressed, summary) = r?;
         answer(
@@ -590,7 +712,7 @@ async fn with_session(
     key: &DeliveryKey,
     session: &BrowserSession,
     clock: &mut Clock<'_>,
-    _created: bool,
+    lease: &AccountLease,
 ) -> Result<(Option<String>, bool, String), PublishError> {
     let ev = EvidenceStore::new(&req.data_dir);
     let text = crate::identity::normalize_text(&req.text);
@@ -757,8 +879,9 @@ async fn with_session(
         .begin(key, &req.owner, &contract_hash, Timestamp::now())
         .await?
     {
-        Begun::Claimed(c) => {
+        Begun::Claimed(mut c) => {
             failpoint::hit(FailPoint::AfterBegin);
+            c.account_lease = Some(lease.clone());
             c
         }
         Begun::Parked { attempts } => {
@@ -899,6 +1022,18 @@ async fn attempt(
             return finish(store, &claim.fence, key, &req.owner, landing, false).await;
         }
     };
+    // The account's lease is renewed right before authorization; a lease another host took over is not
+    // renewed, and the authorization below refuses this claim for it.
+    let mut claim = claim;
+    if let Some(l) = &claim.account_lease {
+        match store
+            .acquire_account_lease(&l.account, &l.holder, ACCOUNT_LEASE_MS, Timestamp::now())
+            .await
+        {
+            Ok(renewed) if renewed.fence == l.fence => claim.account_lease = Some(renewed),
+            Ok(_) | Err(_) => {}
+        }
+    }
     let auth = match store
         .authorize_dispatch(&claim, &current_hash, Timestamp::now())
         .await
@@ -906,6 +1041,20 @@ async fn attempt(
         Ok(a) => {
             failpoint::hit(FailPoint::AfterAuthorize);
             a
+        }
+        Err(StoreError::Refused(r)) if r.retry_at(Timestamp::now().0).is_some() => {
+            // Not yet rather than no: nothing was authorized, so nothing can have been sent. The claim is given
+            // back and the intent stays pending (a queued one is picked up again from then on).
+            page.close().await;
+            let now = Timestamp::now();
+            let at = Timestamp(r.retry_at(now.0).unwrap_or(now.0));
+            store
+                .release_not_yet(&claim.fence, at, &format!("not yet: {r}"), now)
+                .await?;
+            return Ok((
+                false,
+                format!("not yet: {r}; nothing pressed, the intent stays pending"),
+            ));
         }
         Err(StoreError::Refused(r)) => {
             page.close().await;
@@ -1375,6 +1524,12 @@ async fn answer(
         })
         .collect();
     let it = &tl.intent;
+    let not_before = match tl.events.last() {
+        Some(e) if it.state == Status::Pending && e.kind == EventKind::ClaimReleased => {
+            e.details.get("retry_at").and_then(Value::as_i64)
+        }
+        _ => None,
+    };
     // The summary is printed and may quote a page's error or URL: redacted like everything printed.
     let summary = if summary.is_empty() {
         format!("{}", it.state)
@@ -1393,6 +1548,7 @@ async fn answer(
         timeline,
         steps,
         summary,
+        not_before,
     })
 }
 

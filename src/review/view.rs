@@ -400,6 +400,7 @@ pub fn event_title(kind: EventKind) -> &'static str {
         EventKind::Created => "Created",
         EventKind::Begun => "Attempt begun",
         EventKind::ClaimReleased => "Claim released",
+        EventKind::Queued => "Queued for a worker",
         EventKind::Authorized => "Dispatch authorized",
         EventKind::RequestSent => "Create request sent",
         EventKind::Published => "Published (read back)",

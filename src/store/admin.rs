@@ -163,6 +163,104 @@ impl Store {
         self.account(name).await
     }
 
+    /// Change an account's pacing beyond the minimum interval (caps per rolling hour and day, jitter).
+    pub async fn set_account_pacing(
+        &self,
+        name: &str,
+        pacing: Pacing,
+        actor: &str,
+        now: Timestamp,
+    ) -> Result<Account, StoreError> {
+        let negative = |v: Option<Option<i64>>| v.flatten().is_some_and(|n| n < 0);
+        if negative(pacing.hourly_cap)
+            || negative(pacing.daily_cap)
+            || pacing.jitter_ms.is_some_and(|v| v < 0)
+        {
+            return Err(StoreError::Invalid(
+                "caps and jitter cannot be negative".into(),
+            ));
+        }
+        self.write(async |tx| {
+            let r = sqlx::query(
+                "UPDATE accounts SET \
+                 hourly_cap = CASE WHEN $2 = 1 THEN $3 ELSE hourly_cap END, \
+                 daily_cap = CASE WHEN $4 = 1 THEN $5 ELSE daily_cap END, \
+                 jitter_ms = COALESCE($6, jitter_ms) WHERE name = $1",
+            )
+            .bind(name)
+            .bind(i64::from(pacing.hourly_cap.is_some()))
+            .bind(pacing.hourly_cap.flatten())
+            .bind(i64::from(pacing.daily_cap.is_some()))
+            .bind(pacing.daily_cap.flatten())
+            .bind(pacing.jitter_ms)
+            .execute(tx.conn())
+            .await
+            .map_err(map_db)?;
+            if r.rows_affected() != 1 {
+                return Err(StoreError::UnknownAccount(name.to_string()));
+            }
+            tx.admin_event(AdminEvent {
+                at: now,
+                actor,
+                action: "account_pacing",
+                details: json!({ "account": name, "hourly_cap": pacing.hourly_cap,
+                                 "daily_cap": pacing.daily_cap, "jitter_ms": pacing.jitter_ms }),
+            })
+            .await?;
+            Ok(())
+        })
+        .await?;
+        self.account(name).await
+    }
+
+    /// Set (or, with `None`, remove) a platform's limit on dispatches in flight.
+    pub async fn set_platform_limit(
+        &self,
+        platform: &str,
+        max_in_flight: Option<i64>,
+        actor: &str,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        if platform.is_empty() || max_in_flight.is_some_and(|m| m < 1) {
+            return Err(StoreError::Invalid(
+                "a platform limit needs a platform name and at least 1 dispatch in flight".into(),
+            ));
+        }
+        self.write(async |tx| {
+            match max_in_flight {
+                Some(m) => sqlx::query(
+                    "INSERT INTO platform_limits (platform, max_in_flight, changed_at) VALUES ($1, $2, $3) \
+                     ON CONFLICT (platform) DO UPDATE SET max_in_flight = excluded.max_in_flight, \
+                     changed_at = excluded.changed_at",
+                )
+                .bind(platform)
+                .bind(m)
+                .bind(now.0),
+                None => sqlx::query("DELETE FROM platform_limits WHERE platform = $1").bind(platform),
+            }
+            .execute(tx.conn())
+            .await
+            .map_err(map_db)?;
+            tx.admin_event(AdminEvent {
+                at: now,
+                actor,
+                action: "platform_limit",
+                details: json!({ "platform": platform, "max_in_flight": max_in_flight }),
+            })
+            .await?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Every platform limit: (platform, max in flight).
+    pub async fn platform_limits(&self) -> Result<Vec<(String, i64)>, StoreError> {
+        sqlx::query_as("SELECT platform, max_in_flight FROM platform_limits ORDER BY platform")
+            .fetch_all(self.pool())
+            .await
+            .map_err(map_row)
+    }
+
     /// One account.
     pub async fn account(&self, name: &str) -> Result<Account, StoreError> {
         self.accounts()
@@ -176,7 +274,7 @@ impl Store {
     pub async fn accounts(&self) -> Result<Vec<Account>, StoreError> {
         let rows: Vec<AccountRow> = sqlx::query_as(
             "SELECT name, platform, credential_version, revoked, min_interval_ms, dup_window_ms, \
-             last_dispatch_at, handle FROM accounts ORDER BY name",
+             last_dispatch_at, handle, hourly_cap, daily_cap, jitter_ms, next_dispatch_at FROM accounts ORDER BY name",
         )
         .fetch_all(self.pool())
         .await

@@ -77,6 +77,37 @@ pub enum AuthorizeRefusal {
         /// The configured minimum.
         min_interval_ms: i64,
     },
+    /// The account's pacing (minimum interval plus jitter, hourly or daily cap) allows its next dispatch
+    /// only later: not yet, rather than no.
+    #[error("account {account} is paced ({rule}): its next dispatch may go at {until} ms")]
+    Paced {
+        /// The account.
+        account: String,
+        /// Which rule: "interval and jitter", "hourly cap N", "daily cap N".
+        rule: String,
+        /// The earliest time the rule allows (ms since the epoch).
+        until: i64,
+    },
+    /// The platform already has as many dispatches in flight as its limit allows.
+    #[error("platform {platform} has {in_flight} dispatch(es) in flight; its limit is {max}")]
+    PlatformBusy {
+        /// The platform.
+        platform: String,
+        /// Dispatches authorized and not yet settled.
+        in_flight: i64,
+        /// The limit.
+        max: i64,
+    },
+    /// Another publish (another host) holds the account's lease: its login is in use there.
+    #[error("account {account} is leased to {holder} until {expires_at} ms")]
+    AccountLeased {
+        /// The account.
+        account: String,
+        /// Who holds it.
+        holder: String,
+        /// Until when.
+        expires_at: i64,
+    },
     /// The same text went out from this account within the duplicate-text window.
     #[error("the same text was dispatched by {account} within its duplicate-text window")]
     DuplicateText {
@@ -86,6 +117,44 @@ pub enum AuthorizeRefusal {
     /// The guarded statement matched nothing, but no single condition explains it (a concurrent change).
     #[error("authorization lost a race with a concurrent change; nothing was authorized")]
     Conflict,
+}
+
+impl AuthorizeRefusal {
+    /// For a refusal that means "not yet" (pacing, a busy platform, a leased account): the earliest time worth
+    /// trying again. Nothing was sent, so the intent may wait for it pending.
+    pub fn retry_at(&self, now: i64) -> Option<i64> {
+        match self {
+            AuthorizeRefusal::Paced { until, .. } => Some(*until),
+            AuthorizeRefusal::RateInterval {
+                since_ms,
+                min_interval_ms,
+                ..
+            } => Some(now + (min_interval_ms - since_ms).max(0)),
+            AuthorizeRefusal::PlatformBusy { .. } => Some(now + 2_000),
+            AuthorizeRefusal::AccountLeased { expires_at, .. } => Some(*expires_at),
+            _ => None,
+        }
+    }
+
+    /// A short name for metrics and logs.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            AuthorizeRefusal::NotPending { .. } => "not_pending",
+            AuthorizeRefusal::StaleGeneration { .. } => "stale_generation",
+            AuthorizeRefusal::LeaseExpired => "lease_expired",
+            AuthorizeRefusal::StaleEpoch { .. } => "stale_epoch",
+            AuthorizeRefusal::KillSwitch { .. } => "kill_switch",
+            AuthorizeRefusal::Revoked { .. } => "revoked",
+            AuthorizeRefusal::CredentialChanged { .. } => "credential_changed",
+            AuthorizeRefusal::ContractChanged { .. } => "contract_changed",
+            AuthorizeRefusal::RateInterval { .. } => "rate_interval",
+            AuthorizeRefusal::Paced { .. } => "paced",
+            AuthorizeRefusal::PlatformBusy { .. } => "platform_busy",
+            AuthorizeRefusal::AccountLeased { .. } => "account_leased",
+            AuthorizeRefusal::DuplicateText { .. } => "duplicate_text",
+            AuthorizeRefusal::Conflict => "conflict",
+        }
+    }
 }
 
 /// Errors of the store.

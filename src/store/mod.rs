@@ -38,9 +38,10 @@ pub use binding::MAX_HANDLE_CHARS;
 pub use contracts::ContractVersion;
 pub use error::{AuthorizeRefusal, StoreError};
 pub use model::{
-    Account, AttemptRecord, Begun, Claim, Created, DispatchAuthorization, EventRecord, Fence,
-    Intent, NewAccount, NewIntent, NextStep, NotFoundPolicy, Policy, ReconcileOutcome,
-    ReconcileTicket, Settlement, SweepReport, Switch, SwitchScope, Timeline, Timestamp,
+    Account, AccountLease, AttemptRecord, Begun, Claim, Created, DispatchAuthorization,
+    EventRecord, Fence, Intent, NewAccount, NewIntent, NextStep, NotFoundPolicy, Pacing, Policy,
+    ReconcileOutcome, ReconcileTicket, Settlement, SweepReport, Switch, SwitchScope, Timeline,
+    Timestamp,
 };
 pub use state::{EventKind, IllegalTransition, Status};
 pub(crate) use tx::{AdminEvent, NewEvent, Tx};
@@ -124,6 +125,15 @@ pub(crate) enum Dialect {
 }
 
 impl Dialect {
+    /// The row-lock clause of a queue pick: PostgreSQL skips rows another worker's pick holds; SQLite has one
+    /// writer at a time (`BEGIN IMMEDIATE`), so a pick never meets another.
+    fn skip_locked_of(self, table: &str) -> String {
+        match self {
+            Dialect::Sqlite => String::new(),
+            Dialect::Postgres => format!(" FOR UPDATE OF {table} SKIP LOCKED"),
+        }
+    }
+
     /// The statement that issues the next fencing generation (one BIGINT column).
     fn next_generation_sql(self) -> &'static str {
         match self {

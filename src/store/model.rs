@@ -122,6 +122,12 @@ pub struct Intent {
     pub base_origin: Option<String>,
     /// The contract version (hash) its latest attempt ran with (None: never begun).
     pub contract_version: Option<String>,
+    /// The whole base URL it was submitted at (None: never submitted).
+    pub base_url: Option<String>,
+    /// The contract version it was submitted with (kept in the store; None: never submitted).
+    pub queued_contract: Option<String>,
+    /// Queued: the earliest time (ms) a worker may try it (None: not queued; a synchronous publish owns it).
+    pub run_after: Option<i64>,
     /// Created (ms).
     pub created_at: i64,
     /// Last changed (ms).
@@ -227,6 +233,33 @@ pub struct Claim {
     pub contract_hash: String,
     /// The account's credential version at begin.
     pub credential_version: i64,
+    /// The account lease the publish holds (set by the publish after `begin`). Authorization refuses a claim
+    /// without the account's live lease while another holder has one.
+    pub account_lease: Option<AccountLease>,
+}
+
+/// An account's lease: its login is used by this holder (one publish, on one host) until `expires_at`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AccountLease {
+    /// The account.
+    pub account: String,
+    /// Who holds it (the publish's owner id, `<hostname>:<pid>:<uuid>`).
+    pub holder: String,
+    /// Its fence: a generation from the fencing counter, new for each holder.
+    pub fence: i64,
+    /// Until when (ms).
+    pub expires_at: i64,
+}
+
+/// An account's pacing beyond the minimum interval (`None` in a setter: leave as it is).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Pacing {
+    /// At most this many dispatches in any rolling hour (`Some(None)`: no cap).
+    pub hourly_cap: Option<Option<i64>>,
+    /// At most this many dispatches in any rolling day (`Some(None)`: no cap).
+    pub daily_cap: Option<Option<i64>>,
+    /// A random extra wait after each dispatch, 0 to this many ms.
+    pub jitter_ms: Option<i64>,
 }
 
 /// The outcome of `begin`.
@@ -432,6 +465,14 @@ pub struct Account {
     pub dup_window_ms: i64,
     /// Last authorized dispatch (ms).
     pub last_dispatch_at: Option<i64>,
+    /// At most this many dispatches in any rolling hour (None: no cap).
+    pub hourly_cap: Option<i64>,
+    /// At most this many dispatches in any rolling day (None: no cap).
+    pub daily_cap: Option<i64>,
+    /// A random extra wait after each dispatch, 0 to this many ms, on top of the minimum interval.
+    pub jitter_ms: i64,
+    /// The earliest next dispatch the interval and jitter allow (ms; None: no dispatch yet).
+    pub next_dispatch_at: Option<i64>,
     /// The account's own handle on its platform, as items show their author (None: not recorded, so a post
     /// found by search can only be a lead for a person).
     pub handle: Option<String>,

@@ -11,7 +11,7 @@ use crate::identity::{ActionKind, DeliveryKey};
 pub(crate) const INTENT_COLUMNS: &str = "id, delivery_key, state, account, platform, action_kind, target, \
     request_json, content_hash, source_ref, redelivery_of, redelivery_json, generation, epoch, lease_owner, \
     lease_expires_at, current_attempt, attempt_count, max_attempts, reconcile_count, lookup_expires_at, platform_id, permalink, \
-    created_at, updated_at, contract_hash, credential_version, contract_platform, base_origin";
+    created_at, updated_at, contract_hash, credential_version, contract_platform, base_origin, base_url, queued_contract, run_after";
 
 /// One `intents` row, as selected by [`INTENT_COLUMNS`].
 #[derive(sqlx::FromRow)]
@@ -44,6 +44,9 @@ pub(crate) struct IntentRecord {
     contract_hash: Option<String>,
     contract_platform: Option<String>,
     base_origin: Option<String>,
+    base_url: Option<String>,
+    queued_contract: Option<String>,
+    run_after: Option<i64>,
 }
 
 /// An intent row plus the columns callers do not see.
@@ -89,6 +92,9 @@ impl TryFrom<IntentRecord> for IntentRow {
             contract_platform: r.contract_platform,
             base_origin: r.base_origin,
             contract_version: r.contract_hash.clone(),
+            base_url: r.base_url,
+            queued_contract: r.queued_contract,
+            run_after: r.run_after,
             created_at: r.created_at,
             updated_at: r.updated_at,
         };
@@ -163,6 +169,10 @@ pub(crate) struct AccountRow {
     dup_window_ms: i64,
     last_dispatch_at: Option<i64>,
     handle: Option<String>,
+    hourly_cap: Option<i64>,
+    daily_cap: Option<i64>,
+    jitter_ms: i64,
+    next_dispatch_at: Option<i64>,
 }
 
 impl From<AccountRow> for Account {
@@ -176,6 +186,10 @@ impl From<AccountRow> for Account {
             dup_window_ms: r.dup_window_ms,
             last_dispatch_at: r.last_dispatch_at,
             handle: r.handle,
+            hourly_cap: r.hourly_cap,
+            daily_cap: r.daily_cap,
+            jitter_ms: r.jitter_ms,
+            next_dispatch_at: r.next_dispatch_at,
         }
     }
 }

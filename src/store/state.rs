@@ -82,7 +82,7 @@ impl Status {
         let to = match (self, event) {
             // Facts that never change the state.
             (s, E::Note | E::Evidence | E::SideEffectAlarm) => s,
-            (S::Pending, E::Begun | E::ClaimReleased) => S::Pending,
+            (S::Pending, E::Begun | E::ClaimReleased | E::Queued) => S::Pending,
             (S::Pending, E::Authorized) => S::Authorized,
             (S::Pending, E::FoundBeforeWrite) => S::Published,
             (S::Authorized, E::RequestSent) => S::Authorized,
@@ -157,6 +157,8 @@ pub enum EventKind {
     Begun,
     /// An expired pre-authorization claim was released; its attempt never sent anything.
     ClaimReleased,
+    /// Submitted to the queue (or queued again): a worker may run it from `run_after` on.
+    Queued,
     /// The final before-byte authorization passed.
     Authorized,
     /// The create request went out; the wire request hash is in the details.
@@ -195,10 +197,11 @@ pub enum EventKind {
 
 impl EventKind {
     /// Every kind.
-    pub const ALL: [EventKind; 20] = [
+    pub const ALL: [EventKind; 21] = [
         EventKind::Created,
         EventKind::Begun,
         EventKind::ClaimReleased,
+        EventKind::Queued,
         EventKind::Authorized,
         EventKind::RequestSent,
         EventKind::Published,
@@ -224,6 +227,7 @@ impl EventKind {
             EventKind::Created => "created",
             EventKind::Begun => "begun",
             EventKind::ClaimReleased => "claim_released",
+            EventKind::Queued => "queued",
             EventKind::Authorized => "authorized",
             EventKind::RequestSent => "request_sent",
             EventKind::Published => "published",

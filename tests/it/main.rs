@@ -36,6 +36,7 @@ mod one_endpoint;
 mod probe;
 mod process_edges;
 mod publish;
+mod queue;
 mod race;
 mod reconcile_cli;
 mod recover;

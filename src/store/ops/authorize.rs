@@ -23,8 +23,13 @@ impl Store {
         // A guard that matches nothing returns this sentinel as an ERROR, so the transaction rolls back whole:
         // no partial authorization (intent moved, account not) can ever commit.
         let refused = || StoreError::Refused(AuthorizeRefusal::Conflict);
+        let (lease_holder, lease_fence) = match &claim.account_lease {
+            Some(l) => (l.holder.as_str(), l.fence),
+            None => ("", -1),
+        };
+        let jitter_ppm = (uuid::Uuid::new_v4().as_u128() % 1_000_000) as i64;
         let outcome = self.write(async |tx| {
-            let id: Option<(i64, String)> = {
+            let id: Option<(i64, String, String)> = {
                 sqlx::query_as(
                     // The claim's identity is its generation: issued once, from a source nothing resets, and
                     // paired with the epoch across restores. A released claim has no lease, so the liveness
@@ -39,7 +44,9 @@ impl Store {
                          OR (s.scope = 'platform' AND s.name = intents.platform) \
                          OR (s.scope = 'platform' AND s.name = intents.contract_platform) \
                          OR (s.scope = 'account' AND s.name = intents.account))) \
-                     RETURNING id, account",
+                     AND NOT EXISTS (SELECT 1 FROM account_leases l WHERE l.account = intents.account \
+                         AND l.expires_at > $4 AND NOT (l.holder = $7 AND l.fence = $8)) \
+                     RETURNING id, account, COALESCE(contract_platform, platform)",
                 )
                 .bind(f.key.as_str())
                 .bind(f.generation)
@@ -47,28 +54,80 @@ impl Store {
                 .bind(now.0)
                 .bind(lease_until)
                 .bind(current_contract_hash)
+                .bind(lease_holder)
+                .bind(lease_fence)
                 .fetch_optional(tx.conn())
                 .await
                 .map_err(map_row)?
             };
-            let Some((intent_id, account)) = id else {
+            let Some((intent_id, account, platform)) = id else {
                 return Err(refused());
             };
             // The account's guard: not revoked, the credential version the attempt began with, and the minimum
             // interval since its last dispatch. The row lock also serializes authorizations per account.
+            // The next dispatch may go after the interval plus a jitter drawn here (parts per million of the
+            // account's jitter_ms), so the pattern of an account's posts is not a clock's.
             let acct = sqlx::query(
-                "UPDATE accounts SET last_dispatch_at = $3 WHERE name = $1 AND revoked = 0 \
-                 AND credential_version = $2 \
-                 AND (last_dispatch_at IS NULL OR last_dispatch_at + min_interval_ms <= $3)",
+                "UPDATE accounts SET last_dispatch_at = $3, \
+                 next_dispatch_at = $3 + min_interval_ms + (jitter_ms * $4) / 1000000 \
+                 WHERE name = $1 AND revoked = 0 AND credential_version = $2 \
+                 AND (last_dispatch_at IS NULL OR last_dispatch_at + min_interval_ms <= $3) \
+                 AND (next_dispatch_at IS NULL OR next_dispatch_at <= $3)",
             )
             .bind(&account)
             .bind(claim.credential_version)
             .bind(now.0)
+            .bind(jitter_ppm)
             .execute(tx.conn())
             .await
             .map_err(map_db)?;
             if acct.rows_affected() != 1 {
                 return Err(refused());
+            }
+            // The caps count this account's dispatches in the rolling hour and day. The account's row is
+            // locked by the statement above until commit, so on PostgreSQL a concurrent authorization of the
+            // same account waits there and then counts with this one's row in (a new statement, a new
+            // snapshot); on SQLite there is one writer. The row is written only when both caps allow it.
+            let capped = sqlx::query(
+                "INSERT INTO dispatches (account, intent_id, at) SELECT a.name, $2, $3 FROM accounts a \
+                 WHERE a.name = $1 \
+                 AND (a.hourly_cap IS NULL OR (SELECT COUNT(*) FROM dispatches d \
+                      WHERE d.account = $1 AND d.at > $3 - 3600000) < a.hourly_cap) \
+                 AND (a.daily_cap IS NULL OR (SELECT COUNT(*) FROM dispatches d \
+                      WHERE d.account = $1 AND d.at > $3 - 86400000) < a.daily_cap)",
+            )
+            .bind(&account)
+            .bind(intent_id)
+            .bind(now.0)
+            .execute(tx.conn())
+            .await
+            .map_err(map_db)?;
+            if capped.rows_affected() != 1 {
+                return Err(refused());
+            }
+            // The platform's limit on dispatches in flight: its row is locked first (the no-op update), then
+            // counted in a new statement, so two authorizations for one platform are counted one after the
+            // other. This intent is already authorized in this transaction, so it is in the count.
+            let limit = sqlx::query(
+                "UPDATE platform_limits SET changed_at = changed_at WHERE platform = $1",
+            )
+            .bind(&platform)
+            .execute(tx.conn())
+            .await
+            .map_err(map_db)?;
+            if limit.rows_affected() == 1 {
+                let within: i64 = sqlx::query_scalar(
+                    "SELECT COUNT(*) FROM platform_limits p WHERE p.platform = $1 AND \
+                     (SELECT COUNT(*) FROM intents x WHERE x.state = 'authorized' \
+                      AND COALESCE(x.contract_platform, x.platform) = $1) <= p.max_in_flight",
+                )
+                .bind(&platform)
+                .fetch_one(tx.conn())
+                .await
+                .map_err(map_db)?;
+                if within != 1 {
+                    return Err(refused());
+                }
             }
             // The duplicate-text window is enforced by the database itself (exclusion constraint / trigger).
             let claimed = sqlx::query(
@@ -186,6 +245,56 @@ impl Store {
                 min_interval_ms: acct.min_interval_ms,
             });
         }
+        if let Some(next) = acct.next_dispatch_at
+            && next > now.0
+        {
+            return Ok(AuthorizeRefusal::Paced {
+                account: acct.name,
+                rule: format!(
+                    "interval {} ms and jitter up to {} ms",
+                    acct.min_interval_ms, acct.jitter_ms
+                ),
+                until: next,
+            });
+        }
+        for (cap, window, name) in [
+            (acct.hourly_cap, 3_600_000, "hourly"),
+            (acct.daily_cap, 86_400_000, "daily"),
+        ] {
+            if let Some(cap) = cap
+                && let Some(until) = self.cap_reached_until(&acct.name, cap, window, now).await?
+            {
+                return Ok(AuthorizeRefusal::Paced {
+                    account: acct.name,
+                    rule: format!("{name} cap {cap}"),
+                    until,
+                });
+            }
+        }
+        if let Some(lease) = self.account_lease(&acct.name, now).await?
+            && claim.account_lease.as_ref().is_none_or(|mine| {
+                (mine.holder.as_str(), mine.fence) != (lease.holder.as_str(), lease.fence)
+            })
+        {
+            return Ok(AuthorizeRefusal::AccountLeased {
+                account: acct.name,
+                holder: lease.holder,
+                expires_at: lease.expires_at,
+            });
+        }
+        let platform = it
+            .contract_platform
+            .clone()
+            .unwrap_or_else(|| it.platform.clone());
+        if let Some((in_flight, max)) = self.platform_in_flight(&platform).await?
+            && in_flight >= max
+        {
+            return Ok(AuthorizeRefusal::PlatformBusy {
+                platform,
+                in_flight,
+                max,
+            });
+        }
         if self
             .duplicate_text_claimed(&it.account, &it.content_hash, now)
             .await?
@@ -193,5 +302,56 @@ impl Store {
             return Ok(AuthorizeRefusal::DuplicateText { account: acct.name });
         }
         Ok(AuthorizeRefusal::Conflict)
+    }
+
+    /// When a cap of `cap` dispatches per `window_ms` is reached now: the time the oldest of the last `cap`
+    /// dispatches leaves the window (None: not reached).
+    async fn cap_reached_until(
+        &self,
+        account: &str,
+        cap: i64,
+        window_ms: i64,
+        now: Timestamp,
+    ) -> Result<Option<i64>, StoreError> {
+        let recent: Vec<i64> = sqlx::query_scalar(
+            "SELECT at FROM dispatches WHERE account = $1 AND at > $2 ORDER BY at DESC LIMIT $3",
+        )
+        .bind(account)
+        .bind(now.0 - window_ms)
+        .bind(cap.max(0))
+        .fetch_all(self.pool())
+        .await
+        .map_err(map_row)?;
+        if (recent.len() as i64) < cap {
+            return Ok(None);
+        }
+        Ok(Some(
+            recent.last().map_or(now.0, |oldest| oldest + window_ms),
+        ))
+    }
+
+    /// The platform's dispatches in flight and its limit (None: no limit).
+    pub async fn platform_in_flight(
+        &self,
+        platform: &str,
+    ) -> Result<Option<(i64, i64)>, StoreError> {
+        let max: Option<i64> =
+            sqlx::query_scalar("SELECT max_in_flight FROM platform_limits WHERE platform = $1")
+                .bind(platform)
+                .fetch_optional(self.pool())
+                .await
+                .map_err(map_row)?;
+        let Some(max) = max else {
+            return Ok(None);
+        };
+        let n: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM intents WHERE state = 'authorized' \
+             AND COALESCE(contract_platform, platform) = $1",
+        )
+        .bind(platform)
+        .fetch_one(self.pool())
+        .await
+        .map_err(map_row)?;
+        Ok(Some((n, max)))
     }
 }

@@ -195,6 +195,7 @@ impl Store {
                 ordinal,
                 contract_hash: contract_hash.to_string(),
                 credential_version,
+                account_lease: None,
             }))
         }).await
     }

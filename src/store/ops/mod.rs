@@ -8,13 +8,19 @@
 //! - `settle`: the request hash under the fence, and the attempt's outcome.
 //! - `recover`: the sweeper, reconcile lookups, found-before-write.
 //! - `operator`: what a person does: retry, park, resolve, note, redeliver.
+//! - `queue`: submit's record of what a worker needs, and a worker's pick of due intents (scheduling only).
+//! - `lease`: account leases (one host at a time uses an account's login).
+//! - `paced`: a claim given back because pacing says "not yet" (nothing was sent).
 //!
 //! To add a transition: add its event to the state table (`state.rs`), then write it here as one
 //! `Store::write` whose guarded UPDATE decides and whose `tx.append` records it (docs/store.md).
 mod authorize;
 mod claim;
 mod create;
+mod lease;
 mod operator;
+mod paced;
+mod queue;
 mod recover;
 mod settle;
 

@@ -60,6 +60,19 @@ impl Env {
         self.oncepost.home()
     }
 
+    /// The store the binary uses (SQLite in the data dir, or the PostgreSQL database it was given), opened
+    /// by the test itself.
+    pub async fn open_store(&self) -> oncepost::store::Store {
+        use oncepost::store::{Policy, Store, StoreLocation};
+        let location = match self.oncepost.store() {
+            Some(url) => StoreLocation::Postgres(url.to_string()),
+            None => StoreLocation::default_in(self.home()),
+        };
+        Store::open(&location, Policy::default())
+            .await
+            .expect("open the env's store")
+    }
+
     pub fn base_url(&self) -> String {
         self.platform.base_url()
     }

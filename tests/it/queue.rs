@@ -1,0 +1,604 @@
+//! The queue and the fleet's shared limits: `submit` queues an intent and returns its key, `worker` publishes
+//! due intents through what they recorded, `wait` waits for them to rest; pacing caps, platform limits and
+//! account leases are decided inside the authorization transaction, on both backends.
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use oncepost::fixture_platform::Fault;
+use oncepost::identity::{ActionKind, CanonicalRequest};
+use oncepost::store::*;
+use serde_json::Value;
+
+use crate::kit::{self, Backend, Env, TestDb, test_db, unique};
+
+const T0: i64 = 1_800_000_000_000;
+const CONTRACT: &str = "contract-v1";
+const HOUR: i64 = 3_600_000;
+
+fn at(ms: i64) -> Timestamp {
+    Timestamp(T0 + ms)
+}
+
+async fn db(b: Backend, accounts: &[&str]) -> TestDb {
+    let db = test_db(
+        b,
+        Policy {
+            claim_lease_ms: 60_000,
+            dispatch_lease_ms: 60_000,
+            ..Policy::default()
+        },
+    )
+    .await;
+    for name in accounts {
+        db.store
+            .add_account(
+                &NewAccount {
+                    name: name.to_string(),
+                    platform: "fixture".into(),
+                    min_interval_ms: 0,
+                    dup_window_ms: 0,
+                },
+                "test",
+                at(0),
+            )
+            .await
+            .expect("add account");
+    }
+    db
+}
+
+async fn claimed(s: &Store, account: &str, text: &str, owner: &str, now: Timestamp) -> Claim {
+    let key = s
+        .create_intent(
+            &NewIntent {
+                account: account.into(),
+                action: ActionKind::Post,
+                target: String::new(),
+                request: CanonicalRequest::new(Some(text), &BTreeMap::new()),
+                source_ref: None,
+            },
+            now,
+        )
+        .await
+        .expect("create")
+        .intent
+        .key;
+    match s.begin(&key, owner, CONTRACT, now).await.expect("begin") {
+        Begun::Claimed(c) => c,
+        other => panic!("expected a claim, got {other:?}"),
+    }
+}
+
+fn refusal(r: Result<DispatchAuthorization, StoreError>) -> AuthorizeRefusal {
+    match r {
+        Err(StoreError::Refused(why)) => why,
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+/// Hourly and daily caps count the account's dispatches in the rolling window; a refusal says until when.
+async fn caps_refuse_until_the_window_moves(b: Backend) {
+    let db = db(b, &["alice"]).await;
+    let s = &db.store;
+    s.set_account_pacing(
+        "alice",
+        Pacing {
+            hourly_cap: Some(Some(2)),
+            daily_cap: Some(Some(3)),
+            jitter_ms: None,
+        },
+        "t",
+        at(0),
+    )
+    .await
+    .unwrap();
+    for (i, t) in [0, 1_000].into_iter().enumerate() {
+        let c = claimed(s, "alice", &format!("post {i}"), "w", at(t)).await;
+        s.authorize_dispatch(&c, CONTRACT, at(t)).await.unwrap();
+    }
+    let c = claimed(s, "alice", "third", "w", at(2_000)).await;
+    let why = refusal(s.authorize_dispatch(&c, CONTRACT, at(2_000)).await);
+    assert_eq!(
+        why,
+        AuthorizeRefusal::Paced {
+            account: "alice".into(),
+            rule: "hourly cap 2".into(),
+            until: T0 + HOUR,
+        }
+    );
+    assert_eq!(why.retry_at(T0), Some(T0 + HOUR));
+    // An hour after the first, the hourly cap allows one more; then the daily cap of 3 holds for a day.
+    let c = claimed(s, "alice", "fourth", "w", at(HOUR + 1)).await;
+    s.authorize_dispatch(&c, CONTRACT, at(HOUR + 1))
+        .await
+        .unwrap();
+    let c = claimed(s, "alice", "fifth", "w", at(2 * HOUR + 10_000)).await;
+    let why = refusal(
+        s.authorize_dispatch(&c, CONTRACT, at(2 * HOUR + 10_000))
+            .await,
+    );
+    assert!(
+        matches!(&why, AuthorizeRefusal::Paced { rule, until, .. } if rule == "daily cap 3" && *until == T0 + 24 * HOUR),
+        "{why:?}"
+    );
+    // Removing the caps lets it through.
+    s.set_account_pacing(
+        "alice",
+        Pacing {
+            hourly_cap: Some(None),
+            daily_cap: Some(None),
+            jitter_ms: None,
+        },
+        "t",
+        at(0),
+    )
+    .await
+    .unwrap();
+    s.authorize_dispatch(&c, CONTRACT, at(2 * HOUR + 10_001))
+        .await
+        .expect("no caps");
+}
+
+/// Two hosts authorizing for one account at the same moment: the cap lets exactly one through, on both
+/// backends (on PostgreSQL the account row's lock orders them; the count is a new statement after it).
+async fn concurrent_authorizations_never_exceed_a_cap(b: Backend) {
+    let db = db(b, &["alice"]).await;
+    let s = Arc::new(db.store.clone());
+    s.set_account_pacing(
+        "alice",
+        Pacing {
+            hourly_cap: Some(Some(1)),
+            ..Pacing::default()
+        },
+        "t",
+        at(0),
+    )
+    .await
+    .unwrap();
+    for round in 0..4 {
+        let now = at(round * 2 * HOUR);
+        let mut claims = Vec::new();
+        for w in 0..4 {
+            claims.push(
+                claimed(
+                    &s,
+                    "alice",
+                    &format!("r{round} w{w}"),
+                    &format!("w{w}"),
+                    now,
+                )
+                .await,
+            );
+        }
+        let mut tasks = Vec::new();
+        for c in claims {
+            let s = s.clone();
+            tasks.push(tokio::spawn(async move {
+                s.authorize_dispatch(&c, CONTRACT, now).await
+            }));
+        }
+        let mut passed = 0;
+        for t in tasks {
+            match t.await.unwrap() {
+                Ok(_) => passed += 1,
+                Err(StoreError::Refused(AuthorizeRefusal::Paced { .. })) => {}
+                Err(StoreError::Refused(AuthorizeRefusal::Conflict)) => {}
+                Err(e) => panic!("unexpected: {e}"),
+            }
+        }
+        assert_eq!(passed, 1, "round {round}: one authorization per hour");
+    }
+}
+
+/// Jitter: the next dispatch may go only after the interval plus a drawn extra wait, within the bound.
+async fn jitter_pushes_the_next_dispatch_within_its_bound(b: Backend) {
+    let db = db(b, &["alice"]).await;
+    let s = &db.store;
+    s.set_account_limits("alice", Some(1_000), None, "t", at(0))
+        .await
+        .unwrap();
+    s.set_account_pacing(
+        "alice",
+        Pacing {
+            jitter_ms: Some(10_000),
+            ..Pacing::default()
+        },
+        "t",
+        at(0),
+    )
+    .await
+    .unwrap();
+    let mut draws = Vec::new();
+    let mut t = 0;
+    for i in 0..6 {
+        let c = claimed(s, "alice", &format!("j{i}"), "w", at(t)).await;
+        s.authorize_dispatch(&c, CONTRACT, at(t)).await.unwrap();
+        let next = s.account("alice").await.unwrap().next_dispatch_at.unwrap();
+        assert!((T0 + t + 1_000..=T0 + t + 11_000).contains(&next), "{next}");
+        draws.push(next - (T0 + t));
+        // Just before it: not yet, and the refusal names it.
+        let c = claimed(s, "alice", &format!("j{i} early"), "w", Timestamp(next - 1)).await;
+        let why = refusal(
+            s.authorize_dispatch(&c, CONTRACT, Timestamp(next - 1))
+                .await,
+        );
+        assert_eq!(why.retry_at(next - 1), Some(next), "{why:?}");
+        t = next - T0;
+    }
+    draws.dedup();
+    assert!(
+        draws.len() > 1,
+        "the extra wait is drawn, not fixed: {draws:?}"
+    );
+}
+
+/// A platform limit on dispatches in flight holds across accounts; a settled dispatch frees its place.
+async fn a_platform_limit_counts_dispatches_in_flight(b: Backend) {
+    let db = db(b, &["alice", "bob"]).await;
+    let s = &db.store;
+    s.set_platform_limit("fixture", Some(1), "t", at(0))
+        .await
+        .unwrap();
+    let c1 = claimed(s, "alice", "one", "w1", at(0)).await;
+    let c2 = claimed(s, "bob", "two", "w2", at(0)).await;
+    let a1 = s.authorize_dispatch(&c1, CONTRACT, at(1)).await.unwrap();
+    let why = refusal(s.authorize_dispatch(&c2, CONTRACT, at(2)).await);
+    assert_eq!(
+        why,
+        AuthorizeRefusal::PlatformBusy {
+            platform: "fixture".into(),
+            in_flight: 1,
+            max: 1
+        }
+    );
+    assert!(why.retry_at(0).is_some());
+    s.settle(
+        a1.fence(),
+        &Settlement::Failed {
+            proof: serde_json::json!({ "test": true }),
+        },
+        at(3),
+    )
+    .await
+    .unwrap();
+    s.authorize_dispatch(&c2, CONTRACT, at(4))
+        .await
+        .expect("a place is free");
+    s.set_platform_limit("fixture", None, "t", at(5))
+        .await
+        .unwrap();
+    assert!(s.platform_limits().await.unwrap().is_empty());
+}
+
+/// An account's lease: one holder at a time; the authorization refuses a claim whose publish does not hold
+/// the live lease while someone else does, and a holder that lost it (expired, taken over) is refused.
+async fn an_account_lease_fences_out_a_host_that_lost_it(b: Backend) {
+    let db = db(b, &["alice"]).await;
+    let s = &db.store;
+    let a = s
+        .acquire_account_lease("alice", "host-a", 10_000, at(0))
+        .await
+        .unwrap();
+    match s
+        .acquire_account_lease("alice", "host-b", 10_000, at(1))
+        .await
+    {
+        Err(StoreError::LeaseHeld { owner, expires_at }) => {
+            assert!(owner.contains("host-a"), "{owner}");
+            assert_eq!(expires_at, T0 + 10_000);
+        }
+        other => panic!("expected LeaseHeld, got {other:?}"),
+    }
+    // Renewing keeps the fence.
+    let renewed = s
+        .acquire_account_lease("alice", "host-a", 10_000, at(2))
+        .await
+        .unwrap();
+    assert_eq!(renewed.fence, a.fence);
+    // Without the lease (host B never got it): refused while A holds it.
+    let mut cb = claimed(s, "alice", "from b", "host-b", at(3)).await;
+    let why = refusal(s.authorize_dispatch(&cb, CONTRACT, at(3)).await);
+    assert!(
+        matches!(&why, AuthorizeRefusal::AccountLeased { holder, .. } if holder == "host-a"),
+        "{why:?}"
+    );
+    // A stalls past its lease; B takes the account over with a new fence.
+    let mut ca = claimed(s, "alice", "from a", "host-a", at(4)).await;
+    ca.account_lease = Some(renewed.clone());
+    let b_lease = s
+        .acquire_account_lease("alice", "host-b", 10_000, at(12_001))
+        .await
+        .unwrap();
+    assert_ne!(b_lease.fence, renewed.fence);
+    let why = refusal(s.authorize_dispatch(&ca, CONTRACT, at(12_002)).await);
+    assert!(
+        matches!(&why, AuthorizeRefusal::AccountLeased { holder, .. } if holder == "host-b"),
+        "{why:?}"
+    );
+    // B, with its lease, goes through.
+    cb.account_lease = Some(b_lease.clone());
+    s.authorize_dispatch(&cb, CONTRACT, at(12_003))
+        .await
+        .expect("the lease holder authorizes");
+    // A's release of a lease it no longer holds leaves B's alone.
+    s.release_account_lease(&renewed).await.unwrap();
+    assert_eq!(
+        s.account_lease("alice", at(12_004)).await.unwrap(),
+        Some(b_lease.clone())
+    );
+    s.release_account_lease(&b_lease).await.unwrap();
+    assert_eq!(s.account_lease("alice", at(12_005)).await.unwrap(), None);
+}
+
+mod store_level {
+    use super::*;
+    on_both_backends!(
+        caps_refuse_until_the_window_moves,
+        concurrent_authorizations_never_exceed_a_cap,
+        jitter_pushes_the_next_dispatch_within_its_bound,
+        a_platform_limit_counts_dispatches_in_flight,
+        an_account_lease_fences_out_a_host_that_lost_it,
+    );
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Through the binary
+
+/// A Fixturebook env with `accounts` registered (handle = name) and logged in: one synchronous publish each
+/// (the login link leaves a lasting session in the account's profile, which queued publishes use).
+async fn env_with(b: Backend, accounts: &[&str]) -> Env {
+    let env = Env::start_on(Fault::default(), b).await;
+    for a in accounts {
+        env.add_account(a, &["--handle", a]).await;
+        let (code, v, err) = env
+            .publish(
+                a,
+                &kit::fixture_contract(),
+                &unique(&format!("{a} logs in")),
+                &[],
+            )
+            .await;
+        assert_eq!(code, 0, "{v} {err}");
+    }
+    env
+}
+
+async fn submit(env: &Env, account: &str, text: &str, extra: &[&str]) -> (i32, Value, String) {
+    let contract = kit::fixture_contract();
+    let base = env.base_url();
+    let mut args = vec![
+        "submit",
+        "--json",
+        "--contract",
+        contract.to_str().unwrap(),
+        "--account",
+        account,
+        "--base-url",
+        &base,
+        "--text",
+        text,
+    ];
+    args.extend_from_slice(extra);
+    env.oncepost.run_json(&args).await
+}
+
+async fn queued(env: &Env, account: &str, text: &str, extra: &[&str]) -> String {
+    let (code, v, err) = submit(env, account, text, extra).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(
+        (v["queued"].as_bool(), v["state"].as_str()),
+        (Some(true), Some("pending")),
+        "{v}"
+    );
+    v["key"].as_str().unwrap().to_string()
+}
+
+/// `worker --passes N`: its JSON lines.
+async fn worker(env: &Env, extra: &[&str]) -> Vec<Value> {
+    let mut args = vec!["worker", "--interval", "1s"];
+    args.extend_from_slice(extra);
+    let (code, out, err) = env.run(&args).await;
+    assert_eq!(code, 0, "{out} {err}");
+    out.lines().map(crate::kit::cli::json_or_null).collect()
+}
+
+fn runs(lines: &[Value]) -> Vec<&Value> {
+    lines.iter().filter(|l| l.get("queue").is_some()).collect()
+}
+
+/// Submitted posts go out once each, through the worker, with what the intents recorded (no contract or base
+/// URL given to the worker); a resubmit finds the same intent; a not-yet-due one waits; `wait` reports.
+async fn submitted_posts_are_published_once_by_the_worker(b: Backend) {
+    let env = env_with(b, &["alice", "bob"]).await;
+    let before = env.arrivals();
+    let (t1, t2, t3) = (
+        unique("queued a"),
+        unique("queued b"),
+        unique("queued later"),
+    );
+    let k1 = queued(&env, "alice", &t1, &[]).await;
+    let k2 = queued(&env, "bob", &t2, &["--not-before", "0s"]).await;
+    let k3 = queued(&env, "alice", &t3, &["--not-before", "1h"]).await;
+    let (code, again, err) = submit(&env, "alice", &t1, &[]).await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        (again["key"].as_str(), again["created"].as_bool()),
+        (Some(k1.as_str()), Some(false))
+    );
+    assert_eq!(env.arrivals(), before, "submit sends nothing");
+    let (code, _, _) = env.run(&["wait", &k1, "--timeout", "300ms"]).await;
+    assert_eq!(code, 13, "not run yet");
+    let lines = worker(&env, &["--passes", "1", "--concurrency", "2"]).await;
+    let ran = runs(&lines);
+    assert_eq!(ran.len(), 2, "{lines:?}");
+    assert!(
+        ran.iter()
+            .all(|r| r["state"] == "published" && r["pressed"] == true),
+        "{ran:?}"
+    );
+    for (k, t) in [(&k1, &t1), (&k2, &t2)] {
+        let (code, out, err) = env.run(&["wait", k, "--timeout", "5s"]).await;
+        assert_eq!(code, 0, "{out} {err}");
+        assert_eq!(env.copies(t), 1);
+    }
+    assert_eq!(env.arrivals(), before + 2);
+    let shown = env.show(&k1).await;
+    let kinds: Vec<&str> = shown["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["kind"].as_str())
+        .collect();
+    assert!(
+        kinds.contains(&"queued") && kinds.contains(&"published"),
+        "{kinds:?}"
+    );
+    // Not due yet: untouched; another worker pass sends nothing more.
+    worker(&env, &["--passes", "1"]).await;
+    assert_eq!(env.arrivals(), before + 2);
+    assert_eq!(env.show(&k3).await["intent"]["state"], "pending");
+    assert_eq!(env.copies(&t3), 0);
+    // Queued again for now, it goes out.
+    let (code, v, err) = env
+        .oncepost
+        .run_json(&["submit", "--json", "--key", &k3, "--not-before", "0s"])
+        .await;
+    assert_eq!(code, 0, "{v} {err}");
+    worker(&env, &["--passes", "1"]).await;
+    let (code, _, _) = env.run(&["wait", &k3, "--timeout", "5s"]).await;
+    assert_eq!(code, 0);
+    assert_eq!(env.copies(&t3), 1);
+}
+
+/// A paced account's queued posts wait: the worker does not take what the cap forbids, a synchronous publish
+/// is refused "not yet" by the authorization itself (exit 4, nothing sent, still pending), and once the cap
+/// is lifted the worker makes the post.
+async fn a_capped_account_waits_and_nothing_is_sent(b: Backend) {
+    let env = env_with(b, &["alice"]).await;
+    let (code, out, err) = env
+        .run(&[
+            "accounts",
+            "pace",
+            "alice",
+            "--hourly-cap",
+            "2",
+            "--jitter",
+            "0s",
+        ])
+        .await;
+    assert_eq!(code, 0, "{out} {err}");
+    assert!(out.contains("hourly_cap=2"), "{out}");
+    let before = env.arrivals();
+    let (t1, t2) = (unique("capped one"), unique("capped two"));
+    let k1 = queued(&env, "alice", &t1, &[]).await;
+    let k2 = queued(&env, "alice", &t2, &[]).await;
+    let lines = worker(&env, &["--passes", "4", "--concurrency", "2"]).await;
+    assert_eq!(
+        runs(&lines).len(),
+        1,
+        "one post allowed by the cap: {lines:?}"
+    );
+    assert_eq!(env.arrivals(), before + 1);
+    let (first, second) = if env.copies(&t1) == 1 {
+        (&k1, &k2)
+    } else {
+        (&k2, &k1)
+    };
+    assert_eq!(env.show(first).await["intent"]["state"], "published");
+    assert_eq!(env.show(second).await["intent"]["state"], "pending");
+    // The synchronous path meets the same cap inside the authorization.
+    let (code, v, err) = env
+        .oncepost
+        .run_json(&["publish", "--json", "--key", second])
+        .await;
+    assert_eq!(code, 4, "{v} {err}");
+    assert_eq!(v["state"], "pending", "{v}");
+    assert_eq!(v["pressed"], false);
+    assert!(
+        v["summary"].as_str().unwrap().contains("hourly cap 2"),
+        "{v}"
+    );
+    assert!(
+        v["not_before"].as_i64().unwrap() > oncepost::store::Timestamp::now().0 + 50 * 60_000,
+        "{v}"
+    );
+    assert_eq!(env.arrivals(), before + 1, "refused: nothing sent");
+    // Lifted: the worker makes it.
+    let (code, out, err) = env
+        .run(&["accounts", "pace", "alice", "--hourly-cap", "none"])
+        .await;
+    assert_eq!(code, 0, "{out} {err}");
+    env.oncepost
+        .run(&["submit", "--key", second, "--not-before", "0s"])
+        .await;
+    worker(&env, &["--passes", "1"]).await;
+    assert_eq!(env.show(second).await["intent"]["state"], "published");
+    assert_eq!(env.arrivals(), before + 2);
+}
+
+/// Another host holds the account's lease: the worker leaves the account's intents alone (nothing launched,
+/// nothing sent) until the lease runs out, then publishes them.
+async fn a_leased_account_is_left_to_its_holder(b: Backend) {
+    let env = env_with(b, &["alice"]).await;
+    let store = env.open_store().await;
+    let text = unique("leased");
+    let key = queued(&env, "alice", &text, &[]).await;
+    let before = env.arrivals();
+    store
+        .acquire_account_lease("alice", "other-host:1:x", 4_000, Timestamp::now())
+        .await
+        .unwrap();
+    let lines = worker(&env, &["--passes", "1"]).await;
+    assert!(runs(&lines).is_empty(), "{lines:?}");
+    assert_eq!(env.arrivals(), before);
+    tokio::time::sleep(std::time::Duration::from_millis(4_200)).await;
+    let lines = worker(&env, &["--passes", "1"]).await;
+    assert_eq!(runs(&lines).len(), 1, "{lines:?}");
+    assert_eq!(env.show(&key).await["intent"]["state"], "published");
+    assert_eq!(env.copies(&text), 1);
+    assert_eq!(
+        store
+            .account_lease("alice", Timestamp::now())
+            .await
+            .unwrap(),
+        None,
+        "given back"
+    );
+}
+
+on_both_backends!(
+    submitted_posts_are_published_once_by_the_worker,
+    a_capped_account_waits_and_nothing_is_sent,
+    a_leased_account_is_left_to_its_holder,
+);
+
+/// Bad input to submit and wait: a clear error, exit 2, nothing created.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn submit_and_wait_refuse_bad_input() {
+    let env = Env::start(Fault::default()).await;
+    env.add_account("alice", &["--handle", "alice"]).await;
+    let text = unique("bad input");
+    for (extra, says) in [
+        (vec!["--not-before", "soonish"], "--not-before"),
+        (
+            vec!["--not-before", "2026-12-03T14:00:00+01:00"],
+            "UTC time",
+        ),
+        (
+            vec!["--login-url", "http://127.0.0.1:9/login"],
+            "login link",
+        ),
+        (vec!["--wait"], "oncepost wait"),
+    ] {
+        let (code, _, err) = submit(&env, "alice", &text, &extra).await;
+        assert_eq!(code, 2, "{extra:?}: {err}");
+        assert!(err.contains(says), "{extra:?}: {err}");
+    }
+    let (code, _, err) = submit(&env, "nobody", &text, &[]).await;
+    assert_eq!(code, 2, "{err}");
+    let (code, out, _) = env.run(&["intents", "list", "--json"]).await;
+    assert_eq!(code, 0);
+    assert!(!out.contains(&text), "nothing created: {out}");
+    let (code, _, err) = env.run(&["wait", "not-a-key"]).await;
+    assert_eq!(code, 2, "{err}");
+}
