@@ -3,6 +3,8 @@
 # unprivileged user (PostgreSQL refuses root).
 #   scripts/pg-ephemeral.sh start DIR [fsync=on|off]   prints the URL of the `postgres` database
 #   scripts/pg-ephemeral.sh stop DIR                   stops the cluster and removes DIR
+#   scripts/pg-ephemeral.sh crash-restart DIR          kills the server (immediate stop, as a crash) and starts
+#                                                      it again on the same port (the chaos harness)
 set -euo pipefail
 
 cmd=${1:?usage: pg-ephemeral.sh start|stop DIR}
@@ -38,6 +40,14 @@ start)
     echo "$port" >"$dir/port"
     echo "postgres://postgres@127.0.0.1:$port/postgres"
     ;;
+crash-restart)
+    bin=$(pgbin)
+    as_db_user "$bin/pg_ctl" -D "$dir/data" -m immediate -w -t 30 stop >/dev/null 2>&1 || true
+    port=$(cat "$dir/port")
+    as_db_user "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
+        -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=$fsync -c max_connections=300" start >/dev/null \
+        || { cat "$dir/server.log" >&2; exit 1; }
+    ;;
 stop)
     if [ -d "$dir/data" ]; then
         bin=$(pgbin)
@@ -46,5 +56,5 @@ stop)
     rm -rf "$dir"
     ;;
 *)
-    echo "usage: pg-ephemeral.sh start|stop DIR [fsync]" >&2; exit 2 ;;
+    echo "usage: pg-ephemeral.sh start|stop|crash-restart DIR [fsync]" >&2; exit 2 ;;
 esac

@@ -549,30 +549,43 @@ async fn run_worker_everywhere(
 ) -> Result<Exit, CliError> {
     let mut passes = 0u64;
     loop {
-        let sweep = store.sweep(who, Timestamp::now()).await?;
-        let mut reconciled = Vec::new();
-        let mut skipped = Vec::new();
-        reconcile_due_everywhere(
-            ctx,
-            store,
-            stop,
-            who,
-            args.lookup_timeout,
-            false,
-            |intent, r| match r {
-                Ok(r) => reconciled.push(r),
-                Err(e) => skipped.push((intent.key.clone(), e)),
-            },
-        )
-        .await?;
+        let pass = async {
+            let sweep = store.sweep(who, Timestamp::now()).await?;
+            let mut reconciled = Vec::new();
+            let mut skipped = Vec::new();
+            reconcile_due_everywhere(
+                ctx,
+                store,
+                stop,
+                who,
+                args.lookup_timeout,
+                false,
+                |intent, r| match r {
+                    Ok(r) => reconciled.push(r),
+                    Err(e) => skipped.push((intent.key.clone(), e)),
+                },
+            )
+            .await?;
+            Ok::<_, CliError>(PassReport {
+                sweep,
+                reconciled,
+                skipped,
+            })
+        }
+        .await;
         passes += 1;
-        let report = PassReport {
-            sweep,
-            reconciled,
-            skipped,
-        };
-        metrics.record(&report);
-        outln!("{}", serde_json::to_string(&report).unwrap_or_default());
+        match pass {
+            Ok(report) => {
+                metrics.record(&report);
+                outln!("{}", serde_json::to_string(&report).unwrap_or_default());
+            }
+            // The database restarting or out of reach: the worker stays, the next pass tries again (what a
+            // pass did not do is left as it was: every intent is in a declared state). /healthz shows it.
+            Err(e) => errln!(
+                "oncepost worker: pass {passes} not finished, the next pass tries again: {}",
+                e.message
+            ),
+        }
         if args.passes.is_some_and(|m| passes >= m) {
             stop.ask();
         }

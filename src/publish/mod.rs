@@ -379,8 +379,10 @@ impl Alarms {
     }
 }
 
-/// How long an account lease lasts (taken before the browser starts, renewed right before authorization).
-const ACCOUNT_LEASE_MS: i64 = 180_000;
+/// How long an account lease lasts without renewal. A publish takes it before its browser starts, renews it
+/// every third of this while it runs and right before authorization, and gives it back when the browser is
+/// closed; a host that dies holds its accounts for at most this long.
+pub const ACCOUNT_LEASE_MS: i64 = 30_000;
 
 /// Take the account's lease for this publish, waiting (bounded by the profile wait) while another holder's
 /// lease is live; still held then: `LeaseHeld` (exit 13), nothing begun.
@@ -395,12 +397,59 @@ async fn take_account_lease(
             .await
         {
             Ok(lease) => return Ok(lease),
-            Err(StoreError::LeaseHeld { .. }) if Instant::now() < deadline => {
+            Err(StoreError::LeaseHeld { .. }) => {
+                // Held by a process of this machine that is gone (killed, crashed): taken over at once
+                // rather than after its expiry.
+                if let Some(held) = store.account_lease(&req.account, Timestamp::now()).await?
+                    && holder_is_gone(&held.holder)
+                    && let Ok(lease) = store
+                        .take_over_account_lease(
+                            &held,
+                            &req.owner,
+                            ACCOUNT_LEASE_MS,
+                            Timestamp::now(),
+                        )
+                        .await
+                {
+                    return Ok(lease);
+                }
+                if Instant::now() >= deadline {
+                    return Err(StoreError::LeaseHeld {
+                        owner: format!("another publish, on account {}'s lease", req.account),
+                        expires_at: 0,
+                    }
+                    .into());
+                }
                 tokio::time::sleep(Duration::from_millis(250)).await;
             }
             Err(e) => return Err(e.into()),
         }
     }
+}
+
+/// Whether a lease holder (an owner id, `<hostname>:<pid>:<uuid>`) is a process of this machine that no
+/// longer exists. Anything else (another machine, an unreadable id, a live process) is not known to be gone.
+fn holder_is_gone(holder: &str) -> bool {
+    let mut parts = holder.splitn(3, ':');
+    let (Some(host), Some(pid), Some(_)) = (parts.next(), parts.next(), parts.next()) else {
+        return false;
+    };
+    let uname = rustix::system::uname();
+    if host != uname.nodename().to_string_lossy() {
+        return false;
+    }
+    let Some(pid) = pid
+        .parse::<i32>()
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    else {
+        return false;
+    };
+    // kill(pid, 0): ESRCH means no such process (a zombie not yet reaped still counts as present).
+    matches!(
+        rustix::process::test_kill_process(pid),
+        Err(rustix::io::Errno::SRCH)
+    )
 }
 
 /// How long the after-response capture may wait for the page to land (it may be navigating).
@@ -664,25 +713,40 @@ async fn run_intent(
         let session = match BrowserSession::launch(&launch).await {
             Ok(s) => s,
             Err(e) => {
-                let _ = store.release_account_lease(&lease).await;
+                let _ = store.release_account_lease(&lease, Timestamp::now()).await;
                 return Err(e.into());
             }
         };
         clock.step("browser launched");
-        let r = with_session(
-            req,
-            store,
-            &contract,
-            &plan,
-            &key,
-            &session,
-            &mut clock,
-            &lease,
-        )
-        .await;
+        // Renewed while the publish runs (a lease another host took over is not renewed; the authorization
+        // refuses this publish for it).
+        let renew = async {
+            loop {
+                tokio::time::sleep(Duration::from_millis(ACCOUNT_LEASE_MS as u64 / 3)).await;
+                if let Err(e) = store
+                    .acquire_account_lease(&lease.account, &lease.holder, ACCOUNT_LEASE_MS, Timestamp::now())
+                    .await
+                {
+                    tracing::warn!(error = %e, "the account lease was not renewed");
+                }
+            }
+        };
+        let r = tokio::select! {
+            r = with_session(
+                req,
+                store,
+                &contract,
+                &plan,
+                &key,
+                &session,
+                &mut clock,
+                &lease,
+            ) => r,
+            never = renew => never,
+        };
         session.close().await;
         // A lease left behind only delays this account's next publish elsewhere until it expires.
-        if let Err(e) = store.release_account_lease(&lease).await {
+        if let Err(e) = store.release_account_lease(&lease, Timestamp::now()).await {
             tracing::warn!(error = %e, "the account lease could not be given back; it expires by itself");
         }
         clock.step("browser closed");

@@ -18,6 +18,7 @@ mod kit;
 mod authorship;
 mod binding;
 mod carry;
+mod chaos;
 mod cli_store;
 mod conform;
 mod contract;

@@ -321,12 +321,12 @@ async fn an_account_lease_fences_out_a_host_that_lost_it(b: Backend) {
         .await
         .expect("the lease holder authorizes");
     // A's release of a lease it no longer holds leaves B's alone.
-    s.release_account_lease(&renewed).await.unwrap();
+    s.release_account_lease(&renewed, at(12_004)).await.unwrap();
     assert_eq!(
         s.account_lease("alice", at(12_004)).await.unwrap(),
         Some(b_lease.clone())
     );
-    s.release_account_lease(&b_lease).await.unwrap();
+    s.release_account_lease(&b_lease, at(12_004)).await.unwrap();
     assert_eq!(s.account_lease("alice", at(12_005)).await.unwrap(), None);
 }
 

@@ -2,9 +2,11 @@
 //! account's lease before its browser starts and gives it back when the browser is closed; the authorization
 //! transaction refuses a claim whose publish does not hold the live lease while another holder does, so a host
 //! that lost the lease (stalled past it, partitioned from the database) stops before authorizing.
+use serde_json::json;
+
 use crate::store::error::StoreError;
 use crate::store::model::*;
-use crate::store::{Store, map_db, map_row};
+use crate::store::{AdminEvent, Store, map_db, map_row};
 
 impl Store {
     /// Take (or renew) the account's lease for `holder` until `now + ttl_ms`. A new holder gets a new fence
@@ -38,7 +40,7 @@ impl Store {
                     .await
                     .map_err(map_db)?;
                 // The guard: the row is free, expired, or already this holder's.
-                sqlx::query_scalar(
+                let got: Option<i64> = sqlx::query_scalar(
                     "INSERT INTO account_leases (account, holder, fence, expires_at, acquired_at) \
                      VALUES ($1, $2, $3, $4, $5) \
                      ON CONFLICT (account) DO UPDATE SET holder = excluded.holder, \
@@ -57,7 +59,19 @@ impl Store {
                 .bind(now.0)
                 .fetch_optional(tx.conn())
                 .await
-                .map_err(map_row)
+                .map_err(map_row)?;
+                // A new holder (the drawn fence was kept) is history: who had the account from when.
+                if got == Some(fence) {
+                    tx.admin_event(AdminEvent {
+                        at: now,
+                        actor: holder,
+                        action: "account_lease_taken",
+                        details: json!({ "account": account, "holder": holder, "fence": fence,
+                                         "expires_at": expires }),
+                    })
+                    .await?;
+                }
+                Ok(got)
             })
             .await?;
         match got {
@@ -84,10 +98,73 @@ impl Store {
         }
     }
 
+    /// Take the account's lease from a holder whose process is known to be gone (the caller checked: same
+    /// machine, no such process), before its lease runs out: only that holder's lease with that fence is
+    /// replaced, by a new fence. A gone process can neither authorize nor drive a browser (its Chromium dies
+    /// with it), so nothing of it can meet the new holder's work. `LeaseHeld` when the lease moved on.
+    pub async fn take_over_account_lease(
+        &self,
+        gone: &AccountLease,
+        holder: &str,
+        ttl_ms: i64,
+        now: Timestamp,
+    ) -> Result<AccountLease, StoreError> {
+        let expires = now.plus_ms(ttl_ms).0;
+        let got: Option<i64> = self
+            .write(async |tx| {
+                let fence: i64 = sqlx::query_scalar(tx.dialect().next_generation_sql())
+                    .fetch_one(tx.conn())
+                    .await
+                    .map_err(map_db)?;
+                let got: Option<i64> = sqlx::query_scalar(
+                    "UPDATE account_leases SET holder = $4, fence = $5, expires_at = $6, acquired_at = $7 \
+                     WHERE account = $1 AND holder = $2 AND fence = $3 RETURNING fence",
+                )
+                .bind(&gone.account)
+                .bind(&gone.holder)
+                .bind(gone.fence)
+                .bind(holder)
+                .bind(fence)
+                .bind(expires)
+                .bind(now.0)
+                .fetch_optional(tx.conn())
+                .await
+                .map_err(map_row)?;
+                if got.is_some() {
+                    tx.admin_event(AdminEvent {
+                        at: now,
+                        actor: holder,
+                        action: "account_lease_taken",
+                        details: json!({ "account": gone.account, "holder": holder, "fence": fence,
+                                         "expires_at": expires, "from_gone_holder": gone.holder }),
+                    })
+                    .await?;
+                }
+                Ok(got)
+            })
+            .await?;
+        match got {
+            Some(fence) => Ok(AccountLease {
+                account: gone.account.clone(),
+                holder: holder.to_string(),
+                fence,
+                expires_at: expires,
+            }),
+            None => Err(StoreError::LeaseHeld {
+                owner: format!("another holder, on account {}'s lease", gone.account),
+                expires_at: now.0,
+            }),
+        }
+    }
+
     /// Give the lease back (only this holder's, with this fence; a lease already taken over is left alone).
-    pub async fn release_account_lease(&self, lease: &AccountLease) -> Result<(), StoreError> {
+    pub async fn release_account_lease(
+        &self,
+        lease: &AccountLease,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
         self.write(async |tx| {
-            sqlx::query(
+            let gone = sqlx::query(
                 "DELETE FROM account_leases WHERE account = $1 AND holder = $2 AND fence = $3",
             )
             .bind(&lease.account)
@@ -96,6 +173,16 @@ impl Store {
             .execute(tx.conn())
             .await
             .map_err(map_db)?;
+            if gone.rows_affected() == 1 {
+                tx.admin_event(AdminEvent {
+                    at: now,
+                    actor: &lease.holder,
+                    action: "account_lease_released",
+                    details: json!({ "account": lease.account, "holder": lease.holder,
+                                     "fence": lease.fence }),
+                })
+                .await?;
+            }
             Ok(())
         })
         .await
