@@ -673,12 +673,12 @@ fn seed() -> u64 {
     )
 }
 
-/// The short version, in the suite: 3 hosts, 18 intents over 3 accounts, chaos while they are in flight.
+/// The short version, in the suite: 3 hosts, 15 intents over 3 accounts, chaos while they are in flight.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn chaos_short() {
     let r = run(Plan {
         seed: seed(),
-        intents: 18,
+        intents: 15,
         accounts: 3,
         workers: 3,
         chaos: true,

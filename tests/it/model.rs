@@ -6,15 +6,21 @@
 //! table cannot drift from the store's; the guards (claim, fence, lease) are the store's, written once here.
 //! A worker may crash at every step: it loses everything it held in memory and starts over.
 //!
+//! Each worker is a host: before it begins, it takes the account's lease (a fence of its own; the lease may run
+//! out at any step, and another host may then take it over), and it gives it back when it is done.
+//!
 //! Checked, in every reachable state: at most one create request per delivery key; `published` is never
 //! left; `indeterminate` never returns to `pending`; no fenced-out worker (an older generation) ever
-//! authorizes or settles. Two deliberately broken models (the sweep returns an expired dispatch to
-//! `pending`; authorization without the generation fence) are caught, with the counterexample trace printed.
+//! authorizes or settles; no host authorizes while another holds the account's live lease. Three deliberately broken
+//! models (the sweep returns an expired dispatch to `pending`; authorization without the generation fence;
+//! authorization without the account lease) are caught, with the counterexample trace printed.
 use oncepost::store::{EventKind, Status};
 use stateright::{Checker, Model, Property};
 
 /// Generations issued at most (each `begin` issues one): bounds the state space.
 const MAX_GENERATION: u8 = 8;
+/// Account-lease fences issued at most (each new holder gets one).
+const MAX_LEASE_FENCE: u8 = 4;
 const WORKERS: usize = 3;
 
 /// Where one worker is, in its own memory (lost on a crash).
@@ -39,16 +45,31 @@ struct World {
     /// The reconcile lookup of the current indeterminate spell is spent.
     lookup_spent: bool,
     workers: [Phase; WORKERS],
+    /// The account lease each worker believes it holds (its fence), in its own memory (lost on a crash).
+    held: [Option<u8>; WORKERS],
+    /// The store's account lease: holder and fence, and whether it is still live.
+    lease_row: Option<(usize, u8)>,
+    lease_row_live: bool,
+    /// The last account-lease fence issued.
+    lease_fence: u8,
     /// Create requests the platform received.
     creates: u8,
     /// History, for the properties.
     was_published: bool,
     was_indeterminate: bool,
     fenced_out_acted: bool,
+    /// A host authorized while another host (or a newer fence) held the account's live lease.
+    authorized_while_leased_elsewhere: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Action {
+    /// The host takes the account's lease (free, run out, or its own).
+    TakeLease(usize),
+    /// The host gives the lease back (its publish is over).
+    GiveLeaseBack(usize),
+    /// The account lease runs out (the holder stalled or is cut off).
+    AccountLeaseRunsOut,
     Begin(usize),
     Authorize(usize),
     Press(usize),
@@ -76,6 +97,8 @@ enum Flaw {
     SweepToPending,
     /// Authorization does not check the worker's generation against the store's.
     NoFence,
+    /// Authorization does not check the account lease.
+    NoAccountLease,
 }
 
 struct Protocol {
@@ -108,17 +131,29 @@ impl Model for Protocol {
             lease_live: false,
             lookup_spent: false,
             workers: [Phase::Idle; WORKERS],
+            held: [None; WORKERS],
+            lease_row: None,
+            lease_row_live: false,
+            lease_fence: 0,
             creates: 0,
             was_published: false,
             was_indeterminate: false,
             fenced_out_acted: false,
+            authorized_while_leased_elsewhere: false,
         }]
     }
 
     fn actions(&self, w: &World, actions: &mut Vec<Action>) {
         for i in 0..WORKERS {
+            match (w.workers[i], w.held[i]) {
+                (Phase::Idle, None) => actions.push(Action::TakeLease(i)),
+                (Phase::Idle, Some(_)) => {
+                    actions.extend([Action::Begin(i), Action::GiveLeaseBack(i), Action::Crash(i)])
+                }
+                _ => {}
+            }
             match w.workers[i] {
-                Phase::Idle => actions.push(Action::Begin(i)),
+                Phase::Idle => {}
                 Phase::Claimed(_) => actions.extend([
                     Action::Authorize(i),
                     Action::FoundBeforeWrite(i),
@@ -136,6 +171,7 @@ impl Model for Protocol {
         }
         actions.extend([
             Action::LeaseRunsOut,
+            Action::AccountLeaseRunsOut,
             Action::Sweep,
             Action::Reconcile,
             Action::OperatorPark,
@@ -149,6 +185,32 @@ impl Model for Protocol {
         // The store's fence: the worker's generation is the store's current one.
         let current = |w: &World, g: u8| g == w.generation;
         match action {
+            Action::TakeLease(i) => {
+                // The store's guarded upsert: free, run out, or already this holder's.
+                let free = !w.lease_row_live || w.lease_row.is_some_and(|(h, _)| h == i);
+                if !free || w.lease_fence >= MAX_LEASE_FENCE {
+                    return None;
+                }
+                w.lease_fence += 1;
+                w.lease_row = Some((i, w.lease_fence));
+                w.lease_row_live = true;
+                w.held[i] = Some(w.lease_fence);
+            }
+            Action::GiveLeaseBack(i) => {
+                let f = w.held[i]?;
+                // Only this holder's lease with this fence is deleted.
+                if w.lease_row == Some((i, f)) {
+                    w.lease_row = None;
+                    w.lease_row_live = false;
+                }
+                w.held[i] = None;
+            }
+            Action::AccountLeaseRunsOut => {
+                if !w.lease_row_live {
+                    return None;
+                }
+                w.lease_row_live = false;
+            }
             Action::Begin(i) => {
                 // A claim needs a pending intent with no live claim (an expired one is taken over).
                 if w.state != Status::Pending || w.lease_live || w.generation >= MAX_GENERATION {
@@ -164,8 +226,13 @@ impl Model for Protocol {
                     return None;
                 };
                 let fenced_ok = self.flaw == Flaw::NoFence || current(&w, g);
-                if w.state == Status::Pending && w.lease_live && fenced_ok {
+                // The authorization's NOT EXISTS: no live account lease of another holder or fence.
+                let leased_elsewhere =
+                    w.lease_row_live && w.held[i].is_none_or(|f| w.lease_row != Some((i, f)));
+                let lease_ok = self.flaw == Flaw::NoAccountLease || !leased_elsewhere;
+                if w.state == Status::Pending && w.lease_live && fenced_ok && lease_ok {
                     w.fenced_out_acted |= !current(&w, g);
+                    w.authorized_while_leased_elsewhere |= leased_elsewhere;
                     apply(&mut w, EventKind::Authorized).then_some(())?;
                     w.workers[i] = Phase::Authorized(g);
                 } else {
@@ -214,10 +281,12 @@ impl Model for Protocol {
                 }
             }
             Action::Crash(i) => {
-                if w.workers[i] == Phase::Idle {
+                if w.workers[i] == Phase::Idle && w.held[i].is_none() {
                     return None;
                 }
+                // Its memory is lost; the lease row stays until it runs out.
                 w.workers[i] = Phase::Idle;
+                w.held[i] = None;
             }
             Action::LeaseRunsOut => {
                 if !w.lease_live {
@@ -286,6 +355,10 @@ impl Model for Protocol {
             Property::always(
                 "a fenced-out worker never authorizes or settles",
                 |_, w: &World| !w.fenced_out_acted,
+            ),
+            Property::always(
+                "no host authorizes while another holds the account's lease",
+                |_, w: &World| !w.authorized_while_leased_elsewhere,
             ),
             // Not a safety property: shows the model reaches the outcomes it is about.
             Property::sometimes("published after an unknown outcome", |_, w: &World| {
@@ -374,5 +447,22 @@ fn a_missing_fence_is_caught_with_a_trace() {
             .count()
             >= 2,
         "a second claim after the first one's lease ran out: {actions:?}"
+    );
+}
+
+#[test]
+fn authorizing_without_the_account_lease_is_caught_with_a_trace() {
+    let checker = check(
+        Flaw::NoAccountLease,
+        Some("no host authorizes while another holds the account's lease"),
+    );
+    let trace = checker
+        .discovery("no host authorizes while another holds the account's lease")
+        .expect("the checker finds a host authorizing on a lost lease");
+    let actions = trace.into_actions();
+    eprintln!("counterexample (no account lease): {actions:?}");
+    assert!(
+        actions.contains(&Action::AccountLeaseRunsOut),
+        "the lease ran out (and moved on) before the authorization: {actions:?}"
     );
 }
