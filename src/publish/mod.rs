@@ -391,9 +391,10 @@ async fn take_account_lease(
     req: &PublishRequest,
 ) -> Result<AccountLease, PublishError> {
     let deadline = Instant::now() + req.options.profile_wait;
+    let holder = lease_holder(&req.owner);
     loop {
         match store
-            .acquire_account_lease(&req.account, &req.owner, ACCOUNT_LEASE_MS, Timestamp::now())
+            .acquire_account_lease(&req.account, &holder, ACCOUNT_LEASE_MS, Timestamp::now())
             .await
         {
             Ok(lease) => return Ok(lease),
@@ -427,10 +428,42 @@ async fn take_account_lease(
     }
 }
 
-/// Whether a lease holder (an owner id, `<hostname>:<pid>:<uuid>`) is a process of this machine that no
-/// longer exists. Anything else (another machine, an unreadable id, a live process) is not known to be gone.
+/// The account-lease holder of a publish: its owner id and, after `@`, where its pid means something (a hash
+/// of the kernel's boot id and the pid namespace), so that a holder can be known to be gone only by a process
+/// that sees the same pids: never by another machine, container or boot that happens to share a hostname.
+fn lease_holder(owner: &str) -> String {
+    format!("{owner}@{}", pid_scope())
+}
+
+/// A short hash of this kernel boot's id and this process's pid namespace; `unknown` where either cannot be
+/// read (then no holder is ever taken for gone: its lease runs out instead).
+fn pid_scope() -> String {
+    use sha2::{Digest, Sha256};
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id");
+    let ns = std::fs::read_link("/proc/self/ns/pid");
+    match (boot, ns) {
+        (Ok(boot), Ok(ns)) => {
+            let mut h = Sha256::new();
+            h.update(boot.trim().as_bytes());
+            h.update(b"\0");
+            h.update(ns.to_string_lossy().as_bytes());
+            hex::encode(&h.finalize()[..8])
+        }
+        _ => "unknown".to_string(),
+    }
+}
+
+/// Whether a lease holder (`<hostname>:<pid>:<uuid>@<scope>`, see [`lease_holder`]) is a process that no
+/// longer exists, as seen from here: same hostname, same boot and pid namespace, and no such pid. Anything
+/// else (another machine or container, an unreadable id, a live process) is not known to be gone.
 fn holder_is_gone(holder: &str) -> bool {
-    let mut parts = holder.splitn(3, ':');
+    let Some((owner, scope)) = holder.rsplit_once('@') else {
+        return false;
+    };
+    if scope == "unknown" || scope != pid_scope() {
+        return false;
+    }
+    let mut parts = owner.splitn(3, ':');
     let (Some(host), Some(pid), Some(_)) = (parts.next(), parts.next(), parts.next()) else {
         return false;
     };
@@ -1729,6 +1762,29 @@ mod tests {
         assert_eq!(what, "a write that could not be stopped");
         assert_ne!(crate::cli::Exit::of_store(source), crate::cli::Exit::Ok);
         assert!(e.to_string().contains("could not be parked"), "{e}");
+    }
+
+    #[test]
+    fn only_a_gone_process_seen_from_the_same_pids_is_gone() {
+        let me = lease_holder(&owner_id());
+        assert!(!holder_is_gone(&me), "this process is alive: {me}");
+        // A pid far above pid_max is no process.
+        let host = rustix::system::uname()
+            .nodename()
+            .to_string_lossy()
+            .into_owned();
+        let gone = lease_holder(&format!("{host}:2147483000:abc"));
+        assert!(holder_is_gone(&gone), "{gone}");
+        // The same dead pid seen from another boot, pid namespace or machine, or without a scope: not known.
+        for other in [
+            format!("{host}:2147483000:abc@0123456789abcdef"),
+            format!("{host}:2147483000:abc@unknown"),
+            format!("{host}:2147483000:abc"),
+            format!("another-{host}:2147483000:abc@{}", pid_scope()),
+            "garbage".to_string(),
+        ] {
+            assert!(!holder_is_gone(&other), "{other}");
+        }
     }
 
     #[test]
