@@ -529,6 +529,19 @@ async fn check(
             .states
             .entry(tl.intent.state.to_string())
             .or_default() += 1;
+        if tl.intent.state != Status::Published {
+            // Not a failure of the promise (a person decides), but a run should say why.
+            let why = tl
+                .events
+                .iter()
+                .rev()
+                .find_map(|e| e.reason.clone())
+                .unwrap_or_default();
+            eprintln!(
+                "chaos: {k} ended {} after {} attempt(s), {copies} copies on the platform: {why}",
+                tl.intent.state, tl.intent.attempt_count
+            );
+        }
     }
     assert!(
         report
