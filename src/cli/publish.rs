@@ -93,22 +93,53 @@ pub(super) struct Asked {
 pub(super) async fn asked_by_key(ctx: &Context, key: &str) -> Result<Asked, CliError> {
     let key = super::intents::parse_key(key)?;
     let intent = ctx.open_store().await?.intent(&key).await?;
-    if intent.action != crate::identity::ActionKind::Post {
-        return Err(CliError::bad_input(format!(
-            "intent {key} is a {}; publish sends posts only",
-            intent.action
-        )));
+    Asked::from_intent(intent)
+}
+
+impl Asked {
+    /// What an existing intent asks for (a post, with its text).
+    pub(super) fn from_intent(intent: crate::store::Intent) -> Result<Asked, CliError> {
+        let key = intent.key;
+        if intent.action != crate::identity::ActionKind::Post {
+            return Err(CliError::bad_input(format!(
+                "intent {key} is a {}; publish sends posts only",
+                intent.action
+            )));
+        }
+        let Some(text) = intent.request.text else {
+            return Err(CliError::bad_input(format!("intent {key} records no text")));
+        };
+        Ok(Asked {
+            account: intent.account,
+            target: intent.target,
+            text,
+            fields: intent.request.fields,
+            existing: Some(key),
+        })
     }
-    let Some(text) = intent.request.text.clone() else {
-        return Err(CliError::bad_input(format!("intent {key} records no text")));
-    };
-    Ok(Asked {
-        account: intent.account,
-        target: intent.target,
-        text,
-        fields: intent.request.fields,
-        existing: Some(key),
-    })
+
+    /// The publish request for what is asked, through this contract at this base URL.
+    pub(super) fn request(
+        &self,
+        ctx: &Context,
+        contract_path: PathBuf,
+        base_url: String,
+        login_url: Option<String>,
+        options: PublishOptions,
+    ) -> PublishRequest {
+        PublishRequest {
+            contract_path,
+            account: self.account.clone(),
+            target: self.target.clone(),
+            text: self.text.clone(),
+            fields: self.fields.clone(),
+            base_url,
+            data_dir: ctx.data_dir.clone(),
+            owner: publish::owner_id(),
+            login_url,
+            options,
+        }
+    }
 }
 
 /// `--field K=V` values (repeatable), each bounded like the text.
@@ -166,18 +197,13 @@ pub async fn run(ctx: &Context, args: PublishArgs, log: LogFormat) -> Result<Exi
         }
         _ => return Err(CliError::bad_input("give --contract and --base-url")),
     };
-    let req = PublishRequest {
+    let req = asked.request(
+        ctx,
         contract_path,
-        account: asked.account,
-        target: asked.target,
-        text: asked.text,
-        fields: asked.fields,
         base_url,
-        data_dir: ctx.data_dir.clone(),
-        owner: publish::owner_id(),
-        login_url: args.login_url.clone(),
+        args.login_url.clone(),
         options,
-    };
+    );
     let existing = asked.existing.as_ref();
     let r = publish_locked(
         ctx,

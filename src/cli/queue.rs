@@ -15,7 +15,7 @@ use super::output::{clean, errln, outln};
 use super::publish::{Asked, PublishArgs, asked_by_flags, asked_by_key, exit_of, map_err};
 use super::{CliError, Context, Exit};
 use crate::identity::DeliveryKey;
-use crate::publish::{self, PublishOptions, PublishRequest};
+use crate::publish::{self, PublishOptions};
 use crate::store::{Status, Store, StoreError, Timestamp};
 
 /// `oncepost submit`: the arguments of `publish`, plus when a worker may run it.
@@ -88,18 +88,13 @@ pub async fn run_submit(ctx: &Context, args: SubmitArgs) -> Result<Exit, CliErro
         _ => return Err(CliError::bad_input("give --contract and --base-url")),
     };
     ctx.ensure_data_dir()?;
-    let req = PublishRequest {
+    let req = asked.request(
+        ctx,
         contract_path,
-        account: asked.account.clone(),
-        target: asked.target.clone(),
-        text: asked.text.clone(),
-        fields: asked.fields.clone(),
         base_url,
-        data_dir: ctx.data_dir.clone(),
-        owner: publish::owner_id(),
-        login_url: None,
-        options: PublishOptions::default(),
-    };
+        None,
+        PublishOptions::default(),
+    );
     let s = publish::submit(&req, asked.existing.as_ref(), run_after, &store)
         .await
         .map_err(map_err)?;
@@ -191,24 +186,15 @@ async fn run_one(
     store: &Store,
     key: &DeliveryKey,
 ) -> Result<publish::PublishOutcome, CliError> {
-    let asked = asked_by_key(ctx, key.as_str()).await?;
+    // Read through the worker's own store (no second pool per publish).
+    let asked = Asked::from_intent(store.intent(key).await?)?;
     let (contract_path, base_url) = super::recorded::recorded_contract(ctx, store, key).await?;
-    let req = PublishRequest {
-        contract_path,
-        account: asked.account,
-        target: asked.target,
-        text: asked.text,
-        fields: asked.fields,
-        base_url,
-        data_dir: ctx.data_dir.clone(),
-        owner: publish::owner_id(),
-        login_url: None,
-        options: PublishOptions {
-            // Waiting for the profile or the account lease is the queue's job: take another intent instead.
-            profile_wait: Duration::from_millis(0),
-            ..PublishOptions::default()
-        },
+    // Waiting for the profile or the account lease is the queue's job: take another intent instead.
+    let options = PublishOptions {
+        profile_wait: Duration::from_millis(0),
+        ..PublishOptions::default()
     };
+    let req = asked.request(ctx, contract_path, base_url, None, options);
     super::publish::publish_existing(ctx, &req, key, None).await
 }
 
