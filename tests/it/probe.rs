@@ -301,11 +301,11 @@ async fn every_hostile_write_is_blocked_before_it_leaves_and_reported() {
     // its write, with a bound, instead of trusting the probe's observation window.
     // Measured: now and then the popup target stays at about:blank, held unstarted by the driver's
     // auto-attach; it then runs no script and writes nothing. Such a run proves nothing about the popup's
-    // write, so it does not count: the probe is run again (at most 3 times) until the popup's script ran
+    // write, so it does not count: the probe is run again (at most 5 times; a full-suite run at load 8 once saw 3 in a row) until the popup's script ran
     // (the server saw its first read), and then its write must have been reported, blocked.
     let mut r = None;
     let mut tested = false;
-    for attempt in 0..3 {
+    for attempt in 0..5 {
         let want = format!("{base}/api/sink/popup?try={attempt}");
         let mark = session.write_guard().mark();
         let page = format!("/hostile/popup?try={attempt}");
@@ -334,7 +334,7 @@ async fn every_hostile_write_is_blocked_before_it_leaves_and_reported() {
     let r = r.expect("a popup probe ran");
     assert!(
         tested,
-        "in 3 probes the popup's script never ran, so its write was never tested: {:?}",
+        "in 5 probes the popup's script never ran, so its write was never tested: {:?}",
         r.dialogs
     );
     assert!(
