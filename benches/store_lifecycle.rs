@@ -73,7 +73,7 @@ async fn measure(backend: &'static str, location: StoreLocation, n: usize) -> Ro
                         Some(&format!("benchmark post {i}")),
                         &BTreeMap::new(),
                     ),
-                    source_ref: None,
+                    source: None,
                 },
                 now,
             )

@@ -115,6 +115,35 @@ pub fn hit(p: FailPoint) {
     }
 }
 
+/// The environment variable that makes one point wait instead: `POINT:FILE`. At the point the process
+/// creates `FILE.reached` and waits (at most [`PAUSE_BOUND`]) until `FILE` exists, then goes on. For tests that
+/// must change the world at an exact moment (a source superseded between compose and authorization), with the
+/// binary that ships.
+pub const PAUSE_ENV: &str = "ONCEPOST_PAUSE_AT";
+
+/// The longest a paused point waits before going on by itself.
+pub const PAUSE_BOUND: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Wait at `p` if `ONCEPOST_PAUSE_AT` names it (see [`PAUSE_ENV`]); return at once otherwise.
+pub async fn pause(p: FailPoint) {
+    let Ok(v) = std::env::var(PAUSE_ENV) else {
+        return;
+    };
+    let Some((name, file)) = v.split_once(':') else {
+        return;
+    };
+    if FailPoint::parse(name) != Some(p) {
+        return;
+    }
+    let go = std::path::PathBuf::from(file);
+    let _ = std::fs::write(format!("{file}.reached"), b"");
+    let _ = writeln!(std::io::stderr(), "pause {}: waiting for {file}", p.name());
+    let deadline = std::time::Instant::now() + PAUSE_BOUND;
+    while !go.exists() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -25,6 +25,8 @@ const KEY_DOMAIN: &str = "oncepost/delivery-key/v1";
 const CONTENT_DOMAIN: &str = "oncepost/content/v1";
 const WIRE_DOMAIN: &str = "oncepost/wire-request/v1";
 const REDELIVERY_DOMAIN: &str = "oncepost/redelivery/v1";
+const SOURCE_VERSION_DOMAIN: &str = "oncepost/source-version/v1";
+const CLAIM_DOMAIN: &str = "oncepost/claim/v1";
 
 /// What kind of side effect an intent asks for. Zero-text verbs (like, reshare, follow) are distinct kinds so
 /// that they never collide with each other or with a post on the same target.
@@ -198,6 +200,9 @@ pub struct DeliverySpec {
     pub target: String,
     /// The canonical request projection.
     pub request: CanonicalRequest,
+    /// The claim the post makes about a source, if it rests on one: two identical texts about two sources
+    /// (or two versions of one) are two deliveries. `None` leaves the key exactly as it was before sources.
+    pub claim: Option<ClaimId>,
 }
 
 /// Append one length-prefixed component, so that no two different component lists encode to the same bytes.
@@ -236,6 +241,11 @@ impl DeliveryKey {
             put(&mut h, k.as_bytes());
             put(&mut h, v.as_bytes());
         }
+        // Appended only when present: every key minted before sources existed stays the same.
+        if let Some(c) = &spec.claim {
+            put(&mut h, b"claim");
+            put(&mut h, c.0.as_bytes());
+        }
         DeliveryKey(finish(h))
     }
 
@@ -273,6 +283,98 @@ impl DeliveryKey {
 }
 
 impl fmt::Display for DeliveryKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Whether `s` is exactly 64 lowercase hex digits (a sha256 written by this module).
+fn is_hex64(s: &str) -> bool {
+    s.len() == 64
+        && s.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// The identity of one version of a source: sha256 over its stable id (a canonical URL or an object id,
+/// see [`canonical_source_id`]) and its NORMALIZED visible body (`source::normalize`). Never includes when it
+/// was fetched, nor the raw bytes (page chrome, tokens and timestamps change on every fetch): the raw hash is
+/// capture metadata, kept beside the version, never part of it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct SourceVersionId(String);
+
+impl SourceVersionId {
+    /// The version of `stable_id` whose normalized body is `normalized_body`.
+    pub fn of(stable_id: &str, normalized_body: &str) -> Self {
+        let mut h = Sha256::new();
+        put(&mut h, SOURCE_VERSION_DOMAIN.as_bytes());
+        put(&mut h, canonical_source_id(stable_id).as_bytes());
+        put(&mut h, normalized_body.as_bytes());
+        SourceVersionId(finish(h))
+    }
+
+    /// Wrap an id read back from the store or typed by a person (64 lowercase hex digits).
+    pub fn parse(s: &str) -> Option<Self> {
+        let s = s.trim();
+        is_hex64(s).then(|| SourceVersionId(s.to_string()))
+    }
+
+    /// The hex string.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for SourceVersionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A source's stable id as every identity sees it: trimmed, and an http(s) URL in its canonical form (scheme
+/// and host lowercased, default port and fragment dropped, by the `url` crate's parser), so that
+/// `HTTPS://Example.org:443/a#top` and `https://example.org/a` are one source. Anything else (an object id)
+/// is kept as given, trimmed.
+pub fn canonical_source_id(stable_id: &str) -> String {
+    let t = stable_id.trim();
+    match url::Url::parse(t) {
+        Ok(mut u) if matches!(u.scheme(), "http" | "https") => {
+            u.set_fragment(None);
+            u.to_string()
+        }
+        _ => t.to_string(),
+    }
+}
+
+/// The identity of a claim: the source version it rests on plus the claim's own content (normalized like
+/// post text). The same sentence about two sources, or about two versions of one, is two claims.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ClaimId(String);
+
+impl ClaimId {
+    /// The claim `claim` makes about `version`.
+    pub fn of(version: &SourceVersionId, claim: &str) -> Self {
+        let mut h = Sha256::new();
+        put(&mut h, CLAIM_DOMAIN.as_bytes());
+        put(&mut h, version.0.as_bytes());
+        put(&mut h, normalize_text(claim).as_bytes());
+        ClaimId(finish(h))
+    }
+
+    /// Wrap an id read back from the store (64 lowercase hex digits).
+    pub fn parse(s: &str) -> Option<Self> {
+        let s = s.trim();
+        is_hex64(s).then(|| ClaimId(s.to_string()))
+    }
+
+    /// The hex string.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for ClaimId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
     }
@@ -367,7 +469,38 @@ mod tests {
             action,
             target: "post/42".into(),
             request: CanonicalRequest::new(text, &BTreeMap::new()),
+            claim: None,
         }
+    }
+
+    #[test]
+    fn a_claim_makes_another_delivery_and_its_version_never_includes_time() {
+        let plain = DeliveryKey::derive(&spec(ActionKind::Post, Some("Release 1.0 is out")));
+        let v1 = SourceVersionId::of("https://news.example/r1", "Release 1.0.\nThree bugs fixed.");
+        let v1_again = SourceVersionId::of(
+            " HTTPS://News.Example:443/r1#top ",
+            "Release 1.0.\nThree bugs fixed.",
+        );
+        assert_eq!(v1, v1_again, "the stable id is compared canonically");
+        let v2 = SourceVersionId::of("https://news.example/r1", "Release 1.0.\nFour bugs fixed.");
+        let other_source =
+            SourceVersionId::of("https://news.example/r2", "Release 1.0.\nThree bugs fixed.");
+        assert_ne!(v1, v2);
+        assert_ne!(v1, other_source);
+        let key_on = |v: &SourceVersionId| {
+            let mut s = spec(ActionKind::Post, Some("Release 1.0 is out"));
+            s.claim = Some(ClaimId::of(v, "Release 1.0 is out"));
+            DeliveryKey::derive(&s)
+        };
+        let (k1, k2, k3) = (key_on(&v1), key_on(&v2), key_on(&other_source));
+        assert!(k1 != plain && k1 != k2 && k1 != k3 && k2 != k3);
+        assert_eq!(key_on(&v1_again), k1);
+        assert_eq!(
+            ClaimId::of(&v1, "  Release 1.0 is out\r\n"),
+            ClaimId::of(&v1, "Release 1.0 is out")
+        );
+        assert_eq!(SourceVersionId::parse(v1.as_str()), Some(v1.clone()));
+        assert_eq!(SourceVersionId::parse("nope"), None);
     }
 
     #[test]

@@ -43,6 +43,7 @@ pub mod recover;
 pub mod redact;
 pub mod review;
 pub mod secret;
+pub mod source;
 pub mod store;
 pub mod template;
 pub mod utc;

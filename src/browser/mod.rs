@@ -41,7 +41,7 @@ pub use probe::{ProbeOptions, ProbePlan, ProbeReport, ProbeVerdict};
 pub use readback::{
     Alarm, Authorship, Candidate, LeadReason, ReadVerdict, Readback, ReadbackPlan, TextRule,
 };
-pub use session::{BrowserSession, LaunchOptions, Liveness, find_chromium};
+pub use session::{BrowserSession, LaunchOptions, Liveness, find_chromium, launches};
 pub use transport::{
     CreatePattern, DispatchOutcome, OneShotSender, RequestFacts, TransportMode, TransportOptions,
     UrlMatch, WireRequest, WriteLogEntry,

@@ -200,6 +200,15 @@ impl std::fmt::Debug for BrowserSession {
     }
 }
 
+/// Chromium launches this process started (each try counts, a refused one too), for `/metrics` and for the
+/// tests that prove a step launched nothing.
+static LAUNCHES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many Chromium launches this process started.
+pub fn launches() -> u64 {
+    LAUNCHES.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// How long a launch waits for the Chromium of an earlier session on the same profile to let go of it.
 const PROFILE_RELEASE_WAIT: Duration = Duration::from_secs(10);
 
@@ -232,6 +241,7 @@ impl BrowserSession {
     }
 
     async fn launch_once(opts: &LaunchOptions) -> Result<BrowserSession, BrowserError> {
+        LAUNCHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let executable = match &opts.executable {
             Some(p) => p.clone(),
             None => find_chromium()?,

@@ -229,6 +229,7 @@ async fn conform(cli: &Cli, args: &ConformArgs, log: LogFormat) -> Result<Vec<Ce
             owner: crate::publish::owner_id(),
             login_url: login_url.clone(),
             options,
+            source: None,
         }
     };
     let wait = Duration::from_secs(120);

@@ -98,6 +98,7 @@ pub async fn run(ctx: &Context, args: DemoArgs, log: LogFormat) -> Result<Exit, 
         owner: publish::owner_id(),
         login_url: Some(format!("{base}/login?account=demo")),
         options: PublishOptions::default(),
+        source: None,
     };
     let outcome = publish_once(ctx, &req, true, Duration::from_secs(120), log).await;
     let copies = platform

@@ -110,6 +110,19 @@ pub struct PublishParams {
     /// Look for the post on the platform before pressing publish (default true).
     #[serde(default)]
     pub look_before_write: Option<bool>,
+    /// The source the post rests on: its stable id (a canonical URL or an object id). With `source_body`, or
+    /// with `source_url` to name a fetched source by another id.
+    #[serde(default)]
+    pub source_id: Option<String>,
+    /// The source's body (HTML or text, at most 4 MiB); needs `source_id`.
+    #[serde(default)]
+    pub source_body: Option<String>,
+    /// Fetch the source's body once from this URL (a plain GET, never the publishing browser profile).
+    #[serde(default)]
+    pub source_url: Option<String>,
+    /// The claim the post makes about its source (default: the post text).
+    #[serde(default)]
+    pub claim: Option<String>,
 }
 
 /// `probe` arguments.
@@ -390,6 +403,17 @@ impl OncepostMcp {
             look_before_write: p.look_before_write.unwrap_or(true),
             ..PublishOptions::default()
         };
+        let source = super::publish::source_of(
+            super::publish::SourceAsk {
+                id: p.source_id.as_deref(),
+                file: None,
+                body: p.source_body.as_deref(),
+                url: p.source_url.as_deref(),
+                claim: p.claim.as_deref(),
+            },
+            &p.text,
+        )
+        .await?;
         let req = PublishRequest {
             contract_path: PathBuf::from(&p.contract),
             account: p.account,
@@ -401,6 +425,7 @@ impl OncepostMcp {
             owner: crate::publish::owner_id(),
             login_url: p.login_url,
             options,
+            source,
         };
         // Its own task: a cancelled call or a vanished client does not cut the run short mid-publish.
         let ctx = self.ctx.clone();

@@ -267,6 +267,32 @@ async fn render(s: &Served) -> Result<String, crate::store::StoreError> {
         .collect();
     family(
         &mut out,
+        "oncepost_browser_launches_total",
+        "counter",
+        "Chromium launches this worker started (publishes and reconcile lookups; a refused launch counts).",
+        &[(String::new(), crate::browser::launches() as f64)],
+    );
+    family(
+        &mut out,
+        "oncepost_publish_attempts_total",
+        "counter",
+        "Publish attempts this worker began (each claim that minted an attempt).",
+        &[(String::new(), crate::publish::attempts_begun() as f64)],
+    );
+    let refused: Vec<(String, f64)> = crate::publish::refusals_by_reason()
+        .into_iter()
+        .map(|(reason, n)| (format!("{{reason=\"{reason}\"}}"), n as f64))
+        .collect();
+    family(
+        &mut out,
+        "oncepost_authorizations_refused_total",
+        "counter",
+        "Authorizations this worker's publishes were refused, by reason (not yet: paced, platform_busy, \
+         account_leased, rate_interval; no: the others).",
+        &refused,
+    );
+    family(
+        &mut out,
         "oncepost_queue_runs_total",
         "counter",
         "Queued publishes this worker ran, by how they ended (not_yet: the authorization said wait; skipped: \

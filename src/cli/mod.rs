@@ -21,6 +21,7 @@ mod queue;
 mod recorded;
 mod recover;
 pub mod review;
+mod sources;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -122,6 +123,9 @@ pub enum Command {
     /// Per-platform limits: dispatches in flight across every host.
     #[command(subcommand)]
     Platforms(admin::PlatformsCmd),
+    /// The sources posts rest on: capture a body, list them, show one's chain and what rests on it.
+    #[command(subcommand)]
+    Sources(sources::SourcesCmd),
     /// Store administration: migrate, bump the restore epoch.
     #[command(subcommand)]
     Store(admin::StoreCmd),
@@ -267,6 +271,7 @@ async fn run(cli: Cli) -> Result<Exit, CliError> {
         Command::Switch(args) => admin::run_switch(&ctx, args).await,
         Command::Accounts(cmd) => admin::run_accounts(&ctx, cmd).await,
         Command::Platforms(cmd) => admin::run_platforms(&ctx, cmd).await,
+        Command::Sources(cmd) => sources::run(&ctx, cmd).await,
         Command::Store(cmd) => admin::run_store(&ctx, cmd).await,
         Command::Fixtures(args) => {
             fixtures::run(args, ctx.data_dir.clone())
@@ -329,6 +334,7 @@ mod tests {
                 "switch",
                 "accounts",
                 "platforms",
+                "sources",
                 "store",
                 "fixtures",
             ]

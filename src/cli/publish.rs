@@ -78,7 +78,24 @@ pub struct PublishArgs {
     /// Skip looking for the exact text on the platform before writing.
     #[arg(long)]
     pub no_look_before_write: bool,
+    /// The source the post rests on: its stable id (a canonical URL or an object id). With --source-file; or
+    /// with --source-url to name the fetched source by another id.
+    #[arg(long, value_name = "ID", conflicts_with = "key")]
+    pub source_id: Option<String>,
+    /// The source's body (HTML or text, UTF-8, at most 4 MiB), read now; needs --source-id.
+    #[arg(long, value_name = "FILE", requires = "source_id", conflicts_with_all = ["key", "source_url"])]
+    pub source_file: Option<PathBuf>,
+    /// Fetch the source's body once from this URL with a plain GET (never through the publishing browser
+    /// profile); its stable id is the URL unless --source-id names it.
+    #[arg(long, value_name = "URL", conflicts_with = "key")]
+    pub source_url: Option<String>,
+    /// The claim the post makes about its source (default: the post text); needs a source.
+    #[arg(long, value_name = "TEXT", conflicts_with = "key")]
+    pub claim: Option<String>,
 }
+
+/// Bound on fetching `--source-url` (the whole exchange).
+const SOURCE_FETCH_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// What `publish` asks for: from the flags, or from the intent `--key` names.
 pub(super) struct Asked {
@@ -87,18 +104,24 @@ pub(super) struct Asked {
     pub text: String,
     pub fields: BTreeMap<String, String>,
     pub existing: Option<DeliveryKey>,
+    pub source: Option<publish::RequestSource>,
 }
 
 /// `--key K`: the account, target, text and fields the intent recorded.
 pub(super) async fn asked_by_key(ctx: &Context, key: &str) -> Result<Asked, CliError> {
     let key = super::intents::parse_key(key)?;
-    let intent = ctx.open_store().await?.intent(&key).await?;
-    Asked::from_intent(intent)
+    let store = ctx.open_store().await?;
+    let intent = store.intent(&key).await?;
+    let source = store.intent_source(&key).await?;
+    Asked::from_intent(intent, source)
 }
 
 impl Asked {
     /// What an existing intent asks for (a post, with its text).
-    pub(super) fn from_intent(intent: crate::store::Intent) -> Result<Asked, CliError> {
+    pub(super) fn from_intent(
+        intent: crate::store::Intent,
+        source: Option<crate::store::IntentSource>,
+    ) -> Result<Asked, CliError> {
         let key = intent.key;
         if intent.action != crate::identity::ActionKind::Post {
             return Err(CliError::bad_input(format!(
@@ -115,6 +138,14 @@ impl Asked {
             text,
             fields: intent.request.fields,
             existing: Some(key),
+            source: source.map(|s| publish::RequestSource {
+                claim: crate::store::IntentClaim {
+                    claim: s.claim,
+                    version: s.version,
+                    content: s.claim_content,
+                },
+                capture: None,
+            }),
         })
     }
 
@@ -138,6 +169,7 @@ impl Asked {
             owner: publish::owner_id(),
             login_url,
             options,
+            source: self.source.clone(),
         }
     }
 }
@@ -155,7 +187,103 @@ pub(super) fn parse_fields(list: &[String]) -> Result<BTreeMap<String, String>, 
     Ok(fields)
 }
 
-pub(super) fn asked_by_flags(args: &PublishArgs) -> Result<Asked, CliError> {
+/// Where a publish's source comes from: its stable id and exactly one body (a file, inline text, or a URL
+/// fetched once), and the claim the post makes about it. The CLI and the MCP tool fill it the same way.
+#[derive(Debug, Default)]
+pub(super) struct SourceAsk<'a> {
+    pub id: Option<&'a str>,
+    pub file: Option<&'a std::path::Path>,
+    pub body: Option<&'a str>,
+    pub url: Option<&'a str>,
+    pub claim: Option<&'a str>,
+}
+
+/// The source a publish names (None: none), captured now: a file read, a body given, or a URL fetched once
+/// with a plain GET. `text` is the post text, the claim by default.
+pub(super) async fn source_of(
+    ask: SourceAsk<'_>,
+    text: &str,
+) -> Result<Option<publish::RequestSource>, CliError> {
+    use crate::source::{SourceBody, fetch};
+    let bodies = [ask.file.is_some(), ask.body.is_some(), ask.url.is_some()]
+        .iter()
+        .filter(|b| **b)
+        .count();
+    if bodies > 1 {
+        return Err(CliError::bad_input(
+            "give the source's body once: a file, a body, or a URL to fetch",
+        ));
+    }
+    let body = match (ask.id, ask.file, ask.body, ask.url) {
+        (None, None, None, None) => {
+            if ask.claim.is_some() {
+                return Err(CliError::bad_input(
+                    "a claim is what the post says about a source: give the source too \
+                     (--source-id ID --source-file FILE, or --source-url URL)",
+                ));
+            }
+            return Ok(None);
+        }
+        (Some(id), Some(f), _, _) => {
+            let raw = read_source_file(f)?;
+            SourceBody::from_raw(id, &raw, None, "file")
+                .map_err(|e| CliError::bad_input(format!("source file {}: {e}", f.display())))?
+        }
+        (Some(id), None, Some(b), _) => SourceBody::from_raw(id, b.as_bytes(), None, "text")
+            .map_err(|e| CliError::bad_input(format!("source body: {e}")))?,
+        (id, None, None, Some(url)) => {
+            let got = fetch::fetch(url, SOURCE_FETCH_TIMEOUT).await.map_err(|e| {
+                CliError::bad_input(format!("source URL: {e}; nothing was captured or created"))
+            })?;
+            SourceBody::from_raw(
+                id.unwrap_or(url),
+                &got.body,
+                got.content_type.as_deref(),
+                "url",
+            )
+            .map_err(|e| CliError::bad_input(format!("source URL {url}: {e}")))?
+        }
+        (Some(_), None, None, None) => {
+            return Err(CliError::bad_input(
+                "a source id needs the source's body: --source-file FILE, or --source-url URL to fetch it",
+            ));
+        }
+        (None, _, _, _) => {
+            return Err(CliError::bad_input(
+                "a source's body needs its stable id (--source-id: a canonical URL or an object id)",
+            ));
+        }
+    };
+    let claim = ask.claim.unwrap_or(text);
+    if claim.trim().is_empty() {
+        return Err(CliError::bad_input("the claim is empty"));
+    }
+    check_text_size("the claim", claim).map_err(CliError::bad_input)?;
+    Ok(Some(publish::RequestSource::captured(body, claim)))
+}
+
+/// Read a source file, refusing more than the source limit without reading it all.
+fn read_source_file(f: &std::path::Path) -> Result<Vec<u8>, CliError> {
+    use std::io::Read;
+    let limit = crate::source::MAX_SOURCE_BYTES;
+    let cannot =
+        |e: std::io::Error| CliError::bad_input(format!("cannot read {}: {e}", f.display()));
+    let mut bytes = Vec::new();
+    std::fs::File::open(f)
+        .map_err(cannot)?
+        .take(limit as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(cannot)?;
+    if bytes.len() > limit {
+        return Err(CliError::bad_input(format!(
+            "{} is larger than the limit of {limit} bytes (4 MiB) for a source",
+            f.display()
+        )));
+    }
+    Ok(bytes)
+}
+
+pub(super) async fn asked_by_flags(args: &PublishArgs) -> Result<Asked, CliError> {
     let text = match (&args.text, &args.text_file) {
         (Some(t), _) => t.clone(),
         (None, Some(f)) => read_text_file(f)?,
@@ -167,12 +295,24 @@ pub(super) fn asked_by_flags(args: &PublishArgs) -> Result<Asked, CliError> {
         return Err(CliError::bad_input("give --account (or --key)"));
     };
     account_arg(&account)?;
+    let source = source_of(
+        SourceAsk {
+            id: args.source_id.as_deref(),
+            file: args.source_file.as_deref(),
+            body: None,
+            url: args.source_url.as_deref(),
+            claim: args.claim.as_deref(),
+        },
+        &text,
+    )
+    .await?;
     Ok(Asked {
         account,
         target: args.target.clone(),
         text,
         fields,
         existing: None,
+        source,
     })
 }
 
@@ -180,7 +320,7 @@ pub(super) fn asked_by_flags(args: &PublishArgs) -> Result<Asked, CliError> {
 pub async fn run(ctx: &Context, args: PublishArgs, log: LogFormat) -> Result<Exit, CliError> {
     let asked = match &args.key {
         Some(k) => asked_by_key(ctx, k).await?,
-        None => asked_by_flags(&args)?,
+        None => asked_by_flags(&args).await?,
     };
     let mut options = PublishOptions {
         look_before_write: !args.no_look_before_write,
@@ -293,6 +433,7 @@ fn intent_key(req: &PublishRequest) -> Result<DeliveryKey, CliError> {
         action: new.action,
         target: new.target.clone(),
         request: new.request.clone(),
+        claim: new.source.as_ref().map(|c| c.claim.clone()),
     }))
 }
 

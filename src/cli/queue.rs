@@ -76,7 +76,7 @@ pub async fn run_submit(ctx: &Context, args: SubmitArgs) -> Result<Exit, CliErro
     };
     let asked: Asked = match &p.key {
         Some(k) => asked_by_key(ctx, k).await?,
-        None => asked_by_flags(p)?,
+        None => asked_by_flags(p).await?,
     };
     let store = ctx.open_store().await?;
     let (contract_path, base_url) = match (&p.contract, &p.base_url, &asked.existing) {
@@ -187,7 +187,7 @@ async fn run_one(
     key: &DeliveryKey,
 ) -> Result<publish::PublishOutcome, CliError> {
     // Read through the worker's own store (no second pool per publish).
-    let asked = Asked::from_intent(store.intent(key).await?)?;
+    let asked = Asked::from_intent(store.intent(key).await?, store.intent_source(key).await?)?;
     let (contract_path, base_url) = super::recorded::recorded_contract(ctx, store, key).await?;
     // Waiting for the profile or the account lease is the queue's job: take another intent instead.
     let options = PublishOptions {

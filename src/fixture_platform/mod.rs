@@ -143,6 +143,9 @@ pub(crate) struct Shared {
     renders_markdown: bool,
     /// Under [`TokenPolicy::PerPage`]: the newest token of each session (by cookie, `""` without one).
     newest_tokens: Mutex<std::collections::HashMap<String, String>>,
+    /// Source articles (`/articles/{id}`), set by `PUT /__admin/articles/{id}` or
+    /// [`RunningPlatform::set_article`]: pages whose chrome changes on every fetch, for source captures.
+    articles: Mutex<std::collections::HashMap<String, pages::SourceArticle>>,
 }
 
 impl Shared {
@@ -162,6 +165,21 @@ impl Shared {
 
     fn set_fault(&self, fault: Fault) {
         *self.fault.lock().unwrap_or_else(PoisonError::into_inner) = fault;
+    }
+
+    fn set_article(&self, id: &str, article: pages::SourceArticle) {
+        self.articles
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(id.to_owned(), article);
+    }
+
+    fn article(&self, id: &str) -> Option<pages::SourceArticle> {
+        self.articles
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(id)
+            .cloned()
     }
 
     /// Write the current state to disk (serialised with other writers).
@@ -207,6 +225,7 @@ impl FixturePlatform {
             tokens: config.tokens,
             renders_markdown: config.renders_markdown,
             newest_tokens: Mutex::new(Default::default()),
+            articles: Mutex::new(Default::default()),
         });
         // Persist once so a fresh dir holds the CSRF secret before any page is served.
         shared.persist().await?;
@@ -265,6 +284,18 @@ impl RunningPlatform {
     /// Change the create-request fault for requests arriving from now on.
     pub fn set_fault(&self, fault: Fault) {
         self.shared.set_fault(fault);
+    }
+
+    /// Publish (or replace) the article `/articles/{id}`: a title and its paragraphs.
+    pub fn set_article(&self, id: &str, title: &str, paragraphs: &[&str]) {
+        self.shared.set_article(
+            id,
+            pages::SourceArticle {
+                title: title.to_owned(),
+                paragraphs: paragraphs.iter().map(|p| p.to_string()).collect(),
+                edited_at: std::time::SystemTime::now(),
+            },
+        );
     }
 
     /// All stored posts, newest first.

@@ -381,6 +381,53 @@ pub fn not_found(viewer: &Viewer, path: &str) -> String {
     layout(viewer, "not-found", "Not found", "", NotFound { path })
 }
 
+/// A source article (`/articles/{id}`): what a person reads there.
+#[derive(Debug, Clone, serde::Deserialize)]
+pub struct SourceArticle {
+    /// Its headline.
+    pub title: String,
+    /// Its paragraphs.
+    pub paragraphs: Vec<String>,
+    /// When it was last set (shown as "updated N seconds ago", which changes on every fetch).
+    #[serde(skip, default = "std::time::SystemTime::now")]
+    pub edited_at: std::time::SystemTime,
+}
+
+/// An article page as real news sites serve it: the same article, but chrome that differs on every fetch
+/// (a nonce in a script, a CSRF token in a hidden input and a meta tag, a render timestamp, "updated N
+/// seconds ago", a random trending sidebar and notification count outside the article).
+#[derive(Template)]
+#[template(path = "article.html")]
+struct ArticlePage<'a> {
+    article: &'a SourceArticle,
+    nonce: String,
+    rendered_at: String,
+    ago: u64,
+    trending: Vec<String>,
+    notifications: u32,
+}
+
+/// The article page, with fresh chrome.
+pub fn article(viewer: &Viewer, a: &SourceArticle) -> String {
+    let nonce = crate::secret::random_hex::<16>().unwrap_or_default();
+    let n = u32::from_str_radix(nonce.get(..4).unwrap_or("0"), 16).unwrap_or(0);
+    let now = std::time::SystemTime::now();
+    let ms = now
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    let page = ArticlePage {
+        article: a,
+        rendered_at: crate::utc::rfc3339(ms),
+        ago: now.duration_since(a.edited_at).map_or(0, |d| d.as_secs()),
+        trending: (0..3)
+            .map(|i| format!("Trending story #{}", (n as usize + i * 7) % 97))
+            .collect(),
+        notifications: n % 50,
+        nonce,
+    };
+    layout(viewer, "article", &a.title, "", page)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -153,6 +153,28 @@ pub(crate) async fn handle(
             None => html(StatusCode::NOT_FOUND, pages::not_found(&viewer, &path)),
         },
         (&Method::GET, ["__lab", "resend"]) => html(StatusCode::OK, pages::lab_resend(&viewer)),
+        // A source article: the same text on every fetch, its chrome different every time.
+        (&Method::GET, ["articles", id]) => match shared.article(&decode_segment(id)) {
+            Some(a) => html(StatusCode::OK, pages::article(&viewer, &a)),
+            None => html(StatusCode::NOT_FOUND, pages::not_found(&viewer, &path)),
+        },
+        (&Method::PUT, ["__admin", "articles", id]) => {
+            let id = decode_segment(id);
+            match read_body(req)
+                .await
+                .ok()
+                .and_then(|b| serde_json::from_slice::<pages::SourceArticle>(&b).ok())
+            {
+                Some(a) => {
+                    shared.set_article(&id, a);
+                    json(StatusCode::OK, &serde_json::json!({"ok": true}))
+                }
+                None => json(
+                    StatusCode::BAD_REQUEST,
+                    &serde_json::json!({"error": "expected {\"title\": \"...\", \"paragraphs\": [\"...\"]}"}),
+                ),
+            }
+        }
         (&Method::GET, ["api", "pixel"]) => {
             // A "read" that sends data: counted as a write when it carries any `d`.
             if query_param(&req, "d").is_some_and(|d| !d.is_empty()) {

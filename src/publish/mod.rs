@@ -65,6 +65,32 @@ pub struct PublishRequest {
     pub login_url: Option<String>,
     /// Bounds and switches.
     pub options: PublishOptions,
+    /// The source the post rests on, if any (issue 14): a fresh capture, or what an existing intent recorded.
+    pub source: Option<RequestSource>,
+}
+
+/// The source a post rests on, as a publish asks for it.
+#[derive(Debug, Clone)]
+pub struct RequestSource {
+    /// The claim (source version + content) the post makes; part of its delivery key.
+    pub claim: crate::store::IntentClaim,
+    /// The body captured for this request (None: the intent's recorded claim, nothing captured now).
+    pub capture: Option<crate::source::SourceBody>,
+}
+
+impl RequestSource {
+    /// A fresh capture with the claim `claim` (by default the post text) about it.
+    pub fn captured(body: crate::source::SourceBody, claim: &str) -> RequestSource {
+        let version = body.version();
+        RequestSource {
+            claim: crate::store::IntentClaim {
+                claim: crate::identity::ClaimId::of(&version, claim),
+                version,
+                content: crate::identity::normalize_text(claim),
+            },
+            capture: Some(body),
+        }
+    }
 }
 
 /// Bounds and switches of one publish.
@@ -139,6 +165,10 @@ pub struct PublishOutcome {
     /// Pending because the authorization said "not yet" (the account's pacing, a busy platform, the account
     /// leased elsewhere): the earliest time worth trying again (ms). Nothing was sent.
     pub not_before: Option<i64>,
+    /// What the post rests on (its claim, source version and the source's head now), if anything.
+    pub source: Option<crate::store::IntentSource>,
+    /// What this run's capture of the source did (None: nothing captured).
+    pub capture: Option<crate::store::Captured>,
 }
 
 /// Why a publish could not run to an outcome.
@@ -265,7 +295,7 @@ pub fn new_intent(req: &PublishRequest, contract: &Contract) -> Result<NewIntent
         action: ActionKind::Post,
         target: req.target.clone(),
         request: CanonicalRequest::new(Some(&req.text), &req.fields),
-        source_ref: None,
+        source: req.source.as_ref().map(|s| s.claim.clone()),
     })
 }
 
@@ -496,6 +526,8 @@ struct PreparedIntent {
     created: crate::store::Created,
     /// The request as this run uses it (a redelivery skips look-before-write).
     req: PublishRequest,
+    /// What capturing the request's source did, if it carried a body.
+    capture: Option<crate::store::Captured>,
 }
 
 async fn prepare_intent(
@@ -514,6 +546,12 @@ async fn prepare_intent(
     // Search matches settle only on items showing this account's handle (none recorded: leads only).
     plan.readback.handle = account.handle.clone();
     let mut req = req.clone();
+    // The source first: the claim's version must be stored before the intent that rests on it. A capture
+    // moves the source's head when the body is new; the fence below (and the authorization) judge the rest.
+    let capture = match req.source.as_ref().and_then(|s| s.capture.as_ref()) {
+        Some(body) => Some(store.capture_source(body, Timestamp::now()).await?),
+        None => None,
+    };
     let created = match existing {
         None => store.create_intent(&new, Timestamp::now()).await?,
         Some(key) => {
@@ -527,6 +565,17 @@ async fn prepare_intent(
             {
                 return Err(PublishError::BadInput(format!(
                     "intent {key} records another account, target or request than this publish asks for"
+                )));
+            }
+            let asked = new.source.as_ref().map(|c| c.claim.as_str());
+            if intent.source_ref.as_deref() != asked {
+                return Err(PublishError::BadInput(format!(
+                    "intent {key} rests on {} but this publish asks for {}",
+                    intent
+                        .source_ref
+                        .as_deref()
+                        .map_or("no source".to_string(), |c| format!("claim {c}")),
+                    asked.map_or("no source".to_string(), |c| format!("claim {c}")),
                 )));
             }
             if intent.redelivery_of.is_some() && req.options.look_before_write {
@@ -562,6 +611,7 @@ async fn prepare_intent(
         plan,
         created,
         req,
+        capture,
     })
 }
 
@@ -580,6 +630,12 @@ pub struct Submitted {
     pub run_after: Option<i64>,
     /// The contract version it runs with.
     pub contract_version: String,
+    /// What the post rests on, if anything.
+    pub source: Option<crate::store::IntentSource>,
+    /// What this submit's capture of the source did (None: nothing captured).
+    pub capture: Option<crate::store::Captured>,
+    /// Why it was not queued, when its source already moved on (it is parked).
+    pub summary: Option<String>,
 }
 
 /// Submit: create (or find) the intent exactly as `publish` would, record the contract version and the whole
@@ -594,20 +650,26 @@ pub async fn submit(
     let p = prepare_intent(req, existing, store).await?;
     let key = p.created.intent.key.clone();
     let version = p.contract.hash();
-    let queued = match store
-        .queue_intent(
-            &key,
-            &req.base_url,
-            &version,
-            run_after,
-            &req.owner,
-            Timestamp::now(),
-        )
-        .await
-    {
-        Ok(i) => Some(i),
-        Err(StoreError::WrongState { .. }) => None,
-        Err(e) => return Err(e.into()),
+    // A post whose source already moved on is parked now, never queued (a worker would only park it).
+    let fenced = fence_source(store, &key, &req.owner).await?;
+    let queued = if fenced.is_some() {
+        None
+    } else {
+        match store
+            .queue_intent(
+                &key,
+                &req.base_url,
+                &version,
+                run_after,
+                &req.owner,
+                Timestamp::now(),
+            )
+            .await
+        {
+            Ok(i) => Some(i),
+            Err(StoreError::WrongState { .. }) => None,
+            Err(e) => return Err(e.into()),
+        }
     };
     let now = store.intent(&key).await?;
     Ok(Submitted {
@@ -617,6 +679,9 @@ pub async fn submit(
         queued: queued.is_some(),
         run_after: queued.and_then(|i| i.run_after),
         contract_version: version,
+        source: store.intent_source(&key).await?,
+        capture: p.capture,
+        summary: fenced,
     })
 }
 
@@ -659,6 +724,7 @@ async fn run_intent(
         plan,
         created,
         req,
+        capture,
     } = prepare_intent(req, existing, store).await?;
     let req = &req;
     let key = created.intent.key.clone();
@@ -682,6 +748,11 @@ async fn run_intent(
                 "already settled: nothing done",
             )
             .await;
+        }
+        // The freshness fence, before anything expensive: a post whose source moved on is parked for a
+        // person here, with no lock taken and no browser launched.
+        if let Some(why) = fence_source(store, &key, &req.owner).await? {
+            return answer(store, &key, None, false, created.created, clock.steps, &why).await;
         }
         if let (Some(owner), Some(until)) = (&it.lease_owner, it.lease_expires_at)
             && until > Timestamp::now().0
@@ -797,7 +868,61 @@ async fn run_intent(
     }
     .instrument(span)
     .await?;
-    Ok(outcome)
+    Ok(PublishOutcome { capture, ..outcome })
+}
+
+/// What this process's publishes did, for `/metrics`: attempts begun and authorizations refused, by reason.
+static ATTEMPTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+static REFUSALS: std::sync::Mutex<BTreeMap<&'static str, u64>> =
+    std::sync::Mutex::new(BTreeMap::new());
+
+/// Attempts this process began (each `begin` that claimed an intent).
+pub fn attempts_begun() -> u64 {
+    ATTEMPTS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Authorizations this process was refused, by reason (`AuthorizeRefusal::reason`).
+pub fn refusals_by_reason() -> BTreeMap<&'static str, u64> {
+    REFUSALS.lock().unwrap_or_else(|p| p.into_inner()).clone()
+}
+
+fn count_refusal(r: &crate::store::AuthorizeRefusal) {
+    *REFUSALS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .entry(r.reason())
+        .or_default() += 1;
+}
+
+/// The freshness fence: `Some(why)` when the intent's source version is no longer the head (the intent is
+/// parked for it if it was pending), `None` when it rests on no source or on the head.
+async fn fence_source(
+    store: &Store,
+    key: &DeliveryKey,
+    owner: &str,
+) -> Result<Option<String>, PublishError> {
+    Ok(
+        match store.source_fence(key, owner, Timestamp::now()).await? {
+            crate::store::Freshness::NoSource | crate::store::Freshness::Fresh { .. } => None,
+            crate::store::Freshness::Superseded { source, parked } => Some(format!(
+                "source {} moved on (this post rests on version {}, the head is {}): {}; nothing launched, \
+             nothing sent",
+                source.stable_id,
+                short(source.version.as_str()),
+                source.head.as_ref().map_or("(none)", |h| short(h.as_str())),
+                if parked {
+                    "parked for a person (submit the post again with the source's current body, or drop it)"
+                } else {
+                    "left as it is"
+                }
+            )),
+        },
+    )
+}
+
+/// The first 12 hex digits of an id, for a line a person reads.
+fn short(id: &str) -> &str {
+    id.get(..12).unwrap_or(id)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -977,6 +1102,7 @@ async fn with_session(
         .await?
     {
         Begun::Claimed(mut c) => {
+            ATTEMPTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             failpoint::hit(FailPoint::AfterBegin);
             c.account_lease = Some(lease.clone());
             c
@@ -1046,6 +1172,7 @@ async fn attempt(
     let (page, at) = match prepared {
         Ok(Ok((page, at))) => {
             failpoint::hit(FailPoint::AfterCompose);
+            failpoint::pause(FailPoint::AfterCompose).await;
             (page, at)
         }
         Ok(Err((page, report))) => {
@@ -1140,6 +1267,7 @@ async fn attempt(
             a
         }
         Err(StoreError::Refused(r)) if r.retry_at(Timestamp::now().0).is_some() => {
+            count_refusal(&r);
             // Not yet rather than no: nothing was authorized, so nothing can have been sent. The claim is given
             // back and the intent stays pending (a queued one is picked up again from then on).
             page.close().await;
@@ -1153,7 +1281,18 @@ async fn attempt(
                 format!("not yet: {r}; nothing pressed, the intent stays pending"),
             ));
         }
+        Err(StoreError::Refused(r @ crate::store::AuthorizeRefusal::SourceSuperseded { .. })) => {
+            count_refusal(&r);
+            // The publish-time source gate: nothing was authorized, nothing pressed. The intent is parked
+            // (still pending, this worker's claim held) by the same fence that runs before the browser.
+            page.close().await;
+            let why = fence_source(store, key, &req.owner)
+                .await?
+                .unwrap_or_else(|| format!("refused: {r}"));
+            return Ok((false, format!("at authorization: {why}")));
+        }
         Err(StoreError::Refused(r)) => {
+            count_refusal(&r);
             page.close().await;
             let landing = settle::land(Verdict::AuthorizationRefused {
                 refusal: r.to_string(),
@@ -1646,6 +1785,8 @@ async fn answer(
         steps,
         summary,
         not_before,
+        source: store.intent_source(key).await?,
+        capture: None,
     })
 }
 
@@ -1672,7 +1813,7 @@ mod tests {
             action: ActionKind::Post,
             target: String::new(),
             request: CanonicalRequest::new(Some("hello"), &BTreeMap::new()),
-            source_ref: None,
+            source: None,
         };
         let key = store
             .create_intent(&new, Timestamp::now())

@@ -21,6 +21,7 @@ a{color:#1f5fbf}\
 .card{background:#fff;border:1px solid #dde1e8;border-radius:8px;padding:14px 16px;margin:12px 0}\
 .card h2{font-size:16px;margin:0 0 6px}\
 .meta{color:#5a6478;font-size:13px;display:flex;gap:12px;flex-wrap:wrap;margin-bottom:6px}\
+pre.diff{font-size:13px;white-space:pre-wrap;margin:6px 0}pre.diff .del{background:#fde8e8}pre.diff .add{background:#e6f6e6}\
 .badge{display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px;font-weight:600;text-transform:uppercase;letter-spacing:.03em}\
 .st-parked{background:#fde9c8;color:#7a4a00}.st-indeterminate{background:#f9d6d5;color:#8a1c17}\
 .st-published{background:#d3f0dc;color:#175c2c}.st-pending,.st-authorized,.st-failed{background:#e3e7ee;color:#333c4e}\
@@ -615,11 +616,48 @@ struct IntentView<'a> {
     redelivery: Option<String>,
     /// What the platform answered to each create request: (when, status, body excerpt).
     answers: Vec<(String, Option<u16>, &'a str)>,
+    /// What the post rests on.
+    source: Option<SourceView<'a>>,
     screenshots: Screenshots<'a>,
     evidence: Evidence<'a>,
     timeline: TimelineView<'a>,
     actions: Option<Actions<'a>>,
     next_step: Option<NextStep>,
+}
+
+/// The source a post rests on: its id, version, claim, and for a superseded version what changed.
+struct SourceView<'a> {
+    stable_id: &'a str,
+    version: &'a str,
+    head: &'a str,
+    fresh: bool,
+    claim: &'a str,
+    /// (css class, sign, line)
+    diff: Vec<(&'static str, char, &'a str)>,
+}
+
+impl<'a> SourceView<'a> {
+    fn of(d: &'a view::SourceDetail) -> Self {
+        SourceView {
+            stable_id: &d.source.stable_id,
+            version: d.source.version.as_str(),
+            head: d.source.head.as_ref().map_or("(none)", |h| h.as_str()),
+            fresh: d.source.is_fresh(),
+            claim: &d.source.claim_content,
+            diff: d
+                .diff
+                .iter()
+                .map(|(tag, line)| {
+                    let class = match tag {
+                        '-' => "del",
+                        '+' => "add",
+                        _ => "same",
+                    };
+                    (class, *tag, line.as_str())
+                })
+                .collect(),
+        }
+    }
 }
 
 /// One intent in full, with actions when live.
@@ -656,6 +694,7 @@ pub fn intent_page(mode: &Mode, d: &Detail, flash: Option<&Flash>) -> String {
             .iter()
             .map(|a| (fmt_utc(a.at), a.status, a.excerpt.as_str()))
             .collect(),
+        source: d.source.as_ref().map(SourceView::of),
         screenshots: Screenshots {
             shots: ShotView::all(mode, key, &d.shots),
         },
@@ -712,7 +751,7 @@ mod tests {
             action: ActionKind::Post,
             target: String::new(),
             request: CanonicalRequest::new(Some(EVIL), &fields),
-            source_ref: Some(EVIL.into()),
+            source: None,
         };
         let key = store.create_intent(&new, now).await.unwrap().intent.key;
         store.park(&key, EVIL, EVIL, now).await.unwrap();

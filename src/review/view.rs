@@ -244,8 +244,55 @@ pub struct Detail {
     /// What the platform answered to each create request sent (from the write logs, redacted), oldest
     /// first.
     pub answers: Vec<CreateAnswer>,
+    /// What the post rests on, with the change since, if its source moved on.
+    pub source: Option<SourceDetail>,
     /// When it was read.
     pub now: Timestamp,
+}
+
+/// The source a post rests on, for the review page.
+#[derive(Debug, Clone)]
+pub struct SourceDetail {
+    /// The claim, its version and the head now.
+    pub source: crate::store::IntentSource,
+    /// For a superseded version: the line diff from its normalized body to the head's, each line tagged
+    /// `'-'` (only in the post's version), `'+'` (only in the head) or `' '` (both). Empty when fresh.
+    pub diff: Vec<(char, String)>,
+}
+
+/// The line diff between two normalized bodies (blocks are lines), for a person to see what changed.
+pub fn body_diff(old: &str, new: &str) -> Vec<(char, String)> {
+    similar::TextDiff::from_lines(old, new)
+        .iter_all_changes()
+        .map(|c| {
+            let tag = match c.tag() {
+                similar::ChangeTag::Delete => '-',
+                similar::ChangeTag::Insert => '+',
+                similar::ChangeTag::Equal => ' ',
+            };
+            (tag, c.value().trim_end_matches('\n').to_string())
+        })
+        .collect()
+}
+
+async fn source_detail(
+    store: &Store,
+    key: &crate::identity::DeliveryKey,
+) -> Result<Option<SourceDetail>, ReviewError> {
+    let Some(source) = store.intent_source(key).await? else {
+        return Ok(None);
+    };
+    let mut diff = Vec::new();
+    if !source.is_fresh()
+        && let Some(head) = &source.head
+        && let (Some(old), Some(new)) = (
+            store.source_version(&source.version).await?,
+            store.source_version(head).await?,
+        )
+    {
+        diff = body_diff(&old.normalized, &new.normalized);
+    }
+    Ok(Some(SourceDetail { source, diff }))
 }
 
 /// The platform's answer to one create request, as one line: the status and the start of the body, or why
@@ -343,8 +390,10 @@ pub async fn detail(
         })
         .flatten()
         .collect();
+    let source = source_detail(store, key).await?;
     Ok(Detail {
         why: why(&timeline),
+        source,
         timeline,
         shots,
         texts,

@@ -114,6 +114,19 @@ pub enum AuthorizeRefusal {
         /// The account.
         account: String,
     },
+    /// The post rests on a source version that is no longer the source's head (the publish-time source gate):
+    /// machines are done with it, a person decides (the new text against the new version, or nothing).
+    #[error(
+        "source {source_id} moved on: this post rests on version {version}, the head is {head}"
+    )]
+    SourceSuperseded {
+        /// The source's stable id.
+        source_id: String,
+        /// The version the post rests on.
+        version: String,
+        /// The head now.
+        head: String,
+    },
     /// The guarded statement matched nothing, but no single condition explains it (a concurrent change).
     #[error("authorization lost a race with a concurrent change; nothing was authorized")]
     Conflict,
@@ -152,6 +165,7 @@ impl AuthorizeRefusal {
             AuthorizeRefusal::PlatformBusy { .. } => "platform_busy",
             AuthorizeRefusal::AccountLeased { .. } => "account_leased",
             AuthorizeRefusal::DuplicateText { .. } => "duplicate_text",
+            AuthorizeRefusal::SourceSuperseded { .. } => "source_superseded",
             AuthorizeRefusal::Conflict => "conflict",
         }
     }

@@ -22,6 +22,7 @@ mod model;
 mod ops;
 mod read;
 mod rows;
+mod sources;
 pub mod state;
 mod tx;
 
@@ -42,6 +43,10 @@ pub use model::{
     EventRecord, Fence, Intent, NewAccount, NewIntent, NextStep, NotFoundPolicy, Pacing, Policy,
     ReconcileOutcome, ReconcileTicket, Settlement, SweepReport, Switch, SwitchScope, Timeline,
     Timestamp,
+};
+pub use sources::{
+    CaptureOutcome, Captured, Freshness, IntentClaim, IntentSource, RestingIntent, SourceChain,
+    SourceSummary, SourceVersionRow,
 };
 pub use state::{EventKind, IllegalTransition, Status};
 pub(crate) use tx::{AdminEvent, NewEvent, Tx};

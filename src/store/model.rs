@@ -64,8 +64,9 @@ pub struct NewIntent {
     pub target: String,
     /// The canonical request projection.
     pub request: CanonicalRequest,
-    /// The caller's source reference (URL or object id): an attribute, not identity.
-    pub source_ref: Option<String>,
+    /// The claim the post makes about a source version (captured before), if it rests on one: it is part of
+    /// the delivery key, and its id is stored as the intent's `source_ref`.
+    pub source: Option<super::IntentClaim>,
 }
 
 /// An intent as stored.
@@ -87,7 +88,7 @@ pub struct Intent {
     pub request: CanonicalRequest,
     /// sha256 of the normalized text.
     pub content_hash: String,
-    /// The caller's source reference.
+    /// The claim this post rests on (a `ClaimId`; see `Store::intent_source`), if it rests on a source.
     pub source_ref: Option<String>,
     /// The consumed key this intent redelivers, if it is a redelivery.
     pub redelivery_of: Option<DeliveryKey>,

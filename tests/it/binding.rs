@@ -541,7 +541,7 @@ async fn new_intent(store: &Store, account: &str, text: &str) -> DeliveryKey {
                 action: ActionKind::Post,
                 target: String::new(),
                 request: CanonicalRequest::new(Some(text), &BTreeMap::new()),
-                source_ref: None,
+                source: None,
             },
             Timestamp::now(),
         )

@@ -64,7 +64,7 @@ async fn make_intent(store: &Store, text: &str) -> DeliveryKey {
                 action: ActionKind::Post,
                 target: String::new(),
                 request: CanonicalRequest::new(Some(text), &BTreeMap::new()),
-                source_ref: Some("https://example.org/source/1".into()),
+                source: None,
             },
             Timestamp::now(),
         )

@@ -45,5 +45,6 @@ mod redeliver;
 mod review;
 mod secrets;
 mod sessions;
+mod sources;
 mod store;
 mod store_triggers;

@@ -682,7 +682,7 @@ fn post(account: &str, text: &str) -> NewIntent {
         action: ActionKind::Post,
         target: String::new(),
         request: CanonicalRequest::new(Some(text), &BTreeMap::new()),
-        source_ref: None,
+        source: None,
     }
 }
 

@@ -630,7 +630,7 @@ async fn a_second_create_request_for_one_authorization_is_failed_before_it_leave
                 action: ActionKind::Post,
                 target: String::new(),
                 request: CanonicalRequest::new(Some(&text), &Default::default()),
-                source_ref: None,
+                source: None,
             },
             now,
         )

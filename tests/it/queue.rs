@@ -55,7 +55,7 @@ async fn claimed(s: &Store, account: &str, text: &str, owner: &str, now: Timesta
                 action: ActionKind::Post,
                 target: String::new(),
                 request: CanonicalRequest::new(Some(text), &BTreeMap::new()),
-                source_ref: None,
+                source: None,
             },
             now,
         )

@@ -123,7 +123,7 @@ async fn indeterminate(store: &Store, text: &str) -> DeliveryKey {
                 action: ActionKind::Post,
                 target: String::new(),
                 request: CanonicalRequest::new(Some(text), &BTreeMap::new()),
-                source_ref: None,
+                source: None,
             },
             Timestamp::now(),
         )
@@ -435,7 +435,7 @@ async fn worker_sweeps_reconciles_and_stops_cleanly(b: Backend) {
                 action: ActionKind::Post,
                 target: String::new(),
                 request: CanonicalRequest::new(Some("crashed worker"), &BTreeMap::new()),
-                source_ref: None,
+                source: None,
             },
             Timestamp::now(),
         )

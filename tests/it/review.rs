@@ -70,7 +70,7 @@ async fn new_intent(store: &Store, account: &str, text: &str) -> DeliveryKey {
                 action: ActionKind::Post,
                 target: String::new(),
                 request: CanonicalRequest::new(Some(text), &BTreeMap::new()),
-                source_ref: Some("agent-run-42".into()),
+                source: None,
             },
             Timestamp::now(),
         )

@@ -428,7 +428,7 @@ async fn seeded_home() -> tempfile::TempDir {
                 action: ActionKind::Post,
                 target: String::new(),
                 request: CanonicalRequest::new(Some("export me"), &BTreeMap::new()),
-                source_ref: None,
+                source: None,
             },
             Timestamp::now(),
         )

@@ -56,7 +56,7 @@ fn post(account: &str, text: &str, target: &str) -> NewIntent {
         action: ActionKind::Post,
         target: target.into(),
         request: CanonicalRequest::new(Some(text), &BTreeMap::new()),
-        source_ref: None,
+        source: None,
     }
 }
 

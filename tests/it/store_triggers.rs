@@ -43,7 +43,7 @@ async fn create(store: &Store, text: &str) -> DeliveryKey {
                 action: ActionKind::Post,
                 target: String::new(),
                 request: CanonicalRequest::new(Some(text), &BTreeMap::new()),
-                source_ref: None,
+                source: None,
             },
             at(0),
         )

@@ -29,7 +29,7 @@ impl Store {
         };
         let jitter_ppm = (uuid::Uuid::new_v4().as_u128() % 1_000_000) as i64;
         let outcome = self.write(async |tx| {
-            let id: Option<(i64, String, String)> = {
+            let id: Option<(i64, String, String, Option<String>)> = {
                 sqlx::query_as(
                     // The claim's identity is its generation: issued once, from a source nothing resets, and
                     // paired with the epoch across restores. A released claim has no lease, so the liveness
@@ -46,7 +46,7 @@ impl Store {
                          OR (s.scope = 'account' AND s.name = intents.account))) \
                      AND NOT EXISTS (SELECT 1 FROM account_leases l WHERE l.account = intents.account \
                          AND l.expires_at > $4 AND NOT (l.holder = $7 AND l.fence = $8)) \
-                     RETURNING id, account, COALESCE(contract_platform, platform)",
+                     RETURNING id, account, COALESCE(contract_platform, platform), source_ref",
                 )
                 .bind(f.key.as_str())
                 .bind(f.generation)
@@ -60,9 +60,30 @@ impl Store {
                 .await
                 .map_err(map_row)?
             };
-            let Some((intent_id, account, platform)) = id else {
+            let Some((intent_id, account, platform, source_ref)) = id else {
                 return Err(refused());
             };
+            // The publish-time source gate: the version the post rests on must still be its source's head.
+            // On PostgreSQL the source's row is share-locked until commit, so a capture that would move the head
+            // waits for this authorization (or, committed first, is seen here): never both.
+            if let Some(claim) = source_ref {
+                let lock = match tx.dialect() {
+                    crate::store::Dialect::Postgres => " FOR SHARE OF s",
+                    crate::store::Dialect::Sqlite => "",
+                };
+                let fresh: Option<i64> = sqlx::query_scalar(&format!(
+                    "SELECT 1 FROM claims c JOIN source_versions v ON v.version_id = c.version_id \
+                     JOIN sources s ON s.stable_id = v.stable_id \
+                     WHERE c.claim_id = $1 AND s.head_version = c.version_id{lock}"
+                ))
+                .bind(&claim)
+                .fetch_optional(tx.conn())
+                .await
+                .map_err(map_db)?;
+                if fresh.is_none() {
+                    return Err(refused());
+                }
+            }
             // The account's guard: not revoked, the credential version the attempt began with, and the minimum
             // interval since its last dispatch. The row lock also serializes authorizations per account.
             // The next dispatch may go after the interval plus a jitter drawn here (parts per million of the
@@ -205,6 +226,17 @@ impl Store {
             return Ok(AuthorizeRefusal::StaleEpoch {
                 held: f.epoch,
                 current: store_epoch,
+            });
+        }
+        if let Some(source) = self.intent_source(&f.key).await?
+            && !source.is_fresh()
+        {
+            return Ok(AuthorizeRefusal::SourceSuperseded {
+                source_id: source.stable_id,
+                version: source.version.to_string(),
+                head: source
+                    .head
+                    .map_or_else(|| "(none)".to_string(), |h| h.to_string()),
             });
         }
         for sw in self.switches().await? {

@@ -38,6 +38,7 @@ impl Store {
             action: new.action,
             target: new.target.clone(),
             request: new.request.clone(),
+            claim: new.source.as_ref().map(|c| c.claim.clone()),
         });
         self.insert_intent(new, &key, None, "creator", None, now)
             .await
@@ -57,7 +58,23 @@ impl Store {
         let request_json =
             serde_json::to_string(&new.request).map_err(|e| StoreError::Invalid(e.to_string()))?;
         let max_attempts = self.policy.max_attempts;
+        let source_ref = new.source.as_ref().map(|c| c.claim.as_str().to_string());
         self.write(async |tx| {
+            if let Some(c) = &new.source {
+                // The claim is stored once, with the intent that first makes it (its version was captured
+                // before; the foreign key refuses a claim about a version the store does not hold).
+                sqlx::query(
+                    "INSERT INTO claims (claim_id, version_id, content, first_seen_at) VALUES ($1, $2, $3, $4) \
+                     ON CONFLICT (claim_id) DO NOTHING",
+                )
+                .bind(c.claim.as_str())
+                .bind(c.version.as_str())
+                .bind(crate::identity::normalize_text(&c.content))
+                .bind(now.0)
+                .execute(tx.conn())
+                .await
+                .map_err(map_db)?;
+            }
             let inserted: Result<Option<i64>, sqlx::Error> = sqlx::query_scalar(
                 "INSERT INTO intents (delivery_key, account, platform, action_kind, target, request_json, \
                  content_hash, source_ref, redelivery_of, redelivery_json, state, max_attempts, created_at, \
@@ -72,7 +89,7 @@ impl Store {
             .bind(&new.target)
             .bind(&request_json)
             .bind(content.as_str())
-            .bind(&new.source_ref)
+            .bind(&source_ref)
             .bind(redelivery.as_ref().map(|(k, _)| k.as_str()))
             .bind(redelivery.as_ref().map(|(_, v)| v.to_string()))
             .bind(max_attempts)
@@ -92,7 +109,7 @@ impl Store {
                 Some(id) => {
                     let details = match &redelivery {
                         Some((_, record)) => json!({ "redelivery": record }),
-                        None => json!({ "source_ref": new.source_ref }),
+                        None => json!({ "source_ref": source_ref }),
                     };
                     tx.append(NewEvent {
                         intent_id: id,

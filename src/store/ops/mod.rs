@@ -11,6 +11,7 @@
 //! - `queue`: submit's record of what a worker needs, and a worker's pick of due intents (scheduling only).
 //! - `lease`: account leases (one host at a time uses an account's login).
 //! - `paced`: a claim given back because pacing says "not yet" (nothing was sent).
+//! - `sources`: source captures (the stored-head chain), the freshness fence, the chain's reads.
 //!
 //! To add a transition: add its event to the state table (`state.rs`), then write it here as one
 //! `Store::write` whose guarded UPDATE decides and whose `tx.append` records it (docs/store.md).
@@ -23,6 +24,7 @@ mod paced;
 mod queue;
 mod recover;
 mod settle;
+pub(crate) mod sources;
 
 use super::error::StoreError;
 use super::state::{EventKind, Status};

@@ -182,6 +182,26 @@ impl Store {
                 created: false,
             });
         }
+        // A post whose source moved on would only be parked again by the fence: the person's choice is the
+        // new text against the new version (a new submit), or nothing.
+        let source = match self.intent_source(key).await? {
+            None => None,
+            Some(s) if !s.is_fresh() => {
+                return Err(StoreError::Invalid(format!(
+                    "intent {key} rests on version {} of source {}, which version {} superseded: a redelivery \
+                     would rest on the old version and be parked again; submit the post (its text revised if \
+                     need be) with the source's current body instead",
+                    s.version,
+                    s.stable_id,
+                    s.head.as_ref().map_or("(none)", |h| h.as_str())
+                )));
+            }
+            Some(s) => Some(crate::store::IntentClaim {
+                claim: s.claim,
+                version: s.version,
+                content: s.claim_content,
+            }),
+        };
         let new_key = DeliveryKey::for_redelivery(key, by, reason);
         let record =
             json!({ "by": by, "reason": reason, "consumed_key": key.as_str(), "at": now.0 });
@@ -190,7 +210,7 @@ impl Store {
             action: old.action,
             target: old.target.clone(),
             request: old.request.clone(),
-            source_ref: old.source_ref.clone(),
+            source,
         };
         match self
             .insert_intent(&new, &new_key, Some((key, record)), by, Some(reason), now)
