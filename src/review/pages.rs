@@ -746,14 +746,29 @@ mod tests {
         };
         store.add_account(&account, "tester", now).await.unwrap();
         let fields = BTreeMap::from([("title".to_string(), EVIL.to_string())]);
+        // The post rests on a source whose id, body and claim are all typed values too.
+        let body = |text: String| {
+            crate::source::SourceBody::from_raw(EVIL, text.as_bytes(), None, "test").unwrap()
+        };
+        let v1 = body(format!("Intro.\n\nFirst {EVIL}"));
+        store.capture_source(&v1, now).await.unwrap();
+        let version = v1.version();
         let new = NewIntent {
             account: "alice".into(),
             action: ActionKind::Post,
             target: String::new(),
             request: CanonicalRequest::new(Some(EVIL), &fields),
-            source: None,
+            source: Some(crate::store::IntentClaim {
+                claim: crate::identity::ClaimId::of(&version, EVIL),
+                version,
+                content: EVIL.into(),
+            }),
         };
         let key = store.create_intent(&new, now).await.unwrap().intent.key;
+        store
+            .capture_source(&body(format!("Intro.\n\nSecond {EVIL}")), now)
+            .await
+            .unwrap();
         store.park(&key, EVIL, EVIL, now).await.unwrap();
 
         let d = view::detail(&store, home.path(), &key, now).await.unwrap();
@@ -777,7 +792,6 @@ mod tests {
             for needle in [
                 format!(r#"<div class="text">{ESCAPED}</div>"#),
                 format!(r#"<div class="meta">title: <b>{ESCAPED}</b></div>"#),
-                format!("<span>source <code>{ESCAPED}</code></span>"),
                 format!(r#"<div class="why">Parked by <b>{ESCAPED}</b>: {ESCAPED}</div>"#),
                 format!(r#"id="message">{ESCAPED}</div>"#),
             ] {
@@ -785,6 +799,16 @@ mod tests {
             }
         }
         assert!(page.contains(&format!(r#"<input name="by" required value="{ESCAPED}">"#)));
+        for needle in [
+            format!("source <code>{ESCAPED}</code>, version"),
+            format!("claim: {ESCAPED}</div>"),
+            "<b>superseded</b>".to_string(),
+            format!(r#"<span class="del">- First {ESCAPED}</span>"#),
+            format!(r#"<span class="add">+ Second {ESCAPED}</span>"#),
+            r#"<span class="same">  Intro.</span>"#.to_string(),
+        ] {
+            assert!(page.contains(&needle), "the source card misses {needle}");
+        }
         assert_eq!(
             page.matches(r#"name="csrf" value="c""#).count(),
             3,
