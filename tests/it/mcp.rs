@@ -465,3 +465,86 @@ async fn over_http_the_token_is_required_and_publish_is_the_same_intent() {
     assert_eq!(env.arrivals(), 1);
     let _ = server.start_kill();
 }
+
+/// The publish tool takes a source (`source_id` + `source_body`, or `source_url`): the same work sent again
+/// with other chrome around the same article is the same intent; after the article changes, the old post is
+/// parked by the fence (nothing launched for it) and the new text against the new body goes out.
+#[tokio::test]
+async fn publish_rests_on_a_source_and_a_superseded_one_is_parked() {
+    let env = start(FaultMode::Normal).await;
+    let text = unique("mcp source");
+    let page = |para: &str, token: &str| {
+        format!(
+            "<html><body><article><p>{para}</p><input type=hidden value=\"{token}\"></article></body></html>"
+        )
+    };
+    let with_source = |body: String| {
+        let mut a = publish_args(&env, &text);
+        a["source_id"] = json!("ticket-42");
+        a["source_body"] = json!(body);
+        a
+    };
+    let first = call(
+        &env,
+        "publish",
+        &with_source(page("Fixed in 2.1.", "a1b2c3d4e5f6a7b8c9d0e1f2")),
+    )
+    .await;
+    let s = &first["structured_content"];
+    assert_eq!(
+        (s["state"].as_str(), s["pressed"].as_bool()),
+        (Some("published"), Some(true)),
+        "{first}"
+    );
+    let again = call(
+        &env,
+        "publish",
+        &with_source(page("Fixed in 2.1.", "ffffeeee0000111122223333")),
+    )
+    .await;
+    let a = &again["structured_content"];
+    assert_eq!(
+        (a["key"].clone(), a["pressed"].as_bool()),
+        (s["key"].clone(), Some(false)),
+        "{again}"
+    );
+    assert_eq!(env.copies(&text), 1);
+    let (code, _, err) = env
+        .run(&[
+            "sources",
+            "capture",
+            "--source-id",
+            "ticket-42",
+            "--source-file",
+            env.write_file("new.html", &page("Fixed in 2.2.", "x"))
+                .to_str()
+                .unwrap(),
+        ])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    // The old body once more: the same (published) intent, answered as it stands.
+    let old = call(&env, "publish", &with_source(page("Fixed in 2.1.", "z"))).await;
+    assert_eq!(old["structured_content"]["key"], s["key"], "{old}");
+    // Another post written from the old body: parked by the fence before any browser, nothing sent.
+    let before = env.arrivals();
+    let mut stale = with_source(page("Fixed in 2.1.", "q"));
+    stale["text"] = json!(unique("mcp stale"));
+    let r = call(&env, "publish", &stale).await;
+    let st = &r["structured_content"];
+    assert_eq!(
+        (
+            st["state"].as_str(),
+            st["code"].as_i64(),
+            st["pressed"].as_bool()
+        ),
+        (Some("parked"), Some(12), Some(false)),
+        "{r}"
+    );
+    assert!(!st["steps"].to_string().contains("browser launched"), "{r}");
+    assert_eq!(env.arrivals(), before);
+    // A bad source is bad input, nothing created.
+    let mut bad = publish_args(&env, &unique("no body"));
+    bad["source_id"] = json!("ticket-43");
+    let r = call(&env, "publish", &bad).await;
+    assert_eq!(r["is_error"], true, "{r}");
+}
