@@ -199,10 +199,29 @@ pub(crate) async fn run_intents(ctx: &Context, cmd: IntentsCmd) -> Result<Exit, 
         IntentsCmd::Show { key, json } => {
             let key = parse_key(&key)?;
             let t = store.timeline(&key).await?;
+            let source = store.intent_source(&key).await?;
             if json {
-                print_json(&t)?;
+                let mut v =
+                    serde_json::to_value(&t).map_err(|e| CliError::internal(e.to_string()))?;
+                if let Some(o) = v.as_object_mut() {
+                    o.insert("source".into(), json!(source));
+                }
+                print_json(&v)?;
             } else {
                 print_timeline(&t);
+                if let Some(s) = source {
+                    outln!(
+                        "source {}: claim {} on version {}{}",
+                        clean(&s.stable_id),
+                        &s.claim.as_str()[..12],
+                        &s.version.as_str()[..12],
+                        match &s.head {
+                            Some(h) if h == &s.version => " (the head)".to_string(),
+                            Some(h) => format!(", superseded: the head is {}", &h.as_str()[..12]),
+                            None => String::new(),
+                        }
+                    );
+                }
             }
         }
     }

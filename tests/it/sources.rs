@@ -518,6 +518,11 @@ async fn a_superseded_source_is_skipped_before_any_browser(b: Backend) {
         park["details"]["version"], old["source"]["version"],
         "{park}"
     );
+    assert_eq!(
+        (&shown["source"]["version"], &shown["source"]["head"]),
+        (&old["source"]["version"], &cap["version"]),
+        "intents show says what it rests on: {shown}"
+    );
     // Against the new version: another claim, another intent; the worker publishes it (and the wrapper
     // counts its Chromium, so the count above is not a wrapper that never runs).
     let args = submit(vec!["--source-url".into(), url.clone()]);
