@@ -305,6 +305,14 @@ async fn the_worker_serves_metrics_and_health_on_loopback() {
         text.contains("oncepost_queue_oldest_pending_age_seconds 0\n"),
         "{text}"
     );
+    // This worker published nothing: no attempt, no browser; the refusals family is there, empty.
+    for line in [
+        "oncepost_browser_launches_total 0\n",
+        "oncepost_publish_attempts_total 0\n",
+        "# TYPE oncepost_authorizations_refused_total counter\n",
+    ] {
+        assert!(text.contains(line), "{line} {text}");
+    }
     let health = http
         .get(url.replace("/metrics", "/healthz"))
         .send()
