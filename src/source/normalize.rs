@@ -1,14 +1,31 @@
 //! The normalizer: a source body reduced to its visible text, volatile tokens removed. The rules are in the
 //! docs of [`crate::source`]; this module is their one implementation.
+use std::borrow::Cow;
+use std::cell::{Cell, Ref};
 use std::ops::Deref;
+use std::rc::Rc;
 use std::sync::LazyLock;
 
+use html5ever::tendril::{StrTendril, TendrilSink};
+use html5ever::tree_builder::{ElementFlags, NodeOrText, QuirksMode, TreeSink};
+use html5ever::{Attribute, QualName};
 use regex::{Captures, Regex};
 use scraper::node::Element;
-use scraper::{ElementRef, Html, Node};
+use scraper::{ElementRef, Html, HtmlTreeSink, Node};
 use unicode_normalization::UnicodeNormalization;
 
 use super::BodyKind;
+
+/// The deepest element nesting read in an HTML body (the `<html>` element is 1). Chromium and WebKit stop
+/// nesting at 512 too (`kMaximumHTMLParserDOMTreeDepth`); html5ever does not, and its tree builder does work
+/// proportional to the depth for every tag, so a page of nothing but `<div>`s would take hours. Parsing stops
+/// at the first element deeper than this: [`normalize`] returns what came before it, and
+/// [`normalize_complete`] (what a capture uses) refuses the page.
+pub const MAX_HTML_DEPTH: usize = 512;
+
+/// Input is handed to the parser in pieces of this many bytes, so that parsing stops within one piece of
+/// the element that went too deep.
+const PARSE_PIECE_BYTES: usize = 4096;
 
 /// scraper's tree handle (`ego_tree::NodeRef<Node>`), named through [`ElementRef`]'s `Deref` so that this
 /// crate does not pin an `ego-tree` of its own that would have to match the one scraper uses.
@@ -16,13 +33,31 @@ type NodeRef<'a> = <ElementRef<'a> as Deref>::Target;
 
 /// The visible text of `body` read as `kind`: blocks joined by `\n`, no trailing newline (see the rules in
 /// [`crate::source`]). Pure, no I/O, linear in `body`.
+///
+/// An HTML body that nests elements deeper than [`MAX_HTML_DEPTH`] is read up to the element that goes too
+/// deep; [`normalize_complete`] says when that happened.
 pub fn normalize(body: &str, kind: BodyKind) -> String {
+    normalize_inner(body, kind).0
+}
+
+/// [`normalize`], or `None` when an HTML body nests elements deeper than [`MAX_HTML_DEPTH`]: the text after
+/// that point was not read, and a version of part of a page would miss any change there.
+pub fn normalize_complete(body: &str, kind: BodyKind) -> Option<String> {
+    let (text, cut) = normalize_inner(body, kind);
+    (!cut).then_some(text)
+}
+
+/// The normalized body, and whether reading stopped early (too deep).
+fn normalize_inner(body: &str, kind: BodyKind) -> (String, bool) {
     let mut blocks = Blocks::default();
-    match kind {
+    let cut = match kind {
         BodyKind::Html => html_blocks(body, &mut blocks),
-        BodyKind::Text => text_blocks(body, &mut blocks),
-    }
-    blocks.finish()
+        BodyKind::Text => {
+            text_blocks(body, &mut blocks);
+            false
+        }
+    };
+    (blocks.finish(), cut)
 }
 
 /// Collects raw text into the current block and appends each finished, cleaned block to the output.
@@ -98,7 +133,7 @@ fn clean_block(raw: &str) -> String {
 // for any haystack. Digits are `[0-9]`, not Unicode `\d`.
 
 /// Rule 1: an ISO 8601 / RFC 3339 date-time. With `T` the seconds are optional, with a space they are not.
-const ISO_DATE_TIME: &str = r"(?-u:\b)[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[Tt][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:[.,][0-9]+)?)?|[ _][0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?)(?: ?(?:[Zz](?-u:\b)|[+-][0-9]{2}(?::?[0-9]{2})?(?-u:\b)))?";
+const ISO_DATE_TIME: &str = r"(?-u:\b)[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[Tt][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:[.,][0-9]+)?)?| [0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?)(?: ?(?:[Zz](?-u:\b)|[+-][0-9]{2}(?::?[0-9]{2})?(?-u:\b)))?";
 /// Rule 2: a clock time with seconds, 24-hour or with AM/PM.
 const CLOCK_TIME: &str = r"(?-u:\b)(?:[01]?[0-9]|2[0-3]):[0-5][0-9]:(?:[0-5][0-9]|60)(?:[.,][0-9]+)?(?: ?[AaPp]\.?[Mm](?-u:\b)\.?)?";
 /// Rule 3: an English relative time.
@@ -354,12 +389,12 @@ fn choose_root(top: NodeRef<'_>) -> (NodeRef<'_>, bool) {
     }
 }
 
-/// HTML: the visible text of the chosen root, in blocks.
-fn html_blocks(body: &str, blocks: &mut Blocks) {
-    let doc = Html::parse_document(body);
+/// HTML: the visible text of the chosen root, in blocks. Returns whether parsing stopped early (too deep).
+fn html_blocks(body: &str, blocks: &mut Blocks) -> bool {
+    let (doc, cut) = parse_html(body);
     // html5ever always makes an `<html>` element; without one there is nothing to read.
     let Some(top) = doc.tree.root().children().find(|n| n.value().is_element()) else {
-        return;
+        return cut;
     };
     let (root, page_root) = choose_root(top);
     let root_id = root.id();
@@ -384,6 +419,175 @@ fn html_blocks(body: &str, blocks: &mut Blocks) {
         // Not text: comments, doctypes, processing instructions.
         Node::Comment(_) | Node::Doctype(_) | Node::ProcessingInstruction(_) => false,
     });
+    cut
+}
+
+/// Parse a document as `Html::parse_document` does, in pieces, stopping after the piece in which an element
+/// went deeper than [`MAX_HTML_DEPTH`]. Returns the tree and whether it stopped early.
+fn parse_html(body: &str) -> (Html, bool) {
+    let too_deep = Rc::new(Cell::new(false));
+    let sink = DepthSink {
+        inner: HtmlTreeSink::new(Html::new_document()),
+        too_deep: Rc::clone(&too_deep),
+    };
+    let mut parser = html5ever::parse_document(sink, html5ever::ParseOpts::default());
+    let mut rest = body;
+    while !rest.is_empty() && !too_deep.get() {
+        let mut cut = rest.len().min(PARSE_PIECE_BYTES);
+        // A piece ends on a character boundary (at most 3 bytes back; 0 always is one).
+        while !rest.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let (piece, tail) = rest.split_at(cut);
+        parser.process(StrTendril::from_slice(piece));
+        rest = tail;
+    }
+    (parser.finish(), too_deep.get())
+}
+
+type Handle = <HtmlTreeSink as TreeSink>::Handle;
+
+/// scraper's tree sink, plus a watch on nesting depth: after every element is put in the tree, its
+/// ancestors are counted (at most one past the limit, so the watch is O(limit) per element). The parser's
+/// stack of open elements lies along the current node's ancestors, so it cannot grow past the limit
+/// unnoticed. Every other call is scraper's, unchanged.
+struct DepthSink {
+    inner: HtmlTreeSink,
+    too_deep: Rc<Cell<bool>>,
+}
+
+impl DepthSink {
+    fn watch(&self, child: Option<Handle>) {
+        let Some(id) = child else { return };
+        let html = self.inner.0.borrow();
+        if let Some(node) = html.tree.get(id)
+            && node.value().is_element()
+            && node.ancestors().take(MAX_HTML_DEPTH + 1).count() > MAX_HTML_DEPTH
+        {
+            self.too_deep.set(true);
+        }
+    }
+}
+
+/// The node a call appends, if it is a node (text is no deeper than its parent).
+fn appended(child: &NodeOrText<Handle>) -> Option<Handle> {
+    match child {
+        NodeOrText::AppendNode(h) => Some(*h),
+        NodeOrText::AppendText(_) => None,
+    }
+}
+
+impl TreeSink for DepthSink {
+    type Handle = Handle;
+    type Output = Html;
+    type ElemName<'a> = Ref<'a, QualName>;
+
+    fn finish(self) -> Html {
+        self.inner.finish()
+    }
+    fn parse_error(&self, msg: Cow<'static, str>) {
+        self.inner.parse_error(msg)
+    }
+    fn get_document(&self) -> Handle {
+        self.inner.get_document()
+    }
+    fn elem_name<'a>(&'a self, target: &'a Handle) -> Ref<'a, QualName> {
+        self.inner.elem_name(target)
+    }
+    fn create_element(&self, name: QualName, attrs: Vec<Attribute>, flags: ElementFlags) -> Handle {
+        self.inner.create_element(name, attrs, flags)
+    }
+    fn create_comment(&self, text: StrTendril) -> Handle {
+        self.inner.create_comment(text)
+    }
+    fn create_pi(&self, target: StrTendril, data: StrTendril) -> Handle {
+        self.inner.create_pi(target, data)
+    }
+    fn append(&self, parent: &Handle, child: NodeOrText<Handle>) {
+        let id = appended(&child);
+        self.inner.append(parent, child);
+        self.watch(id);
+    }
+    fn append_based_on_parent_node(
+        &self,
+        element: &Handle,
+        prev_element: &Handle,
+        child: NodeOrText<Handle>,
+    ) {
+        let id = appended(&child);
+        self.inner
+            .append_based_on_parent_node(element, prev_element, child);
+        self.watch(id);
+    }
+    fn append_doctype_to_document(
+        &self,
+        name: StrTendril,
+        public_id: StrTendril,
+        system_id: StrTendril,
+    ) {
+        self.inner
+            .append_doctype_to_document(name, public_id, system_id)
+    }
+    fn mark_script_already_started(&self, node: &Handle) {
+        self.inner.mark_script_already_started(node)
+    }
+    fn pop(&self, node: &Handle) {
+        self.inner.pop(node)
+    }
+    fn get_template_contents(&self, target: &Handle) -> Handle {
+        self.inner.get_template_contents(target)
+    }
+    fn same_node(&self, x: &Handle, y: &Handle) -> bool {
+        self.inner.same_node(x, y)
+    }
+    fn set_quirks_mode(&self, mode: QuirksMode) {
+        self.inner.set_quirks_mode(mode)
+    }
+    fn append_before_sibling(&self, sibling: &Handle, new_node: NodeOrText<Handle>) {
+        let id = appended(&new_node);
+        self.inner.append_before_sibling(sibling, new_node);
+        self.watch(id);
+    }
+    fn add_attrs_if_missing(&self, target: &Handle, attrs: Vec<Attribute>) {
+        self.inner.add_attrs_if_missing(target, attrs)
+    }
+    fn associate_with_form(
+        &self,
+        target: &Handle,
+        form: &Handle,
+        nodes: (&Handle, Option<&Handle>),
+    ) {
+        self.inner.associate_with_form(target, form, nodes)
+    }
+    fn remove_from_parent(&self, target: &Handle) {
+        self.inner.remove_from_parent(target)
+    }
+    fn reparent_children(&self, node: &Handle, new_parent: &Handle) {
+        self.inner.reparent_children(node, new_parent)
+    }
+    fn is_mathml_annotation_xml_integration_point(&self, handle: &Handle) -> bool {
+        self.inner
+            .is_mathml_annotation_xml_integration_point(handle)
+    }
+    fn set_current_line(&self, line_number: u64) {
+        self.inner.set_current_line(line_number)
+    }
+    fn allow_declarative_shadow_roots(&self, intended_parent: &Handle) -> bool {
+        self.inner.allow_declarative_shadow_roots(intended_parent)
+    }
+    fn attach_declarative_shadow(
+        &self,
+        location: &Handle,
+        template: &Handle,
+        attrs: &[Attribute],
+    ) -> bool {
+        self.inner
+            .attach_declarative_shadow(location, template, attrs)
+    }
+    fn maybe_clone_an_option_into_selectedcontent(&self, option: &Handle) {
+        self.inner
+            .maybe_clone_an_option_into_selectedcontent(option)
+    }
 }
 
 #[cfg(test)]
@@ -567,8 +771,9 @@ mod tests {
             assert_eq!(text(&format!("x {s} y")), "x y", "{s}");
             assert_eq!(text(&format!("({s})")), "( )", "{s}");
         }
-        // A token glued to a name is removed with the run it is in.
-        assert_eq!(text("csrf=Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5"), "csrf=");
+        // A token glued to a name by `=` (in the token alphabet) takes the name with it.
+        assert_eq!(text("csrf: Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5"), "csrf:");
+        assert_eq!(text("csrf=Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5 x"), "x");
     }
 
     #[test]
@@ -610,15 +815,51 @@ mod tests {
     }
 
     #[test]
-    fn deep_nesting_is_walked_without_recursion() {
-        let depth = 100_000;
-        let page = format!("{}deep{}", "<div>".repeat(depth), "</div>".repeat(depth));
-        assert_eq!(html(&page), "deep");
+    fn nesting_up_to_the_limit_is_read_without_recursion() {
+        // <html> and <body> are two levels.
+        let depth = MAX_HTML_DEPTH - 2;
         let page = format!(
-            "<p>{}deep{}</p>",
-            "<span>".repeat(depth),
-            "</span>".repeat(depth)
+            "{}deep{}<p>after</p>",
+            "<div>".repeat(depth),
+            "</div>".repeat(depth)
         );
-        assert_eq!(html(&page), "deep");
+        assert_eq!(
+            normalize_complete(&page, BodyKind::Html).as_deref(),
+            Some("deep\nafter")
+        );
+    }
+
+    #[test]
+    fn nesting_past_the_limit_stops_the_parse() {
+        // Pages of nothing but open tags: 4 MiB of them would be hours of html5ever's time unbounded.
+        for open in ["<div>", "<ul><li>", "<b>", "<span>", "<table><tr><td>"] {
+            let n = super::super::MAX_SOURCE_BYTES / open.len();
+            let page = format!("<p>before</p>{}deep", open.repeat(n));
+            let started = std::time::Instant::now();
+            assert_eq!(normalize_complete(&page, BodyKind::Html), None, "{open}");
+            assert_eq!(html(&page), "before", "{open}");
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(30),
+                "{open}"
+            );
+        }
+        let depth = MAX_HTML_DEPTH - 1;
+        let page = format!("{}deep{}", "<div>".repeat(depth), "</div>".repeat(depth));
+        assert_eq!(normalize_complete(&page, BodyKind::Html), None);
+    }
+
+    #[test]
+    fn parsing_in_pieces_changes_nothing() {
+        // Text, a CRLF, an entity and multi-byte characters across the piece boundaries.
+        let filler = "x".repeat(PARSE_PIECE_BYTES - 3);
+        let page = format!("<p>{filler}\r\n&amp;\u{e9}\u{1f600}<b>bold</b></p><p>tail</p>");
+        assert_eq!(html(&page), format!("{filler} &\u{e9}\u{1f600}bold\ntail"));
+        let y = "y".repeat(PARSE_PIECE_BYTES - 2);
+        assert_eq!(
+            html(&format!("<p>{y}\u{1f600}</p>")),
+            format!("{y}\u{1f600}")
+        );
+        let z = "z".repeat(PARSE_PIECE_BYTES - 4);
+        assert_eq!(html(&format!("<p>{z}&eacute;</p>")), format!("{z}\u{e9}"));
     }
 }
