@@ -1,7 +1,12 @@
 //! Commits and time per full intent lifecycle (create, begin, authorize, settle published), per backend, next to
 //! the single-commit floor measured in the same run on the same database. Prints figures; asserts nothing.
 //!
-//!   cargo bench --bench store_lifecycle -- [--lifecycles N]
+//!   cargo bench --bench store_lifecycle -- [--lifecycles N] [--history N[,N...]]
+//!
+//! `--history 0,1000000` measures each backend on a fresh database per size, after bulk-filling it with that
+//! many settled intents (published, two events each, one old dispatch each, a platform limit and caps set so
+//! their checks run): the median of each step (create, begin, authorize, settle; the worker's `take_due` with
+//! nothing due; a source capture and the freshness fence) next to the same on the empty store, as a ratio.
 //!
 //! PostgreSQL: `ONCEPOST_BENCH_PG` (a URL), else an ephemeral cluster with fsync=on from scripts/pg-ephemeral.sh.
 // `Begun::Claimed(c) => c, other => panic!(..)`: any other variant ends the run.
@@ -14,12 +19,80 @@ use oncepost::store::*;
 
 struct Row {
     backend: &'static str,
+    history: u64,
     floor_ms: f64,
     commits_per_lifecycle: f64,
     lifecycle_ms: f64,
+    /// Median ms of each step, in [`STEPS`] order.
+    steps: Vec<f64>,
 }
 
-async fn measure(backend: &'static str, location: StoreLocation, n: usize) -> Row {
+const STEPS: [&str; 7] = [
+    "create",
+    "begin",
+    "authorize",
+    "settle",
+    "take_due",
+    "capture",
+    "fence",
+];
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
+}
+
+/// Fill the store with `n` settled intents of the account `bench`, as a store that has run for a while holds
+/// them: published, two events each, one dispatch each (a month old, outside every cap's window). One
+/// statement per table; the triggers of the state table hold (inserted pending, then moved to published).
+async fn fill(store: &Store, postgres: bool, n: u64) {
+    if n == 0 {
+        return;
+    }
+    let t = Instant::now();
+    let old = Timestamp::now().0 - 30 * 86_400_000;
+    let series = if postgres {
+        format!("SELECT g AS i FROM generate_series(1, {n}) g")
+    } else {
+        format!(
+            "WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < {n}) SELECT i FROM s"
+        )
+    };
+    let key = if postgres {
+        "lpad(to_hex(i), 64, '0')"
+    } else {
+        "printf('%064x', i)"
+    };
+    let sql = [
+        format!(
+            "INSERT INTO intents (delivery_key, account, platform, action_kind, target, request_json, content_hash, \
+             state, max_attempts, created_at, updated_at) \
+             SELECT {key}, 'bench', 'fixture', 'post', '', '{{\"text\":\"filled\",\"fields\":{{}}}}', {key}, \
+             'pending', 5, {old} + i, {old} + i FROM ({series}) AS s"
+        ),
+        "UPDATE intents SET state = 'published', platform_id = 'p' || id WHERE state = 'pending'".to_string(),
+        "INSERT INTO events (intent_id, at, kind, from_state, to_state, actor, details) \
+         SELECT id, created_at, 'created', NULL, 'pending', 'fill', '{}' FROM intents"
+            .to_string(),
+        "INSERT INTO events (intent_id, at, kind, from_state, to_state, actor, details) \
+         SELECT id, created_at, 'found_before_write', 'pending', 'published', 'fill', '{}' FROM intents"
+            .to_string(),
+        "INSERT INTO dispatches (account, intent_id, at) SELECT 'bench', id, created_at FROM intents".to_string(),
+        "UPDATE accounts SET hourly_cap = 1000000000, daily_cap = 1000000000 WHERE name = 'bench'".to_string(),
+        "INSERT INTO platform_limits (platform, max_in_flight, changed_at) VALUES ('fixture', 1000000, 0)"
+            .to_string(),
+        if postgres { "VACUUM ANALYZE" } else { "ANALYZE" }.to_string(),
+    ];
+    for q in sql {
+        store
+            .execute_raw_for_tests(&q)
+            .await
+            .unwrap_or_else(|e| panic!("{e}: {q}"));
+    }
+    eprintln!("filled {n} intents in {:.1} s", t.elapsed().as_secs_f64());
+}
+
+async fn measure(backend: &'static str, location: StoreLocation, n: usize, history: u64) -> Row {
     let store = Store::open(&location, Policy::default())
         .await
         .expect("open");
@@ -46,6 +119,12 @@ async fn measure(backend: &'static str, location: StoreLocation, n: usize) -> Ro
         )
         .await
         .expect("account");
+    fill(
+        &store,
+        matches!(location, StoreLocation::Postgres(_)),
+        history,
+    )
+    .await;
     // warm up both paths
     for i in 0..20 {
         let sql = format!("UPDATE bench_floor SET v = v + 1 WHERE id = 1 AND v = {i}");
@@ -60,9 +139,16 @@ async fn measure(backend: &'static str, location: StoreLocation, n: usize) -> Ro
     let floor_ms = t.elapsed().as_secs_f64() * 1e3 / n as f64;
 
     let commits_before = store.commits();
+    let mut steps: Vec<Vec<f64>> = vec![Vec::new(); STEPS.len()];
+    let lap = |t: &mut Instant| {
+        let ms = t.elapsed().as_secs_f64() * 1e3;
+        *t = Instant::now();
+        ms
+    };
     let t = Instant::now();
     for i in 0..n {
         let now = Timestamp::now();
+        let mut s = Instant::now();
         let created = store
             .create_intent(
                 &NewIntent {
@@ -79,6 +165,7 @@ async fn measure(backend: &'static str, location: StoreLocation, n: usize) -> Ro
             )
             .await
             .expect("create");
+        steps[0].push(lap(&mut s));
         let claim = match store
             .begin(&created.intent.key, "bench-worker", "contract", now)
             .await
@@ -87,10 +174,12 @@ async fn measure(backend: &'static str, location: StoreLocation, n: usize) -> Ro
             Begun::Claimed(c) => c,
             other => panic!("{other:?}"),
         };
+        steps[1].push(lap(&mut s));
         let auth = store
             .authorize_dispatch(&claim, "contract", now)
             .await
             .expect("authorize");
+        steps[2].push(lap(&mut s));
         store
             .settle(
                 &auth.consume(),
@@ -103,15 +192,51 @@ async fn measure(backend: &'static str, location: StoreLocation, n: usize) -> Ro
             )
             .await
             .expect("settle");
+        steps[3].push(lap(&mut s));
     }
     let lifecycle_ms = t.elapsed().as_secs_f64() * 1e3 / n as f64;
     let commits_per_lifecycle = (store.commits() - commits_before) as f64 / n as f64;
+    // The worker's pick with nothing due, and a source capture + fence, outside the lifecycle's figures.
+    for i in 0..n {
+        let mut s = Instant::now();
+        let due = store
+            .take_due(4, 60_000, &[], Timestamp::now())
+            .await
+            .expect("take_due");
+        assert!(due.is_empty());
+        steps[4].push(lap(&mut s));
+        let body = oncepost::source::SourceBody::from_raw(
+            "https://bench.example/article",
+            format!("Paragraph {}.", i % 3).as_bytes(),
+            None,
+            "bench",
+        )
+        .expect("a body");
+        store
+            .capture_source(&body, Timestamp::now())
+            .await
+            .expect("capture");
+        steps[5].push(lap(&mut s));
+        let key = oncepost::identity::DeliveryKey::parse(&format!(
+            "{:064x}",
+            1 + i as u64 % history.max(1)
+        ))
+        .expect("a key");
+        // An intent of the history (on the empty store, a key that is not there): the same join either way.
+        store
+            .source_fence(&key, "bench", Timestamp::now())
+            .await
+            .expect("fence");
+        steps[6].push(lap(&mut s));
+    }
     store.close().await;
     Row {
         backend,
+        history,
         floor_ms,
         commits_per_lifecycle,
         lifecycle_ms,
+        steps: steps.into_iter().map(median).collect(),
     }
 }
 
@@ -124,15 +249,25 @@ async fn main() {
         .and_then(|i| args.get(i + 1))
         .and_then(|v| v.parse().ok())
         .unwrap_or(300usize);
+    let sizes: Vec<u64> = args
+        .iter()
+        .position(|a| a == "--history")
+        .and_then(|i| args.get(i + 1))
+        .map(|v| v.split(',').filter_map(|x| x.trim().parse().ok()).collect())
+        .unwrap_or_else(|| vec![0]);
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut rows = vec![
-        measure(
-            "sqlite (WAL, synchronous=FULL)",
-            StoreLocation::Sqlite(dir.path().join("bench.db")),
-            n,
-        )
-        .await,
-    ];
+    let mut rows = Vec::new();
+    for &h in &sizes {
+        rows.push(
+            measure(
+                "sqlite (WAL, synchronous=FULL)",
+                StoreLocation::Sqlite(dir.path().join(format!("bench-{h}.db"))),
+                n,
+                h,
+            )
+            .await,
+        );
+    }
 
     let repo = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let mut owned = None;
@@ -157,19 +292,22 @@ async fn main() {
         }
     };
     if let Some(base) = base {
-        let db = format!("bench_{}", std::process::id());
-        let _ = std::process::Command::new("psql")
-            .args([&base, "-qtAc", &format!("CREATE DATABASE {db}")])
-            .status();
-        let url = format!("{}/{}", &base[..base.rfind('/').unwrap_or(base.len())], db);
-        rows.push(
-            measure(
-                "postgresql 15 (fsync=on, synchronous_commit=on)",
-                StoreLocation::Postgres(url),
-                n,
-            )
-            .await,
-        );
+        for &h in &sizes {
+            let db = format!("bench_{}_{h}", std::process::id());
+            let _ = std::process::Command::new("psql")
+                .args([&base, "-qtAc", &format!("CREATE DATABASE {db}")])
+                .status();
+            let url = format!("{}/{}", &base[..base.rfind('/').unwrap_or(base.len())], db);
+            rows.push(
+                measure(
+                    "postgresql 15 (fsync=on, synchronous_commit=on)",
+                    StoreLocation::Postgres(url),
+                    n,
+                    h,
+                )
+                .await,
+            );
+        }
     }
     if let Some(pgdir) = owned {
         let _ = std::process::Command::new(repo.join("scripts/pg-ephemeral.sh"))
@@ -181,19 +319,38 @@ async fn main() {
         "\nstore lifecycle benchmark: {n} lifecycles per backend (create, begin, authorize, settle published)\n"
     );
     println!(
-        "| backend | commit floor (ms) | commits / lifecycle | lifecycle (ms) | commits x floor (ms) | ratio |"
+        "| backend | history | commit floor (ms) | commits / lifecycle | lifecycle (ms) | commits x floor (ms) | ratio |"
     );
-    println!("|---|---|---|---|---|---|");
-    for r in rows {
+    println!("|---|---|---|---|---|---|---|");
+    for r in &rows {
         let budget = r.commits_per_lifecycle * r.floor_ms;
         println!(
-            "| {} | {:.3} | {:.2} | {:.3} | {:.3} | {:.2}x |",
+            "| {} | {} | {:.3} | {:.2} | {:.3} | {:.3} | {:.2}x |",
             r.backend,
+            r.history,
             r.floor_ms,
             r.commits_per_lifecycle,
             r.lifecycle_ms,
             budget,
             r.lifecycle_ms / budget
         );
+    }
+    println!("\nmedian ms per step, and the ratio to the same backend's empty store (history 0)\n");
+    println!("| backend | history | {} |", STEPS.join(" | "));
+    println!("|---|---|{}", "---|".repeat(STEPS.len()));
+    for r in &rows {
+        let base = rows
+            .iter()
+            .find(|b| b.backend == r.backend && b.history == 0);
+        let cells: Vec<String> = r
+            .steps
+            .iter()
+            .enumerate()
+            .map(|(i, ms)| match base.map(|b| b.steps[i]) {
+                Some(b) if b > 0.0 && r.history > 0 => format!("{ms:.3} ({:.2}x)", ms / b),
+                _ => format!("{ms:.3}"),
+            })
+            .collect();
+        println!("| {} | {} | {} |", r.backend, r.history, cells.join(" | "));
     }
 }
