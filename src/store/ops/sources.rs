@@ -159,11 +159,12 @@ impl Store {
         key: &DeliveryKey,
     ) -> Result<Option<IntentSource>, StoreError> {
         let row: Option<(String, String, String, String, Option<String>)> = sqlx::query_as(
+            // The intent by its key first (a unique index), then primary keys: a plan that cannot start from
+            // the partial index of every intent with a source, which grows with them (seen on PostgreSQL).
             "SELECT c.claim_id, c.content, v.stable_id, v.version_id, s.head_version \
-             FROM intents i JOIN claims c ON c.claim_id = i.source_ref \
-             JOIN source_versions v ON v.version_id = c.version_id \
+             FROM claims c JOIN source_versions v ON v.version_id = c.version_id \
              JOIN sources s ON s.stable_id = v.stable_id \
-             WHERE i.delivery_key = $1",
+             WHERE c.claim_id = (SELECT i.source_ref FROM intents i WHERE i.delivery_key = $1)",
         )
         .bind(key.as_str())
         .fetch_optional(self.pool())
