@@ -264,8 +264,18 @@ pub(super) async fn source_of(
 
 /// Read a source file, refusing more than the source limit without reading it all.
 fn read_source_file(f: &std::path::Path) -> Result<Vec<u8>, CliError> {
+    read_bounded(f, crate::source::MAX_SOURCE_BYTES, "4 MiB", "a source")
+}
+
+/// Read `f`, at most one byte past `limit`: a larger file is refused (naming the limit, `shown`, and what it
+/// is for), never loaded whole.
+fn read_bounded(
+    f: &std::path::Path,
+    limit: usize,
+    shown: &str,
+    what: &str,
+) -> Result<Vec<u8>, CliError> {
     use std::io::Read;
-    let limit = crate::source::MAX_SOURCE_BYTES;
     let cannot =
         |e: std::io::Error| CliError::bad_input(format!("cannot read {}: {e}", f.display()));
     let mut bytes = Vec::new();
@@ -276,7 +286,7 @@ fn read_source_file(f: &std::path::Path) -> Result<Vec<u8>, CliError> {
         .map_err(cannot)?;
     if bytes.len() > limit {
         return Err(CliError::bad_input(format!(
-            "{} is larger than the limit of {limit} bytes (4 MiB) for a source",
+            "{} is larger than the limit of {limit} bytes ({shown}) for {what}",
             f.display()
         )));
     }
@@ -404,21 +414,7 @@ pub async fn run(ctx: &Context, args: PublishArgs, log: LogFormat) -> Result<Exi
 
 /// Read `--text-file` (UTF-8), at most one byte past the size limit: a huge file is refused, not loaded.
 fn read_text_file(f: &std::path::Path) -> Result<String, CliError> {
-    use std::io::Read;
-    let cannot =
-        |e: std::io::Error| CliError::bad_input(format!("cannot read {}: {e}", f.display()));
-    let mut bytes = Vec::new();
-    std::fs::File::open(f)
-        .map_err(cannot)?
-        .take(MAX_TEXT_BYTES as u64 + 1)
-        .read_to_end(&mut bytes)
-        .map_err(cannot)?;
-    if bytes.len() > MAX_TEXT_BYTES {
-        return Err(CliError::bad_input(format!(
-            "{} is larger than the limit of {MAX_TEXT_BYTES} bytes (64 KiB) for a post text",
-            f.display()
-        )));
-    }
+    let bytes = read_bounded(f, MAX_TEXT_BYTES, "64 KiB", "a post text")?;
     String::from_utf8(bytes)
         .map_err(|_| CliError::bad_input(format!("{} is not UTF-8 text", f.display())))
 }

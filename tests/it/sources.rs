@@ -350,6 +350,16 @@ fn counting_chromium(dir: &std::path::Path) -> (PathBuf, PathBuf) {
     (script, count)
 }
 
+/// One `worker --passes 1` with `chromium` as its Chromium; it must exit 0. Its stdout.
+async fn worker_pass(env: &Env, chromium: &std::path::Path) -> String {
+    let mut cmd = env.command(&["worker", "--interval", "1s", "--passes", "1"]);
+    cmd.env("ONCEPOST_CHROMIUM", chromium);
+    let out = cmd.output().await.unwrap();
+    let (code, stdout, stderr) = kit::cli::output_of(&out);
+    assert_eq!(code, 0, "{stdout} {stderr}");
+    stdout
+}
+
 fn launches(count: &std::path::Path) -> usize {
     std::fs::read_to_string(count).map_or(0, |s| s.lines().count())
 }
@@ -497,11 +507,7 @@ async fn a_superseded_source_is_skipped_before_any_browser(b: Backend) {
     );
     let before = env.arrivals();
     let (wrapper, count) = counting_chromium(env.dir.path());
-    let mut cmd = env.command(&["worker", "--interval", "1s", "--passes", "1"]);
-    cmd.env("ONCEPOST_CHROMIUM", &wrapper);
-    let out = cmd.output().await.unwrap();
-    let (code, stdout, stderr) = kit::cli::output_of(&out);
-    assert_eq!(code, 0, "{stdout} {stderr}");
+    let stdout = worker_pass(&env, &wrapper).await;
     assert_eq!(
         launches(&count),
         0,
@@ -536,11 +542,7 @@ async fn a_superseded_source_is_skipped_before_any_browser(b: Backend) {
         "{new} {err}"
     );
     assert_ne!(new["key"], old["key"]);
-    let mut cmd = env.command(&["worker", "--interval", "1s", "--passes", "1"]);
-    cmd.env("ONCEPOST_CHROMIUM", &wrapper);
-    let out = cmd.output().await.unwrap();
-    let (code, stdout, stderr) = kit::cli::output_of(&out);
-    assert_eq!(code, 0, "{stdout} {stderr}");
+    let stdout = worker_pass(&env, &wrapper).await;
     assert!(launches(&count) >= 1, "{stdout}");
     assert_eq!(
         env.show(new["key"].as_str().unwrap()).await["intent"]["state"],
