@@ -203,7 +203,7 @@ async fn measure(backend: &'static str, location: StoreLocation, n: usize, histo
     for i in 0..n {
         let mut s = Instant::now();
         let due = store
-            .take_due(4, 60_000, &[], Timestamp::now())
+            .take_due(4, 60_000, &[], "bench", Timestamp::now())
             .await
             .expect("take_due");
         assert!(due.is_empty());

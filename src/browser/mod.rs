@@ -22,6 +22,7 @@ pub mod guard;
 pub mod locator;
 pub mod probe;
 pub mod readback;
+mod reuse;
 pub mod screenshot;
 pub mod session;
 pub mod transport;

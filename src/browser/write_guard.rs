@@ -349,6 +349,31 @@ impl WriteGuard {
             .unwrap_or_default())
     }
 
+    /// Forget one send before the next on the same browser (a warm worker, `BrowserSession::clean_between_sends`):
+    /// the watched text, the armed takeover (a create request paused from now on is a write like any other
+    /// and is failed until the next press arms again), the declared writes let through (none until the next
+    /// publish lets its own through) and the logs (marks are taken per send). A guard that could not answer
+    /// a request during the send, or whose log is poisoned, is not trusted with another send: `Err`, and the
+    /// caller closes the browser.
+    pub(crate) fn reset_between_sends(&self) -> Result<(), String> {
+        let mut l = self
+            .log
+            .lock()
+            .map_err(|_| "the write guard's log is poisoned".to_string())?;
+        if let Some(f) = l.faults.first() {
+            return Err(format!(
+                "the write guard could not answer {} request(s) ({f})",
+                l.faults.len()
+            ));
+        }
+        l.takeover = None;
+        l.typed.clear();
+        l.declared = None;
+        l.writes.clear();
+        l.forwarded.clear();
+        Ok(())
+    }
+
     /// How many requests were paused in total (GET/HEAD included).
     pub fn paused_count(&self) -> usize {
         self.log.lock().map(|l| l.paused).unwrap_or_default()

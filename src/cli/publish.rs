@@ -18,7 +18,7 @@ use crate::lock::{FileLock, file_name_for};
 use crate::publish::{
     self, PublishError, PublishOptions, PublishOutcome, PublishRequest, StepTime,
 };
-use crate::store::{Status, StoreError};
+use crate::store::{Status, Store, StoreError};
 use crate::wait::Wait;
 
 use super::context::{account_arg, parse_duration_ms};
@@ -448,15 +448,28 @@ pub async fn publish_once(
     publish_locked(ctx, req, None, wait, wait_timeout, Some(log)).await
 }
 
-/// The publish of an existing intent under the per-intent lock, without waiting and without progress lines
-/// (the worker's queue).
-pub(super) async fn publish_existing(
+/// The worker's publish of a queued intent: under the per-intent lock, without waiting and without progress
+/// lines, through the worker's own store (no second pool per publish) and its warm browsers.
+pub(super) async fn publish_queued(
     ctx: &Context,
+    store: &Store,
+    warm: &publish::WarmBrowsers,
     req: &PublishRequest,
     key: &DeliveryKey,
-    log: Option<LogFormat>,
 ) -> Result<PublishOutcome, CliError> {
-    publish_locked(ctx, req, Some(key), false, Duration::ZERO, log).await
+    ctx.ensure_data_dir()?;
+    let Some(_lock) = IntentLock::try_take(&ctx.data_dir, key)? else {
+        return Err(CliError {
+            exit: Exit::InProgressElsewhere,
+            message: format!(
+                "intent {} is in progress elsewhere (another oncepost process on this host)",
+                key.as_str()
+            ),
+        });
+    };
+    publish::run_queued(req, key, store, &|_| {}, warm)
+        .await
+        .map_err(map_err)
 }
 
 /// [`publish_once`], or with `existing`, the publish of that existing intent (`--key`).

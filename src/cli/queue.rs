@@ -164,6 +164,8 @@ pub(super) struct QueueOptions {
     pub concurrency: usize,
     /// Time between looks for due intents while a slot is free.
     pub poll: Duration,
+    /// Browsers kept open between an account's sends.
+    pub warm: publish::WarmLimits,
 }
 
 /// One queued publish as the worker reports it (one JSON line).
@@ -180,13 +182,13 @@ fn report(key: &DeliveryKey, r: &Result<publish::PublishOutcome, CliError>) -> s
 }
 
 /// Publish one queued intent with what it recorded (its kept contract version and whole base URL), under the
-/// per-intent lock like `publish --key`.
+/// per-intent lock like `publish --key`, on the account's warm browser when the worker keeps one.
 async fn run_one(
     ctx: &Context,
     store: &Store,
+    warm: &publish::WarmBrowsers,
     key: &DeliveryKey,
 ) -> Result<publish::PublishOutcome, CliError> {
-    // Read through the worker's own store (no second pool per publish).
     let asked = Asked::from_intent(store.intent(key).await?, store.intent_source(key).await?)?;
     let (contract_path, base_url) = super::recorded::recorded_contract(ctx, store, key).await?;
     // Waiting for the profile or the account lease is the queue's job: take another intent instead.
@@ -195,7 +197,7 @@ async fn run_one(
         ..PublishOptions::default()
     };
     let req = asked.request(ctx, contract_path, base_url, None, options);
-    super::publish::publish_existing(ctx, &req, key, None).await
+    super::publish::publish_queued(ctx, store, warm, &req, key).await
 }
 
 /// Run due queued intents until `stopped` resolves, at most `opts.concurrency` at once; each outcome is one
@@ -209,6 +211,8 @@ pub(super) async fn run_queue(
     mut emit: impl FnMut(serde_json::Value),
 ) -> Result<(), CliError> {
     let claim_lease = store.policy().claim_lease_ms;
+    let warm = publish::WarmBrowsers::new(opts.warm);
+    let warm = &warm;
     let mut running = FuturesUnordered::new();
     // The accounts of the publishes running here: one browser per account profile at a time.
     let mut busy: Vec<String> = Vec::new();
@@ -218,7 +222,7 @@ pub(super) async fn run_queue(
         // One intent per take, so that each take excludes the accounts already running here.
         while !stopping && running.len() < opts.concurrency {
             let key = match store
-                .take_due(1, claim_lease, &busy, Timestamp::now())
+                .take_due(1, claim_lease, &busy, warm.holder(), Timestamp::now())
                 .await
             {
                 Ok(keys) => match keys.into_iter().next() {
@@ -240,13 +244,15 @@ pub(super) async fn run_queue(
                 .unwrap_or_default();
             busy.push(account.clone());
             running.push(async move {
-                let r = run_one(ctx, store, &key).await;
+                let r = run_one(ctx, store, warm, &key).await;
                 (key, account, r)
             });
         }
         if stopping && running.is_empty() {
+            warm.close_all(store).await;
             return Ok(());
         }
+        warm.maintain(store).await;
         tokio::select! {
             _ = &mut stopped, if !stopping => stopping = true,
             Some((key, account, r)) = running.next(), if !running.is_empty() => {

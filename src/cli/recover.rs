@@ -82,6 +82,13 @@ pub struct WorkerArgs {
     /// Time between looks for due queued intents.
     #[arg(long, default_value = "1s", value_parser = parse_duration_ms)]
     pub poll: i64,
+    /// Accounts whose browser this host keeps open between sends (each holds the account's lease while idle;
+    /// 0: a fresh Chromium for every send). Least recently used closed first.
+    #[arg(long, default_value_t = 4, value_name = "N")]
+    pub warm_browsers: usize,
+    /// How long a warm browser waits for its account's next send before it is closed.
+    #[arg(long, default_value = "60s", value_parser = parse_duration_ms)]
+    pub warm_idle: i64,
     /// Serve `GET /metrics` (Prometheus text) and `GET /healthz` on 127.0.0.1:PORT (0: any free port; the
     /// address is printed on stderr).
     #[arg(long, value_name = "PORT")]
@@ -470,6 +477,10 @@ pub(crate) async fn run_worker(ctx: &Context, args: WorkerArgs) -> Result<Exit, 
         let opts = super::queue::QueueOptions {
             concurrency: args.concurrency,
             poll: Duration::from_millis(args.poll.max(10) as u64),
+            warm: crate::publish::WarmLimits {
+                max_idle: args.warm_browsers,
+                idle_for: Duration::from_millis(args.warm_idle.max(0) as u64),
+            },
         };
         super::queue::run_queue(ctx, &store, opts, stop.wait(), |line| {
             let how = match (line["queue"].as_str(), line["state"].as_str()) {

@@ -68,6 +68,10 @@ pub enum Misbehaviour {
     /// [`DRAFT_SAVE`]) on input and again on the press, then with `"status":"publish"` once that save went
     /// through. Stays on the page and adds the class `synced` to `#compose-status` when published.
     OneEndpoint,
+    /// The press opens a `noopener` window (`/hostile/outbox-relay`) that outlives the page and sends
+    /// the post again (`POST /api/posts`) whenever a later page of the site announces a publish: the next
+    /// post's press. One copy per post only if nothing of a send survives into the next (a warm browser).
+    OutboxOutlivesPage,
 }
 
 /// The counter key of a draft saved through `POST /api/posts` (`/hostile/one-endpoint`).
@@ -203,5 +207,9 @@ pub const HOSTILE_VARIANTS: &[HostileVariant] = &[
     HostileVariant {
         name: "one-endpoint",
         misbehaviour: Misbehaviour::OneEndpoint,
+    },
+    HostileVariant {
+        name: "outbox",
+        misbehaviour: Misbehaviour::OutboxOutlivesPage,
     },
 ];

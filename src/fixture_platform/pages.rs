@@ -19,7 +19,7 @@ const COMPOSE_SCRIPT: Constant = Constant(r#"<script src="/static/compose.js"></
 
 /// The hostile pages served at `/hostile/{name}`; what each does is catalogued in `super::hostile`.
 /// `iframe-inner` and `covered-iframe-inner` are the framed pages of the `iframe` and `covered-iframe`
-/// variants. Each name has its arm in [`HostileMain`].
+/// variants; `outbox-relay` is the window `outbox` opens. Each name has its arm in [`HostileMain`].
 const HOSTILE: &[&str] = &[
     "write-on-load",
     "write-on-focus",
@@ -47,6 +47,8 @@ const HOSTILE: &[&str] = &[
     "renamed-controls",
     "two-step",
     "one-endpoint",
+    "outbox",
+    "outbox-relay",
 ];
 
 /// The content of a hostile page, by name (`fixtures/hostile/NAME.html`).
@@ -81,6 +83,8 @@ const HOSTILE: &[&str] = &[
 {%- when "renamed-controls" %}{% include "hostile/renamed-controls.html" %}
 {%- when "two-step" %}{% include "hostile/two-step.html" %}
 {%- when "one-endpoint" %}{% include "hostile/one-endpoint.html" %}
+{%- when "outbox" %}{% include "hostile/outbox.html" %}
+{%- when "outbox-relay" %}{% include "hostile/outbox-relay.html" %}
 {%- when _ %}
 {%- endmatch -%}
 "#
@@ -439,8 +443,8 @@ mod tests {
         }
         assert_eq!(
             HOSTILE.len(),
-            super::super::HOSTILE_VARIANTS.len() + 2,
-            "iframe-inner and covered-iframe-inner"
+            super::super::HOSTILE_VARIANTS.len() + 3,
+            "iframe-inner, covered-iframe-inner and outbox-relay"
         );
     }
 
@@ -563,7 +567,10 @@ mod tests {
         for name in HOSTILE {
             let html = hostile(&v, name).unwrap();
             assert!(!html.contains("{{"), "{name} left a placeholder");
-            if !["iframe", "covered-iframe"].contains(name) {
+            if *name == "outbox-relay" {
+                // Not a compose page: the window `outbox` opens.
+                assert!(html.contains(r#"id="outbox-state""#), "{name}");
+            } else if !["iframe", "covered-iframe"].contains(name) {
                 assert!(html.contains(r#"id="post-text""#), "{name}");
                 assert!(html.contains(r#"id="publish""#), "{name}");
             } else {

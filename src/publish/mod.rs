@@ -19,6 +19,9 @@
 //! authorization they settle indeterminate, never failed.
 mod bind;
 pub mod settle;
+pub mod warm;
+
+pub use warm::{WarmBrowsers, WarmLimits};
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -419,12 +422,12 @@ pub const ACCOUNT_LEASE_MS: i64 = 30_000;
 async fn take_account_lease(
     store: &Store,
     req: &PublishRequest,
+    holder: &str,
 ) -> Result<AccountLease, PublishError> {
     let deadline = Instant::now() + req.options.profile_wait;
-    let holder = lease_holder(&req.owner);
     loop {
         match store
-            .acquire_account_lease(&req.account, &holder, ACCOUNT_LEASE_MS, Timestamp::now())
+            .acquire_account_lease(&req.account, holder, ACCOUNT_LEASE_MS, Timestamp::now())
             .await
         {
             Ok(lease) => return Ok(lease),
@@ -434,12 +437,7 @@ async fn take_account_lease(
                 if let Some(held) = store.account_lease(&req.account, Timestamp::now()).await?
                     && holder_is_gone(&held.holder)
                     && let Ok(lease) = store
-                        .take_over_account_lease(
-                            &held,
-                            &req.owner,
-                            ACCOUNT_LEASE_MS,
-                            Timestamp::now(),
-                        )
+                        .take_over_account_lease(&held, holder, ACCOUNT_LEASE_MS, Timestamp::now())
                         .await
                 {
                     return Ok(lease);
@@ -691,7 +689,7 @@ pub async fn run(
     store: &Store,
     progress: Progress<'_>,
 ) -> Result<PublishOutcome, PublishError> {
-    run_intent(req, None, store, progress).await
+    run_intent(req, None, store, progress, None).await
 }
 
 /// Publish an intent that already exists (a redelivery, or a failed one re-opened by `retry`) under its own
@@ -704,7 +702,19 @@ pub async fn run_existing(
     store: &Store,
     progress: Progress<'_>,
 ) -> Result<PublishOutcome, PublishError> {
-    run_intent(req, Some(key), store, progress).await
+    run_intent(req, Some(key), store, progress, None).await
+}
+
+/// [`run_existing`] for a worker's queued intent, on the account's warm browser when the worker keeps one
+/// (and keeping the browser warm afterwards): see [`warm`].
+pub async fn run_queued(
+    req: &PublishRequest,
+    key: &DeliveryKey,
+    store: &Store,
+    progress: Progress<'_>,
+    warm: &WarmBrowsers,
+) -> Result<PublishOutcome, PublishError> {
+    run_intent(req, Some(key), store, progress, Some(warm)).await
 }
 
 async fn run_intent(
@@ -712,6 +722,7 @@ async fn run_intent(
     existing: Option<&DeliveryKey>,
     store: &Store,
     progress: Progress<'_>,
+    warm: Option<&WarmBrowsers>,
 ) -> Result<PublishOutcome, PublishError> {
     let mut clock = Clock {
         t0: Instant::now(),
@@ -762,73 +773,61 @@ async fn run_intent(
                 expires_at: until,
             }));
         }
-        let profiles = req.data_dir.join("profiles");
-        browser::private_dir(&profiles).map_err(|e| BrowserError::Io {
-            what: format!("create {}", profiles.display()),
-            source: e,
-        })?;
-        // One Chromium per profile: queue behind another publish of this account on this host.
-        let lock_path = crate::lock::profile_lock_path(&profiles, &req.account)
-            .map_err(|e| PublishError::BadInput(e.to_string()))?;
-        let Some(_profile_lock) = crate::lock::FileLock::take_within(&lock_path, req.options.profile_wait)
-            .await
-            .map_err(|e| BrowserError::Io {
-                what: format!("lock {}", lock_path.display()),
-                source: e,
-            })?
-        else {
-            return Err(PublishError::Store(StoreError::LeaseHeld {
-                owner: format!(
-                    "another publish using the browser profile of {}",
-                    req.account
-                ),
-                expires_at: 0,
-            }));
-        };
-        // The intent may have moved while we queued.
-        let it = store.intent(&key).await?;
-        if it.state != Status::Pending {
-            return answer(
-                store,
-                &key,
-                None,
-                false,
-                created.created,
-                clock.steps,
-                "already settled: nothing done",
-            )
-            .await;
-        }
-        // The account's login is used by one host at a time: take its lease before the browser starts (wait
-        // for it like for the profile lock, bounded), give it back once the browser is closed.
-        let lease = take_account_lease(store, req).await?;
-        let mut launch = LaunchOptions::new(
-            crate::lock::profile_dir(&profiles, &req.account)
-                .map_err(|e| PublishError::BadInput(e.to_string()))?,
-        );
-        launch.call_timeout = req.options.call_timeout;
-        if launch.guard.is_none() {
-            // Without the guard, Chromium outlives a crashed worker and resumes the paused create request.
-            return Err(PublishError::BadInput(format!(
-                "cannot find the Chromium guard (the oncepost binary itself): set {}=/path/to/oncepost",
-                "ONCEPOST_GUARD_BIN"
-            )));
-        }
-        let session = match BrowserSession::launch(&launch).await {
-            Ok(s) => s,
-            Err(e) => {
-                let _ = store.release_account_lease(&lease, Timestamp::now()).await;
-                return Err(e.into());
+        // A warm browser of this account (a worker's, idle since its last send) is used as it is: it holds
+        // the profile lock and the account's lease already. Otherwise a browser is launched for this send.
+        let (held, reused) = match warm.and_then(|w| w.take(&req.account)) {
+            Some(mut w) => {
+                // Renewed now (the authorization checks it again, before any byte).
+                match store
+                    .acquire_account_lease(
+                        &w.lease.account,
+                        &w.lease.holder,
+                        ACCOUNT_LEASE_MS,
+                        Timestamp::now(),
+                    )
+                    .await
+                {
+                    Ok(lease) => w.lease = lease,
+                    Err(e) => {
+                        w.close(store).await;
+                        return Err(e.into());
+                    }
+                }
+                (w, true)
             }
+            None => match launch_for(req, store, &key, warm).await? {
+                Some(w) => (w, false),
+                None => {
+                    return answer(
+                        store,
+                        &key,
+                        None,
+                        false,
+                        created.created,
+                        clock.steps,
+                        "already settled: nothing done",
+                    )
+                    .await;
+                }
+            },
         };
-        clock.step("browser launched");
+        clock.step(if reused {
+            "warm browser taken (no launch)"
+        } else {
+            "browser launched"
+        });
         // Renewed while the publish runs (a lease another host took over is not renewed; the authorization
         // refuses this publish for it).
         let renew = async {
             loop {
                 tokio::time::sleep(Duration::from_millis(ACCOUNT_LEASE_MS as u64 / 3)).await;
                 if let Err(e) = store
-                    .acquire_account_lease(&lease.account, &lease.holder, ACCOUNT_LEASE_MS, Timestamp::now())
+                    .acquire_account_lease(
+                        &held.lease.account,
+                        &held.lease.holder,
+                        ACCOUNT_LEASE_MS,
+                        Timestamp::now(),
+                    )
                     .await
                 {
                     tracing::warn!(error = %e, "the account lease was not renewed");
@@ -842,18 +841,22 @@ async fn run_intent(
                 &contract,
                 &plan,
                 &key,
-                &session,
+                &held.session,
                 &mut clock,
-                &lease,
+                &held.lease,
             ) => r,
             never = renew => never,
         };
-        session.close().await;
-        // A lease left behind only delays this account's next publish elsewhere until it expires.
-        if let Err(e) = store.release_account_lease(&lease, Timestamp::now()).await {
-            tracing::warn!(error = %e, "the account lease could not be given back; it expires by itself");
+        match warm {
+            Some(pool) => match pool.give_back(store, held).await {
+                None => clock.step("browser kept warm for the account's next send"),
+                Some(_) => clock.step("browser closed"),
+            },
+            None => {
+                held.close(store).await;
+                clock.step("browser closed");
+            }
         }
-        clock.step("browser closed");
         let (attempt, pressed, summary) = r?;
         answer(
             store,
@@ -869,6 +872,72 @@ async fn run_intent(
     .instrument(span)
     .await?;
     Ok(PublishOutcome { capture, ..outcome })
+}
+
+/// The cold path: take the account's profile lock on this host (bounded by the profile wait), check the intent
+/// is still pending (it may have moved while we queued), take the account's lease (a worker's with its pool's
+/// holder id) and launch Chromium. `None`: the intent is no longer pending (nothing taken, nothing launched).
+async fn launch_for(
+    req: &PublishRequest,
+    store: &Store,
+    key: &DeliveryKey,
+    warm: Option<&WarmBrowsers>,
+) -> Result<Option<warm::WarmBrowser>, PublishError> {
+    let profiles = req.data_dir.join("profiles");
+    browser::private_dir(&profiles).map_err(|e| BrowserError::Io {
+        what: format!("create {}", profiles.display()),
+        source: e,
+    })?;
+    // One Chromium per profile: queue behind another publish of this account on this host.
+    let lock_path = crate::lock::profile_lock_path(&profiles, &req.account)
+        .map_err(|e| PublishError::BadInput(e.to_string()))?;
+    let Some(profile_lock) =
+        crate::lock::FileLock::take_within(&lock_path, req.options.profile_wait)
+            .await
+            .map_err(|e| BrowserError::Io {
+                what: format!("lock {}", lock_path.display()),
+                source: e,
+            })?
+    else {
+        return Err(PublishError::Store(StoreError::LeaseHeld {
+            owner: format!(
+                "another publish using the browser profile of {}",
+                req.account
+            ),
+            expires_at: 0,
+        }));
+    };
+    // The intent may have moved while we queued.
+    if store.intent(key).await?.state != Status::Pending {
+        return Ok(None);
+    }
+    // The account's login is used by one host at a time: take its lease before the browser starts (wait
+    // for it like for the profile lock, bounded), give it back once the browser is closed.
+    let holder = match warm {
+        Some(w) => w.holder().to_string(),
+        None => lease_holder(&req.owner),
+    };
+    let lease = take_account_lease(store, req, &holder).await?;
+    let mut launch = LaunchOptions::new(
+        crate::lock::profile_dir(&profiles, &req.account)
+            .map_err(|e| PublishError::BadInput(e.to_string()))?,
+    );
+    launch.call_timeout = req.options.call_timeout;
+    if launch.guard.is_none() {
+        let _ = store.release_account_lease(&lease, Timestamp::now()).await;
+        // Without the guard, Chromium outlives a crashed worker and resumes the paused create request.
+        return Err(PublishError::BadInput(format!(
+            "cannot find the Chromium guard (the oncepost binary itself): set {}=/path/to/oncepost",
+            "ONCEPOST_GUARD_BIN"
+        )));
+    }
+    match BrowserSession::launch(&launch).await {
+        Ok(session) => Ok(Some(warm::WarmBrowser::new(session, lease, profile_lock))),
+        Err(e) => {
+            let _ = store.release_account_lease(&lease, Timestamp::now()).await;
+            Err(e.into())
+        }
+    }
 }
 
 /// What this process's publishes did, for `/metrics`: attempts begun and authorizations refused, by reason.

@@ -11,8 +11,9 @@
 //!
 //! `chaos_short` runs in the suite. On demand (`cargo test --release --test it chaos::chaos_long --
 //! --ignored --nocapture`): `ONCEPOST_CHAOS_INTENTS` (default 1000), `ONCEPOST_CHAOS_WORKERS` (default 6),
-//! `ONCEPOST_CHAOS_SEED`; `fleet_throughput` (no chaos, `ONCEPOST_CHAOS_WORKERS=1|2|4`) prints posts per
-//! minute (scripts/bench-fleet.sh runs it for 1, 2 and 4 workers).
+//! `ONCEPOST_CHAOS_SEED`, `ONCEPOST_CHAOS_WARM` (the workers' `--warm-browsers`, default 4);
+//! `fleet_throughput` (no chaos, `ONCEPOST_CHAOS_WORKERS=1|2|4`) prints posts per minute
+//! (scripts/bench-fleet.sh runs it for 1, 2 and 4 workers).
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -200,6 +201,12 @@ impl Drop for Cluster {
     }
 }
 
+/// `--warm-browsers` of every worker: `ONCEPOST_CHAOS_WARM` (default 4, the worker's own default; 0 launches
+/// Chromium for every send).
+fn warm_browsers() -> String {
+    env_or("ONCEPOST_CHAOS_WARM", 4usize).to_string()
+}
+
 /// One host slot: a data dir whose account profiles are logged in, and the worker process running there now.
 struct Host {
     oncepost: Oncepost,
@@ -219,6 +226,8 @@ impl Host {
             "300ms",
             "--lookup-timeout",
             "20s",
+            "--warm-browsers",
+            &warm_browsers(),
         ]);
         cmd.env("ONCEPOST_CLAIM_LEASE", "20s")
             .env("ONCEPOST_DISPATCH_LEASE", "20s")

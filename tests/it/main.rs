@@ -48,3 +48,4 @@ mod sessions;
 mod sources;
 mod store;
 mod store_triggers;
+mod warm;

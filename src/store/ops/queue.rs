@@ -93,12 +93,15 @@ impl Store {
 
     /// Take up to `limit` due queued intents for this worker, oldest `run_after` first: pending, due, nobody's
     /// live claim, under the attempt cap, the account neither revoked, nor paced past now, nor leased by a live
-    /// holder. Each taken intent's `run_after` moves to `now + hold_ms` (see the module docs: scheduling only).
+    /// holder other than `own_holder` (this worker's account-lease holder: the accounts whose browsers it keeps
+    /// warm are its own). Each taken intent's `run_after` moves to `now + hold_ms` (see the module docs:
+    /// scheduling only).
     pub async fn take_due(
         &self,
         limit: i64,
         hold_ms: i64,
         busy_accounts: &[String],
+        own_holder: &str,
         now: Timestamp,
     ) -> Result<Vec<DeliveryKey>, StoreError> {
         if limit <= 0 {
@@ -106,7 +109,7 @@ impl Store {
         }
         // Accounts this worker is publishing for already: one browser per account profile at a time.
         let busy: String = (0..busy_accounts.len())
-            .map(|i| format!(" AND i.account <> ${}", i + 4))
+            .map(|i| format!(" AND i.account <> ${}", i + 5))
             .collect();
         let keys: Vec<String> = self
             .write(async |tx| {
@@ -120,7 +123,7 @@ impl Store {
                      AND (a.next_dispatch_at IS NULL OR a.next_dispatch_at <= $1) \
                      AND (a.last_dispatch_at IS NULL OR a.last_dispatch_at + a.min_interval_ms <= $1) \
                      AND NOT EXISTS (SELECT 1 FROM account_leases l WHERE l.account = i.account \
-                                     AND l.expires_at > $1) \
+                                     AND l.expires_at > $1 AND l.holder <> $4) \
                      AND (a.hourly_cap IS NULL OR (SELECT COUNT(*) FROM dispatches d \
                           WHERE d.account = a.name AND d.at > $1 - 3600000) < a.hourly_cap) \
                      AND (a.daily_cap IS NULL OR (SELECT COUNT(*) FROM dispatches d \
@@ -132,7 +135,8 @@ impl Store {
                 let mut q = sqlx::query_scalar(&sql)
                     .bind(now.0)
                     .bind(limit)
-                    .bind(now.plus_ms(hold_ms).0);
+                    .bind(now.plus_ms(hold_ms).0)
+                    .bind(own_holder);
                 for a in busy_accounts {
                     q = q.bind(a.as_str());
                 }
