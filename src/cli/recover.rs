@@ -86,8 +86,9 @@ pub struct WorkerArgs {
     /// 0: a fresh Chromium for every send). Least recently used closed first.
     #[arg(long, default_value_t = 4, value_name = "N")]
     pub warm_browsers: usize,
-    /// How long a warm browser waits for its account's next send before it is closed.
-    #[arg(long, default_value = "60s", value_parser = parse_duration_ms)]
+    /// How long a warm browser waits for its account's next send before it is closed (shorter than a
+    /// synchronous publish's wait for the account's profile, 60 s, so such a publish on this host gets it).
+    #[arg(long, default_value = "30s", value_parser = parse_duration_ms)]
     pub warm_idle: i64,
     /// Serve `GET /metrics` (Prometheus text) and `GET /healthz` on 127.0.0.1:PORT (0: any free port; the
     /// address is printed on stderr).
