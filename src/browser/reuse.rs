@@ -87,6 +87,21 @@ impl BrowserSession {
         self.write_guard().reset_between_sends()
     }
 
+    /// Whether the browser still answers (one `Browser.getVersion`, bounded by 2 s): a warm browser is asked
+    /// right before a send, since its Chromium may have died while it waited (killed, out of memory) a moment
+    /// before the connection's end is noticed. A send started on a dead browser would fail its attempt.
+    pub async fn answers(&self) -> bool {
+        use chromiumoxide::cdp::browser_protocol::browser::GetVersionParams;
+        self.liveness()
+            .bounded(
+                "ask the warm browser its version",
+                Duration::from_secs(2),
+                self.browser().execute(GetVersionParams::default()),
+            )
+            .await
+            .is_ok()
+    }
+
     async fn targets(&self) -> Result<Vec<TargetInfo>, String> {
         self.liveness()
             .call(

@@ -775,7 +775,11 @@ async fn run_intent(
         }
         // A warm browser of this account (a worker's, idle since its last send) is used as it is: it holds
         // the profile lock and the account's lease already. Otherwise a browser is launched for this send.
-        let (held, reused) = match warm.and_then(|w| w.take(&req.account)) {
+        let taken = match warm {
+            Some(w) => w.take(store, &req.account).await,
+            None => None,
+        };
+        let (held, reused) = match taken {
             Some(mut w) => {
                 // Renewed now (the authorization checks it again, before any byte).
                 match store

@@ -123,9 +123,16 @@ impl WarmBrowsers {
     }
 
     /// The account's idle browser, taken out of the pool (the caller runs a send on it, then gives it back
-    /// with [`WarmBrowsers::give_back`] or closes it).
-    pub(crate) fn take(&self, account: &str) -> Option<WarmBrowser> {
-        self.lock().remove(account)
+    /// with [`WarmBrowsers::give_back`] or closes it). One that no longer answers (it died while it waited)
+    /// is closed here (its lease given back) and `None` is the answer: the caller launches a fresh one.
+    pub(crate) async fn take(&self, store: &Store, account: &str) -> Option<WarmBrowser> {
+        let w = self.lock().remove(account)?;
+        if !w.session.answers().await {
+            tracing::info!(account = %account, "the warm browser died while it waited; launching anew");
+            w.close(store).await;
+            return None;
+        }
+        Some(w)
     }
 
     /// After a send: clean the browser for the next send and keep it, or close it (the send left something

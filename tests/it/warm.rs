@@ -179,22 +179,26 @@ async fn rested(env: &Env, keys: &[String]) -> Vec<String> {
     states
 }
 
-/// Chromium processes still running on alice's profile of this env.
-fn chromium_on_profile(env: &Env) -> usize {
+/// The pids of Chromium processes running on a profile of this env.
+fn chromium_pids(env: &Env) -> Vec<i32> {
     let profile = env.home().join("profiles");
     let needle = format!("--user-data-dir={}", profile.display());
     std::fs::read_dir("/proc")
         .unwrap()
         .filter_map(|e| e.ok())
-        .filter(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .bytes()
-                .all(|b| b.is_ascii_digit())
+        .filter_map(|e| {
+            let pid: i32 = e.file_name().to_string_lossy().parse().ok()?;
+            let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+            String::from_utf8_lossy(&cmdline)
+                .contains(&needle)
+                .then_some(pid)
         })
-        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-        .filter(|c| String::from_utf8_lossy(c).contains(&needle))
-        .count()
+        .collect()
+}
+
+/// Chromium processes still running on alice's profile of this env.
+fn chromium_on_profile(env: &Env) -> usize {
+    chromium_pids(env).len()
 }
 
 /// Three queued posts of one account go out once each on ONE browser launch; while the browser waits the
@@ -285,4 +289,35 @@ async fn nothing_of_one_send_lives_into_the_next() {
     assert_eq!(states, ["published"; 3], "{out}\n{err}");
     assert_eq!(env.arrivals(), before + 3);
     assert_eq!(launches(&count), 1, "the sends shared one browser");
+}
+
+/// A warm browser that dies while it waits (its Chromium SIGKILLed between two sends) is not used: the next
+/// send launches a fresh one and the post goes out once. Two guards, each enough alone: the worker's idle
+/// upkeep closes a browser whose connection ended, and `take` asks the browser to answer before a send. With
+/// both taken out the second post ended `failed` (its attempt began on a dead browser).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_warm_browser_that_died_while_idle_is_replaced() {
+    let env = env(Backend::Sqlite).await;
+    let dir = tempfile::tempdir().unwrap();
+    let (chromium, count) = counting_chromium(dir.path());
+    let worker = Worker::start(&env, &chromium, &[]);
+    let t1 = unique("before the browser died");
+    let k1 = submit_all(&env, &kit::fixture_contract(), std::slice::from_ref(&t1)).await;
+    assert_eq!(rested(&env, &k1).await, ["published"]);
+    let pids = chromium_pids(&env);
+    assert!(!pids.is_empty(), "the browser is kept warm");
+    for pid in pids {
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+        }
+    }
+    // Killed while idle: whether or not the worker has noticed by its next send, the send must not use it.
+    let t2 = unique("after the browser died");
+    let k2 = submit_all(&env, &kit::fixture_contract(), std::slice::from_ref(&t2)).await;
+    let states = rested(&env, &k2).await;
+    let (code, out, err) = worker.stop().await;
+    assert_eq!(code, 0, "{out} {err}");
+    assert_eq!(states, ["published"], "{out}\n{err}");
+    assert_eq!((env.copies(&t1), env.copies(&t2)), (1, 1));
+    assert_eq!(launches(&count), 2, "a fresh browser for the second send");
 }
