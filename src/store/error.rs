@@ -277,4 +277,11 @@ impl StoreError {
             StoreError::LeaseHeld { .. } | StoreError::Fenced { .. } | StoreError::Locked(_)
         )
     }
+
+    /// Whether a write that failed this way may still have committed: the connection broke, the database
+    /// went away or the commit's answer was lost (a partition between the worker and the database in the
+    /// middle of a transaction). Its outcome is read back, never assumed.
+    pub fn outcome_unknown(&self) -> bool {
+        matches!(self, StoreError::Db(_) | StoreError::Locked(_))
+    }
 }

@@ -16,18 +16,14 @@
 //! (scripts/bench-fleet.sh runs it for 1, 2 and 4 workers).
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::dbproxy::{DbProxy, Snip, Target};
+use crate::kit::{self, Oncepost, repo_path};
 use oncepost::fixture_platform::{
     Fault, FaultMode, FixtureConfig, FixturePlatform, RunningPlatform,
 };
 use oncepost::store::{Policy, Status, Store, StoreLocation};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
-
-use crate::kit::{self, Oncepost, repo_path};
 
 /// Minimum interval between two dispatches of one account, set on every account.
 const MIN_INTERVAL_MS: i64 = 1_000;
@@ -63,98 +59,14 @@ impl Rng {
     }
 }
 
-/// A TCP proxy in front of PostgreSQL that the harness can cut (every open connection dropped at once) and
-/// slow (a delay before each chunk is passed on).
-struct DbProxy {
-    port: u16,
-    delay_ms: Arc<AtomicU64>,
-    conns: Arc<std::sync::Mutex<Vec<tokio::task::AbortHandle>>>,
-    accept: tokio::task::JoinHandle<()>,
-}
-
-impl DbProxy {
-    async fn start(upstream_port: u16) -> DbProxy {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("proxy bind");
-        let port = listener.local_addr().unwrap().port();
-        let delay_ms = Arc::new(AtomicU64::new(0));
-        let conns: Arc<std::sync::Mutex<Vec<tokio::task::AbortHandle>>> = Arc::default();
-        let (d, c) = (delay_ms.clone(), conns.clone());
-        let accept = tokio::spawn(async move {
-            while let Ok((client, _)) = listener.accept().await {
-                let d = d.clone();
-                let task = tokio::spawn(async move {
-                    let Ok(server) = TcpStream::connect(("127.0.0.1", upstream_port)).await else {
-                        return;
-                    };
-                    let (cr, cw) = client.into_split();
-                    let (sr, sw) = server.into_split();
-                    tokio::join!(pipe(cr, sw, d.clone()), pipe(sr, cw, d));
-                });
-                let mut all = c.lock().unwrap();
-                all.retain(|h| !h.is_finished());
-                all.push(task.abort_handle());
-            }
-        });
-        DbProxy {
-            port,
-            delay_ms,
-            conns,
-            accept,
-        }
-    }
-
-    /// Drop every open connection (a partition, healed at once for new connections).
-    fn cut(&self) -> usize {
-        let all = std::mem::take(&mut *self.conns.lock().unwrap());
-        let n = all.len();
-        for h in all {
-            h.abort();
-        }
-        n
-    }
-
-    fn set_delay(&self, ms: u64) {
-        self.delay_ms.store(ms, Ordering::Relaxed);
-    }
-}
-
-impl Drop for DbProxy {
-    fn drop(&mut self) {
-        self.accept.abort();
-        self.cut();
-    }
-}
-
-async fn pipe(
-    mut from: tokio::net::tcp::OwnedReadHalf,
-    mut to: tokio::net::tcp::OwnedWriteHalf,
-    delay_ms: Arc<AtomicU64>,
-) {
-    let mut buf = vec![0u8; 16 * 1024];
-    loop {
-        let n = match from.read(&mut buf).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => n,
-        };
-        let d = delay_ms.load(Ordering::Relaxed);
-        if d > 0 {
-            tokio::time::sleep(Duration::from_millis(d)).await;
-        }
-        if to.write_all(&buf[..n]).await.is_err() {
-            break;
-        }
-    }
-    let _ = to.shutdown().await;
-}
-
 /// A PostgreSQL cluster of this run alone (it is crash-restarted), removed at the end.
-struct Cluster {
+pub(crate) struct Cluster {
     dir: PathBuf,
-    port: u16,
+    pub(crate) port: u16,
 }
 
 impl Cluster {
-    fn start() -> Cluster {
+    pub(crate) fn start() -> Cluster {
         let dir = std::env::temp_dir().join(format!("oncepost-chaos-pg-{}", uuid::Uuid::new_v4()));
         let out = std::process::Command::new(repo_path("scripts/pg-ephemeral.sh"))
             .arg("start")
@@ -174,7 +86,7 @@ impl Cluster {
         Cluster { dir, port }
     }
 
-    fn url(&self, port: u16) -> String {
+    pub(crate) fn url(&self, port: u16) -> String {
         format!("postgres://postgres@127.0.0.1:{port}/postgres")
     }
 
@@ -276,6 +188,8 @@ struct Report {
     min_dispatch_gap_ms: Option<i64>,
     min_arrival_gap_ms: Option<i64>,
     lease_takeovers: usize,
+    /// Transactions cut at their COMMIT (authorizations and settles).
+    snipped: u64,
     /// Workers killed: pid and when the SIGKILL was sent.
     killed: Vec<(u32, i64)>,
 }
@@ -432,6 +346,7 @@ async fn run(plan: Plan) -> Report {
                 fault_on = false;
             }
             proxy.set_delay(0);
+            proxy.disarm();
             for h in hosts.iter_mut() {
                 if h.worker.is_none() {
                     h.start_worker();
@@ -441,7 +356,7 @@ async fn run(plan: Plan) -> Report {
             continue;
         }
         tokio::time::sleep(Duration::from_millis(1_500 + rng.below(2_500))).await;
-        match rng.below(6) {
+        match rng.below(8) {
             0 | 1 => {
                 let h = rng.below(hosts.len() as u64) as usize;
                 if let Some(k) = hosts[h].kill().await {
@@ -469,6 +384,29 @@ async fn run(plan: Plan) -> Report {
                 tokio::time::sleep(Duration::from_millis(2_000)).await;
                 proxy.set_delay(0);
             }
+            6 | 7 => {
+                // A partition in the middle of an authorization or a settle: the next such transaction is cut
+                // at its COMMIT, before it reaches the server or after (committed, the answer lost).
+                let tag = if rng.below(2) == 0 {
+                    "oncepost: authorize"
+                } else {
+                    "oncepost: settle"
+                };
+                let snip = if rng.below(2) == 0 {
+                    Snip::BeforeCommit
+                } else {
+                    Snip::AfterCommit
+                };
+                proxy.arm(Target { tag, snip });
+                *report
+                    .events
+                    .entry(if tag.ends_with("authorize") {
+                        "authorization partitions armed"
+                    } else {
+                        "settle partitions armed"
+                    })
+                    .or_default() += 1;
+            }
             _ => {
                 fault_on = !fault_on;
                 platform.set_fault(if fault_on {
@@ -485,6 +423,7 @@ async fn run(plan: Plan) -> Report {
         }
     }
     report.settle_secs = started.elapsed().as_secs_f64();
+    report.snipped = proxy.snipped();
     for h in hosts.iter_mut() {
         h.stop().await;
     }
@@ -644,7 +583,7 @@ async fn check(
     }
     eprintln!(
         "chaos: {} intents, {} workers: {:?}; events {:?}; settled in {:.1} s, {:.1} posts/min; min gap between \
-         dispatches {:?} ms, between arrivals {:?} ms; lease takeovers {}; load {}",
+         dispatches {:?} ms, between arrivals {:?} ms; lease takeovers {}; transactions cut at COMMIT {}; load {}",
         plan.intents,
         plan.workers,
         report.states,
@@ -654,6 +593,7 @@ async fn check(
         report.min_dispatch_gap_ms,
         report.min_arrival_gap_ms,
         report.lease_takeovers,
+        report.snipped,
         std::fs::read_to_string("/proc/loadavg")
             .unwrap_or_default()
             .trim()

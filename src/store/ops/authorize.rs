@@ -8,11 +8,104 @@ use crate::store::rows::find_intent;
 use crate::store::state::{EventKind, Status};
 use crate::store::{NewEvent, Store, is_duplicate_text, map_db, map_row};
 
+/// What an authorization whose outcome was unknown turned out to be.
+enum Doubt {
+    /// It committed, for this claim, with enough of its dispatch lease left to press.
+    Committed(DispatchAuthorization),
+    /// It did not commit: the intent is still pending under this claim.
+    RolledBack,
+    /// Anything else (another claim's, settled, swept, or committed with too little lease left).
+    Neither,
+}
+
 impl Store {
     /// The last checkpoint before any byte: re-check, in one transaction, everything checked before (claim
     /// live and current, epoch, kill switches, credentials, contract, rate interval, duplicate-text window) and
     /// move the intent to `authorized` with a dispatch lease. The returned value is the only way to dispatch.
+    ///
+    /// A transaction whose outcome is unknown (the connection broke, or the commit's answer was lost) is read
+    /// back under the intent's row lock before anything is decided: committed and still this claim's, the
+    /// authorization is returned as if the answer had arrived; rolled back, it is tried once more; anything
+    /// else is the original error, and nothing may be sent.
     pub async fn authorize_dispatch(
+        &self,
+        claim: &Claim,
+        current_contract_hash: &str,
+        now: Timestamp,
+    ) -> Result<DispatchAuthorization, StoreError> {
+        let (mut tries, mut now) = (0, now);
+        loop {
+            tries += 1;
+            if tries > 1 {
+                now = Timestamp::now();
+            }
+            let err = match self.authorize_once(claim, current_contract_hash, now).await {
+                Err(e) if e.outcome_unknown() => e,
+                done => return done,
+            };
+            tracing::warn!(key = %claim.fence.key, error = %err, "authorization's outcome unknown; reading it back");
+            match self.authorization_after_doubt(claim).await {
+                Ok(Doubt::Committed(auth)) => return Ok(auth),
+                Ok(Doubt::RolledBack) if tries < 2 => continue,
+                Ok(_) | Err(_) => return Err(err),
+            }
+        }
+    }
+
+    /// After an authorization whose outcome is unknown: wait for the intent's row lock (the broken
+    /// transaction's backend holds it until it commits or rolls back; bounded by a lock timeout), then read
+    /// what committed. The read is retried a few times over a few seconds while the database is away.
+    async fn authorization_after_doubt(&self, claim: &Claim) -> Result<Doubt, StoreError> {
+        let f = &claim.fence;
+        let mut last = None;
+        for pause_ms in [0u64, 250, 1_000, 2_000] {
+            tokio::time::sleep(std::time::Duration::from_millis(pause_ms)).await;
+            let read = self
+                .write(async |tx| {
+                    if tx.dialect() == crate::store::Dialect::Postgres {
+                        sqlx::query("SET LOCAL lock_timeout = '5s'")
+                            .execute(tx.conn())
+                            .await
+                            .map_err(map_db)?;
+                        sqlx::query("SELECT 1 FROM intents WHERE delivery_key = $1 FOR UPDATE")
+                            .bind(f.key.as_str())
+                            .execute(tx.conn())
+                            .await
+                            .map_err(map_db)?;
+                    }
+                    tx.intent(&f.key).await
+                })
+                .await;
+            let row = match read {
+                Ok(row) => row,
+                Err(e) if e.outcome_unknown() => {
+                    last = Some(e);
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let it = &row.intent;
+            let this_claim = it.generation == f.generation
+                && it.epoch == f.epoch
+                && it.current_attempt.as_deref() == Some(f.attempt.as_str());
+            let now = Timestamp::now().0;
+            return Ok(match (it.state, this_claim, it.lease_expires_at) {
+                // Committed, and enough of the dispatch lease is left for the press (the normal path presses
+                // at once; this one has spent part of the lease finding out).
+                (Status::Authorized, true, Some(until))
+                    if until - now >= self.policy.dispatch_lease_ms / 2 =>
+                {
+                    Doubt::Committed(DispatchAuthorization::new(f.clone(), until))
+                }
+                (Status::Pending, true, _) => Doubt::RolledBack,
+                _ => Doubt::Neither,
+            });
+        }
+        Err(last.unwrap_or(StoreError::Locked(0)))
+    }
+
+    /// One authorization transaction.
+    async fn authorize_once(
         &self,
         claim: &Claim,
         current_contract_hash: &str,
@@ -34,7 +127,7 @@ impl Store {
                     // The claim's identity is its generation: issued once, from a source nothing resets, and
                     // paired with the epoch across restores. A released claim has no lease, so the liveness
                     // clause refuses it too.
-                    "UPDATE intents SET state = 'authorized', lease_expires_at = $5, authorized_at = $4, \
+                    "/* oncepost: authorize */ UPDATE intents SET state = 'authorized', lease_expires_at = $5, authorized_at = $4, \
                      updated_at = $4 \
                      WHERE delivery_key = $1 AND state = 'pending' AND generation = $2 AND epoch = $3 \
                      AND lease_expires_at > $4 \

@@ -56,11 +56,40 @@ impl Store {
     /// Settle an attempt. Published and indeterminate need the intent authorized under this fence; failed is
     /// also accepted from the claim holder before authorization (nothing can have been sent then). A stale
     /// generation, epoch or attempt is rejected with [`StoreError::Fenced`].
+    ///
+    /// A settle whose outcome is unknown (the connection broke, or the commit's answer was lost) is tried
+    /// again a few times over a few seconds: the retry finds either the row as it was (and settles it) or the
+    /// row already at this settle's state under this very attempt (the first commit landed: nothing more is
+    /// written). What the page did is known by then; losing it to a lost answer would leave a sent post for
+    /// the sweep to call indeterminate.
     pub async fn settle(
         &self,
         fence: &Fence,
         outcome: &Settlement,
         now: Timestamp,
+    ) -> Result<Status, StoreError> {
+        let mut first_error = None;
+        for pause_ms in [0u64, 250, 1_000, 2_000] {
+            tokio::time::sleep(std::time::Duration::from_millis(pause_ms)).await;
+            let again = first_error.is_some();
+            match self.settle_once(fence, outcome, now, again).await {
+                Err(e) if e.outcome_unknown() => {
+                    tracing::warn!(key = %fence.key, error = %e, "settle's outcome unknown; trying again");
+                    first_error.get_or_insert(e);
+                }
+                done => return done,
+            }
+        }
+        Err(first_error.unwrap_or(StoreError::Locked(0)))
+    }
+
+    /// One settle transaction; `again` after one whose outcome is unknown.
+    async fn settle_once(
+        &self,
+        fence: &Fence,
+        outcome: &Settlement,
+        now: Timestamp,
+        again: bool,
     ) -> Result<Status, StoreError> {
         let (event, to, reason, details, platform_id, permalink) = match outcome {
             Settlement::Published {
@@ -107,13 +136,22 @@ impl Store {
                 held: fence.generation,
                 current_generation: row.intent.generation,
             };
+            // The earlier try committed: this attempt's row is already where this settle takes it.
+            if again
+                && from == to
+                && row.intent.generation == fence.generation
+                && row.intent.epoch == fence.epoch
+                && row.intent.current_attempt.as_deref() == Some(fence.attempt.as_str())
+            {
+                return Ok(to);
+            }
             if from.next(event).is_err() {
                 return Err(stale);
             }
             // The guard: the state we read, this attempt's fence, the store's epoch, and (before authorization)
             // the claim still held by this worker.
             let r = sqlx::query(
-                "UPDATE intents SET state = $5, lease_owner = NULL, lease_expires_at = NULL, \
+                "/* oncepost: settle */ UPDATE intents SET state = $5, lease_owner = NULL, lease_expires_at = NULL, \
                  platform_id = COALESCE($6, platform_id), permalink = COALESCE($7, permalink), updated_at = $8 \
                  WHERE id = $1 AND state = $9 AND generation = $2 AND epoch = $3 AND current_attempt = $4 \
                  AND epoch = (SELECT m.epoch FROM store_meta m WHERE m.id = 1) \
