@@ -379,11 +379,18 @@ pub async fn run(ctx: &Context, args: PublishArgs, log: LogFormat) -> Result<Exi
                 },
                 None => None,
             };
+            // Whether this run pressed is known only while the intent has not been authorized: a fence or
+            // lock met after the press (a settle refused by an epoch bump, a store locked past the wait)
+            // must not read as "nothing went out", or a caller might publish the text again under a new key.
+            let pressed = match state {
+                None | Some(Status::Pending) | Some(Status::Failed) => serde_json::json!(false),
+                Some(_) => serde_json::Value::Null,
+            };
             outln!(
                 "{}",
                 serde_json::json!({
                     "key": key.map(|k| k.as_str().to_string()), "state": state,
-                    "in_progress_elsewhere": true, "pressed": false, "message": e.message,
+                    "in_progress_elsewhere": true, "pressed": pressed, "message": e.message,
                 })
             );
             return Err(e);
