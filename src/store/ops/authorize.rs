@@ -125,7 +125,7 @@ impl Store {
             None => ("", -1),
         };
         let jitter_ppm = (uuid::Uuid::new_v4().as_u128() % 1_000_000) as i64;
-        let outcome = self.write(async |tx| {
+        let outcome = self.write_generic_plans(async |tx| {
             let id: Option<(i64, String, String, Option<String>)> = {
                 sqlx::query_as(
                     // The claim's identity is its generation: issued once, from a source nothing resets, and

@@ -112,7 +112,7 @@ impl Store {
             .map(|i| format!(" AND i.account <> ${}", i + 5))
             .collect();
         let keys: Vec<String> = self
-            .write(async |tx| {
+            .write_generic_plans(async |tx| {
                 let sql = format!(
                     "UPDATE intents SET run_after = $3 WHERE id IN ( \
                      SELECT i.id FROM intents i JOIN accounts a ON a.name = i.account \
