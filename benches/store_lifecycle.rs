@@ -9,6 +9,7 @@
 //! nothing due; a source capture and the freshness fence) next to the same on the empty store, as a ratio.
 //!
 //! PostgreSQL: `ONCEPOST_BENCH_PG` (a URL), else an ephemeral cluster with fsync=on from scripts/pg-ephemeral.sh.
+//! `ONCEPOST_BENCH_DIR` keeps the SQLite files in that directory (a PostgreSQL URL given keeps its databases).
 // `Begun::Claimed(c) => c, other => panic!(..)`: any other variant ends the run.
 #![allow(clippy::match_wildcard_for_single_variants)]
 use std::collections::BTreeMap;
@@ -258,13 +259,16 @@ async fn main() {
         .and_then(|i| args.get(i + 1))
         .map(|v| v.split(',').filter_map(|x| x.trim().parse().ok()).collect())
         .unwrap_or_else(|| vec![0]);
+    // `ONCEPOST_BENCH_DIR` keeps the SQLite files there (for EXPLAIN QUERY PLAN afterwards).
     let dir = tempfile::tempdir().expect("tempdir");
+    let keep = std::env::var_os("ONCEPOST_BENCH_DIR").map(std::path::PathBuf::from);
+    let sqlite_dir = keep.as_deref().unwrap_or(dir.path());
     let mut rows = Vec::new();
     for &h in &sizes {
         rows.push(
             measure(
                 "sqlite (WAL, synchronous=FULL)",
-                StoreLocation::Sqlite(dir.path().join(format!("bench-{h}.db"))),
+                StoreLocation::Sqlite(sqlite_dir.join(format!("bench-{h}.db"))),
                 n,
                 h,
             )

@@ -121,6 +121,7 @@ fn warm_browsers() -> String {
 
 /// One host slot: a data dir whose account profiles are logged in, and the worker process running there now.
 struct Host {
+    name: String,
     oncepost: Oncepost,
     worker: Option<tokio::process::Child>,
     started: usize,
@@ -141,10 +142,18 @@ impl Host {
             "--warm-browsers",
             &warm_browsers(),
         ]);
+        // `ONCEPOST_CHAOS_LOGS=DIR` keeps each worker's stderr (its steps and their times) there.
+        let stderr = match std::env::var_os("ONCEPOST_CHAOS_LOGS") {
+            Some(dir) => std::fs::File::create(
+                PathBuf::from(dir).join(format!("{}-{}.log", self.name, self.started)),
+            )
+            .map_or_else(|_| std::process::Stdio::null(), std::process::Stdio::from),
+            None => std::process::Stdio::null(),
+        };
         cmd.env("ONCEPOST_CLAIM_LEASE", "20s")
             .env("ONCEPOST_DISPATCH_LEASE", "20s")
             .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null());
+            .stderr(stderr);
         self.worker = Some(cmd.spawn().expect("spawn worker"));
         self.started += 1;
     }
@@ -236,6 +245,7 @@ async fn run(plan: Plan) -> Report {
     // lasting session in the slot's profile); the slots log in side by side.
     let mut hosts: Vec<Host> = (0..plan.workers)
         .map(|h| Host {
+            name: format!("host{h}"),
             oncepost: Oncepost::new(dir.path().join(format!("host{h}")))
                 .with_store(Some(through_proxy.clone())),
             worker: None,

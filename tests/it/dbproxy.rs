@@ -65,6 +65,10 @@ impl DbProxy {
                     let Ok(server) = TcpStream::connect(("127.0.0.1", upstream_port)).await else {
                         return;
                     };
+                    // Small writes go out at once: with Nagle's algorithm a message written after another
+                    // waits for the first one's (delayed) ACK, about 40 ms per round trip.
+                    let _ = client.set_nodelay(true);
+                    let _ = server.set_nodelay(true);
                     let (cr, cw) = client.into_split();
                     let (sr, sw) = server.into_split();
                     let hold = Arc::new(AtomicBool::new(false));
@@ -168,35 +172,43 @@ async fn frontend(
         if d > 0 {
             tokio::time::sleep(Duration::from_millis(d)).await;
         }
-        // Pass on every complete message; a snip decides at a tagged transaction's COMMIT.
+        // Pass on every complete message, in one write per read (as the client wrote them); a snip decides at
+        // a tagged transaction's COMMIT.
         let mut at = 0;
+        let mut snip = None;
         while let Some(len) = wire.next_len(&pending[at..]) {
-            let msg = &pending[at..at + len];
-            match wire.look(msg, &shared) {
-                Look::Pass => {}
-                Look::Snip(Snip::BeforeCommit) => {
-                    shared.snipped.fetch_add(1, Ordering::SeqCst);
-                    hold.store(true, Ordering::SeqCst);
-                    let _ = cut_tx.send(true);
-                    break 'conn;
-                }
-                Look::Snip(Snip::AfterCommit) => {
-                    hold.store(true, Ordering::SeqCst);
-                    // The COMMIT and whatever follows it in this read (a Sync) go on; the answer does not.
-                    let _ = to.write_all(&pending[at..]).await;
-                    let _ = to.flush().await;
-                    tokio::time::sleep(Duration::from_millis(500)).await;
-                    shared.snipped.fetch_add(1, Ordering::SeqCst);
-                    let _ = cut_tx.send(true);
-                    break 'conn;
-                }
-            }
-            if to.write_all(msg).await.is_err() {
-                break 'conn;
+            if let Look::Snip(s) = wire.look(&pending[at..at + len], &shared) {
+                snip = Some(s);
+                break;
             }
             at += len;
         }
-        pending.drain(..at);
+        match snip {
+            None => {
+                if to.write_all(&pending[..at]).await.is_err() {
+                    break 'conn;
+                }
+                pending.drain(..at);
+            }
+            Some(Snip::BeforeCommit) => {
+                // What came before the COMMIT goes on; the COMMIT does not, and the connection drops.
+                hold.store(true, Ordering::SeqCst);
+                let _ = to.write_all(&pending[..at]).await;
+                shared.snipped.fetch_add(1, Ordering::SeqCst);
+                let _ = cut_tx.send(true);
+                break 'conn;
+            }
+            Some(Snip::AfterCommit) => {
+                hold.store(true, Ordering::SeqCst);
+                // The COMMIT and whatever follows it in this read (a Sync) go on; the answer does not.
+                let _ = to.write_all(&pending).await;
+                let _ = to.flush().await;
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                shared.snipped.fetch_add(1, Ordering::SeqCst);
+                let _ = cut_tx.send(true);
+                break 'conn;
+            }
+        }
     }
     let _ = to.shutdown().await;
 }
