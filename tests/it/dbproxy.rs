@@ -199,12 +199,14 @@ async fn frontend(
                 break 'conn;
             }
             Some(Snip::AfterCommit) => {
+                // Counted now: the client may see the connection drop (the held answer ends the backend's
+                // relay) and finish before the sleep below does.
+                shared.snipped.fetch_add(1, Ordering::SeqCst);
                 hold.store(true, Ordering::SeqCst);
                 // The COMMIT and whatever follows it in this read (a Sync) go on; the answer does not.
                 let _ = to.write_all(&pending).await;
                 let _ = to.flush().await;
                 tokio::time::sleep(Duration::from_millis(500)).await;
-                shared.snipped.fetch_add(1, Ordering::SeqCst);
                 let _ = cut_tx.send(true);
                 break 'conn;
             }
