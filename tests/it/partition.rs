@@ -35,23 +35,33 @@ async fn a_partition_at_commit_of_an_authorization_or_a_settle_neither_duplicate
         ])
         .await;
     assert_eq!(code, 0, "{out} {err}");
-    let login = format!("{base}/login?account=p0");
-    let (code, out, err) = o
-        .run(&[
-            "publish",
-            "--contract",
-            contract,
-            "--account",
-            "p0",
-            "--base-url",
-            &base,
-            "--login-url",
-            &login,
-            "--text",
-            "partition: logged in",
-        ])
-        .await;
-    assert_eq!(code, 0, "login publish: {out} {err}");
+    let publish = |text: String, login: Option<String>| {
+        let (o, base) = (o.clone(), base.clone());
+        async move {
+            let mut args = vec![
+                "publish",
+                "--json",
+                "--contract",
+                contract,
+                "--account",
+                "p0",
+                "--base-url",
+                &base,
+                "--text",
+                &text,
+            ];
+            if let Some(l) = &login {
+                args.extend(["--login-url", l.as_str()]);
+            }
+            o.run_json(&args).await
+        }
+    };
+    let (code, v, err) = publish(
+        "partition: logged in".into(),
+        Some(format!("{base}/login?account=p0")),
+    )
+    .await;
+    assert_eq!(code, 0, "login publish: {v} {err}");
     let cases = [
         ("oncepost: authorize", Snip::BeforeCommit),
         ("oncepost: authorize", Snip::AfterCommit),
@@ -63,20 +73,7 @@ async fn a_partition_at_commit_of_an_authorization_or_a_settle_neither_duplicate
         let text = format!("partition at COMMIT: {case}");
         let fired = proxy.snipped();
         proxy.arm(Target { tag, snip });
-        let (code, v, err) = o
-            .run_json(&[
-                "publish",
-                "--json",
-                "--contract",
-                contract,
-                "--account",
-                "p0",
-                "--base-url",
-                &base,
-                "--text",
-                &text,
-            ])
-            .await;
+        let (code, v, err) = publish(text.clone(), None).await;
         assert_eq!(
             proxy.snipped(),
             fired + 1,

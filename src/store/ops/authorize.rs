@@ -58,12 +58,8 @@ impl Store {
     async fn authorization_after_doubt(&self, claim: &Claim) -> Result<Doubt, StoreError> {
         let f = &claim.fence;
         let mut last = None;
-        for pause_ms in [0u64, 250, 1_000, 2_000] {
-            // Not even a zero sleep on the first try: a timer rounds up to the next millisecond tick
-            // (measured: +1 ms on every settle).
-            if pause_ms > 0 {
-                tokio::time::sleep(std::time::Duration::from_millis(pause_ms)).await;
-            }
+        for pause_ms in super::UNKNOWN_OUTCOME_PAUSES_MS {
+            super::pause_before_try(pause_ms).await;
             let read = self
                 .write(async |tx| {
                     if tx.dialect() == crate::store::Dialect::Postgres {

@@ -29,6 +29,18 @@ pub(crate) mod sources;
 use super::error::StoreError;
 use super::state::{EventKind, Status};
 
+/// Pauses before each try of a transaction whose outcome was unknown (the first try at once): about 3 s in
+/// all, long enough for a PostgreSQL crash-restart or a dropped connection to come back.
+const UNKNOWN_OUTCOME_PAUSES_MS: [u64; 4] = [0, 250, 1_000, 2_000];
+
+/// Wait before try number `i` (from 0) of [`UNKNOWN_OUTCOME_PAUSES_MS`]. No timer at all for the first: a
+/// zero sleep still waits for the timer's next millisecond tick (measured: +1 ms on every settle).
+async fn pause_before_try(pause_ms: u64) {
+    if pause_ms > 0 {
+        tokio::time::sleep(std::time::Duration::from_millis(pause_ms)).await;
+    }
+}
+
 /// The target state the state table gives, or a `WrongState` error for `operation`.
 fn transition(
     from: Status,

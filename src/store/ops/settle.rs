@@ -69,12 +69,8 @@ impl Store {
         now: Timestamp,
     ) -> Result<Status, StoreError> {
         let mut first_error = None;
-        for pause_ms in [0u64, 250, 1_000, 2_000] {
-            // Not even a zero sleep on the first try: a timer rounds up to the next millisecond tick
-            // (measured: +1 ms on every settle).
-            if pause_ms > 0 {
-                tokio::time::sleep(std::time::Duration::from_millis(pause_ms)).await;
-            }
+        for pause_ms in super::UNKNOWN_OUTCOME_PAUSES_MS {
+            super::pause_before_try(pause_ms).await;
             let again = first_error.is_some();
             match self.settle_once(fence, outcome, now, again).await {
                 Err(e) if e.outcome_unknown() => {
