@@ -4,6 +4,9 @@
 //! or after it (the transaction commits and its answer is lost). The transaction is chosen by a tag the store
 //! puts in its statements (`/* oncepost: authorize */`, `/* oncepost: settle */`), read from the frontend
 //! protocol's messages: a simple query, or a `Parse` (and every later `Bind` of that prepared statement).
+//! A tagged statement run outside a transaction block (the store's one-statement transitions on PostgreSQL)
+//! is its own transaction: it commits at the `Sync` that ends it, so that `Sync` is where it is cut (a
+//! simple query: the query itself).
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -224,6 +227,10 @@ struct Wire {
     statements: HashMap<Vec<u8>, String>,
     /// The open transaction carried the armed tag.
     tagged: Option<Snip>,
+    /// A transaction block is open (`BEGIN` seen, no `COMMIT`/`ROLLBACK` yet).
+    in_block: bool,
+    /// A tagged statement ran outside a transaction block: cut at the `Sync` that commits it.
+    tagged_alone: Option<Snip>,
 }
 
 enum Look {
@@ -258,6 +265,11 @@ impl Wire {
             }
             return Look::Pass;
         }
+        if msg[0] == b'S'
+            && let Some(snip) = self.tagged_alone.take()
+        {
+            return Look::Snip(snip);
+        }
         let body = &msg[5..];
         let text = match msg[0] {
             b'Q' => Some(cstr(body, 0).0),
@@ -279,18 +291,31 @@ impl Wire {
             return Look::Pass;
         };
         let head = text.trim_start().to_ascii_uppercase();
+        if msg[0] != b'P' && (head.starts_with("BEGIN") || head.starts_with("START TRANSACTION")) {
+            self.in_block = true;
+        }
         if head.starts_with("COMMIT") || head.starts_with("END") {
+            self.in_block = false;
             if let Some(snip) = self.tagged.take() {
                 return Look::Snip(snip);
             }
-        } else if head.starts_with("ROLLBACK") {
+        } else if head.starts_with("ROLLBACK") || head.starts_with("ABORT") {
+            self.in_block = false;
             self.tagged = None;
         } else if self.tagged.is_none() && msg[0] != b'P' {
             // A statement is tagged when it runs (a simple query, or a Bind of a prepared one), not when
             // it is prepared.
             let mut armed = shared.armed.lock().unwrap();
             if armed.as_ref().is_some_and(|t| text.contains(t.tag)) {
-                self.tagged = armed.take().map(|t| t.snip);
+                let snip = armed.take().map(|t| t.snip);
+                if self.in_block {
+                    self.tagged = snip;
+                } else if msg[0] == b'Q' {
+                    // A simple query outside a block commits as it runs.
+                    return snip.map_or(Look::Pass, Look::Snip);
+                } else {
+                    self.tagged_alone = snip;
+                }
             }
         }
         Look::Pass

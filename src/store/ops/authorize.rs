@@ -6,6 +6,7 @@ use crate::store::error::{AuthorizeRefusal, StoreError};
 use crate::store::model::*;
 use crate::store::rows::find_intent;
 use crate::store::state::{EventKind, Status};
+use crate::store::tx::Tx;
 use crate::store::{NewEvent, Store, is_duplicate_text, map_db, map_row};
 
 /// What an authorization whose outcome was unknown turned out to be.
@@ -121,7 +122,22 @@ impl Store {
             None => ("", -1),
         };
         let jitter_ppm = (uuid::Uuid::new_v4().as_u128() % 1_000_000) as i64;
+        let details = json!({ "lease_expires_at": lease_until, "contract_hash": current_contract_hash,
+                 "credential_version": claim.credential_version, "epoch": f.epoch });
         let outcome = self.write_generic_plans(async |tx| {
+            if tx.dialect() == crate::store::Dialect::Postgres {
+                let two = TwoStatements {
+                    claim,
+                    current_contract_hash,
+                    now,
+                    lease_until,
+                    lease_holder,
+                    lease_fence,
+                    jitter_ppm,
+                    details: &details,
+                };
+                return authorize_in_two_statements(tx, &two).await;
+            }
             let id: Option<(i64, String, String, Option<String>)> = {
                 sqlx::query_as(
                     // The claim's identity is its generation: issued once, from a source nothing resets, and
@@ -268,8 +284,7 @@ impl Store {
                 to: Status::Authorized,
                 actor: &f.owner,
                 reason: None,
-                details: &json!({ "lease_expires_at": lease_until, "contract_hash": current_contract_hash,
-                         "credential_version": claim.credential_version, "epoch": f.epoch }),
+                details: &details,
                 attempt: Some(f.attempt.as_str()),
                 generation: Some(f.generation),
             })
@@ -478,5 +493,121 @@ impl Store {
         .await
         .map_err(map_row)?;
         Ok(Some((n, max)))
+    }
+}
+
+/// What [`authorize_in_two_statements`] needs.
+struct TwoStatements<'a> {
+    claim: &'a Claim,
+    current_contract_hash: &'a str,
+    now: Timestamp,
+    lease_until: i64,
+    lease_holder: &'a str,
+    lease_fence: i64,
+    jitter_ppm: i64,
+    details: &'a serde_json::Value,
+}
+
+/// PostgreSQL: the authorization's guarded statements as two (four round trips with `BEGIN` and `COMMIT`,
+/// where the SQLite path's statements are eight to ten). The same guards, in the same order:
+///
+/// 1. the intent's guarded move to `authorized` (its claim, lease, contract, epoch, kill switches, the
+///    account lease), the source's share lock and freshness, the account's guarded update (not revoked, its
+///    credential version, the interval and jitter: its row lock serializes authorizations per account) and
+///    the platform limit's row lock, each only if the one before matched;
+/// 2. in a new statement, so in a snapshot taken after both row locks were granted: the caps' counts with
+///    the dispatch row, the platform's in-flight count, the text claim (the database refuses a duplicate
+///    inside its window) and the event, each only if the one before matched.
+///
+/// Two statements and not one: a statement's reads see the snapshot it started with, so counts made in the
+/// statement that waited for a lock would miss what the lock's previous holder committed.
+async fn authorize_in_two_statements(tx: &mut Tx, a: &TwoStatements<'_>) -> Result<(), StoreError> {
+    let f = &a.claim.fence;
+    let refused = || StoreError::Refused(AuthorizeRefusal::Conflict);
+    let first: Option<(i64, String, String, i64, i64)> = sqlx::query_as(
+        "/* oncepost: authorize */ WITH u AS (\
+             UPDATE intents SET state = 'authorized', lease_expires_at = $5, authorized_at = $4, updated_at = $4 \
+             WHERE delivery_key = $1 AND state = 'pending' AND generation = $2 AND epoch = $3 \
+             AND lease_expires_at > $4 AND contract_hash = $6 \
+             AND epoch = (SELECT m.epoch FROM store_meta m WHERE m.id = 1) \
+             AND NOT EXISTS (SELECT 1 FROM switches s WHERE s.engaged = 1 AND (s.scope = 'global' \
+                 OR (s.scope = 'platform' AND s.name = intents.platform) \
+                 OR (s.scope = 'platform' AND s.name = intents.contract_platform) \
+                 OR (s.scope = 'account' AND s.name = intents.account))) \
+             AND NOT EXISTS (SELECT 1 FROM account_leases l WHERE l.account = intents.account \
+                 AND l.expires_at > $4 AND NOT (l.holder = $7 AND l.fence = $8)) \
+             RETURNING id, account, COALESCE(contract_platform, platform) AS platform, source_ref), \
+         fresh AS (SELECT 1 AS ok FROM u JOIN claims c ON c.claim_id = u.source_ref \
+             JOIN source_versions v ON v.version_id = c.version_id JOIN sources s ON s.stable_id = v.stable_id \
+             WHERE s.head_version = c.version_id FOR SHARE OF s), \
+         acct AS (UPDATE accounts SET last_dispatch_at = $4, \
+             next_dispatch_at = $4 + min_interval_ms + (jitter_ms * $9) / 1000000 \
+             WHERE name = (SELECT account FROM u) AND revoked = 0 AND credential_version = $10 \
+             AND (last_dispatch_at IS NULL OR last_dispatch_at + min_interval_ms <= $4) \
+             AND (next_dispatch_at IS NULL OR next_dispatch_at <= $4) \
+             AND ((SELECT source_ref FROM u) IS NULL OR EXISTS (SELECT 1 FROM fresh)) \
+             RETURNING name), \
+         lim AS (UPDATE platform_limits SET changed_at = changed_at \
+             WHERE platform = (SELECT platform FROM u) AND EXISTS (SELECT 1 FROM acct) RETURNING platform) \
+         SELECT u.id, u.account, u.platform, (SELECT COUNT(*) FROM acct), (SELECT COUNT(*) FROM lim) FROM u",
+    )
+    .bind(f.key.as_str())
+    .bind(f.generation)
+    .bind(f.epoch)
+    .bind(a.now.0)
+    .bind(a.lease_until)
+    .bind(a.current_contract_hash)
+    .bind(a.lease_holder)
+    .bind(a.lease_fence)
+    .bind(a.jitter_ppm)
+    .bind(a.claim.credential_version)
+    .fetch_optional(tx.conn())
+    .await
+    .map_err(map_row)?;
+    let Some((intent_id, account, platform, account_ok, limited)) = first else {
+        return Err(refused());
+    };
+    if account_ok != 1 {
+        return Err(refused());
+    }
+    let second: Result<i64, sqlx::Error> = sqlx::query_scalar(
+        "WITH d AS (INSERT INTO dispatches (account, intent_id, at) SELECT a.name, $2, $3 FROM accounts a \
+             WHERE a.name = $1 \
+             AND (a.hourly_cap IS NULL OR (SELECT COUNT(*) FROM dispatches d \
+                  WHERE d.account = $1 AND d.at > $3 - 3600000) < a.hourly_cap) \
+             AND (a.daily_cap IS NULL OR (SELECT COUNT(*) FROM dispatches d \
+                  WHERE d.account = $1 AND d.at > $3 - 86400000) < a.daily_cap) \
+             RETURNING intent_id), \
+         l AS (SELECT d.intent_id FROM d WHERE $5 = 0 OR EXISTS (SELECT 1 FROM platform_limits p \
+             WHERE p.platform = $4 AND (SELECT COUNT(*) FROM intents x WHERE x.state = 'authorized' \
+             AND COALESCE(x.contract_platform, x.platform) = $4) <= p.max_in_flight)), \
+         t AS (INSERT INTO text_claims (intent_id, account, content_hash, claimed_at, window_ms, exempt) \
+             SELECT i.id, i.account, i.content_hash, $3, a.dup_window_ms, \
+                    CASE WHEN i.redelivery_of IS NULL THEN 0 ELSE 1 END \
+             FROM l JOIN intents i ON i.id = l.intent_id JOIN accounts a ON a.name = i.account \
+             RETURNING intent_id), \
+         e AS (INSERT INTO events (intent_id, at, kind, from_state, to_state, actor, reason, details, \
+             attempt_token, generation) \
+             SELECT t.intent_id, $3, 'authorized', 'pending', 'authorized', $6, NULL, $7, $8, $9 FROM t \
+             RETURNING id) \
+         SELECT COUNT(*) FROM e",
+    )
+    .bind(&account)
+    .bind(intent_id)
+    .bind(a.now.0)
+    .bind(&platform)
+    .bind(limited)
+    .bind(&f.owner)
+    // The same redaction as every appended event.
+    .bind(crate::redact::json(a.details).to_string())
+    .bind(f.attempt.as_str())
+    .bind(f.generation)
+    .fetch_one(tx.conn())
+    .await;
+    match second {
+        Ok(1) => Ok(()),
+        Ok(_) => Err(refused()),
+        Err(e) if is_duplicate_text(&e) => Err(refused()),
+        Err(e) => Err(map_db(e)),
     }
 }

@@ -27,6 +27,16 @@ impl Store {
             ));
         }
         let claim_lease_ms = self.policy.claim_lease_ms;
+        // PostgreSQL, first try: the common case (a pending row nobody has claimed) in one statement. Anything
+        // else (a live or expired claim, the attempt cap, a revoked or unknown account, no such key) is left
+        // to the transaction below, which decides it and says why.
+        if self.dialect == crate::store::Dialect::Postgres
+            && let Some(claim) = self
+                .begin_in_one_statement(key, owner, contract_hash, now)
+                .await?
+        {
+            return Ok(Begun::Claimed(claim));
+        }
         self.write(async |tx| {
             let row = tx.intent(key).await?;
             let it = &row.intent;
@@ -198,5 +208,85 @@ impl Store {
                 account_lease: None,
             }))
         }).await
+    }
+}
+
+impl Store {
+    /// PostgreSQL: `begin` for a pending intent with no claim on it, in one autocommit statement: lock the
+    /// row, read the account's credential version (not revoked), issue the generation, read the epoch, the
+    /// guarded claim (the transaction's guard, plus "nobody holds or held a claim": a takeover appends a
+    /// release event, which the transaction path writes), the attempt row and the `begun` event. `None`
+    /// when its guard matched nothing: nothing was written (a generation may have been issued and is never
+    /// used; generations need only be unique and increasing).
+    async fn begin_in_one_statement(
+        &self,
+        key: &DeliveryKey,
+        owner: &str,
+        contract_hash: &str,
+        now: Timestamp,
+    ) -> Result<Option<Claim>, StoreError> {
+        let token = AttemptToken::mint();
+        let expires = now.plus_ms(self.policy.claim_lease_ms).0;
+        // What the event's details carry that is known here, through the redaction layer like every event;
+        // the row's numbers (ordinal, epoch, credential version) are added by the statement.
+        let known = crate::redact::json(
+            &json!({ "lease_expires_at": expires, "contract_hash": contract_hash }),
+        );
+        let row: Option<(i64, i64, i64, i64)> = sqlx::query_as(
+            "/* oncepost: begin */ WITH o AS (\
+                 SELECT id, generation, account FROM intents WHERE delivery_key = $1 AND state = 'pending' \
+                 AND lease_owner IS NULL AND attempt_count < max_attempts \
+                 AND (lease_expires_at IS NULL OR lease_expires_at <= $4) FOR UPDATE), \
+             a AS (SELECT credential_version FROM accounts WHERE name = (SELECT account FROM o) AND revoked = 0), \
+             g AS (SELECT nextval('fencing_generation') AS generation FROM o, a), \
+             m AS (SELECT epoch FROM store_meta WHERE id = 1), \
+             u AS (UPDATE intents i SET generation = g.generation, epoch = m.epoch, lease_owner = $2, \
+                 lease_expires_at = $5, current_attempt = $3, attempt_count = i.attempt_count + 1, \
+                 contract_hash = $6, credential_version = a.credential_version, updated_at = $4 \
+                 FROM o, a, g, m WHERE i.id = o.id AND i.state = 'pending' AND i.lease_owner IS NULL \
+                 AND i.attempt_count < i.max_attempts \
+                 AND (i.lease_expires_at IS NULL OR i.lease_expires_at <= $4) AND i.generation = o.generation \
+                 RETURNING i.id, i.account, i.action_kind, i.attempt_count, i.generation, i.epoch, \
+                 i.credential_version), \
+             t AS (INSERT INTO attempts (token, intent_id, ordinal, account, action_kind, credential_version, \
+                 contract_hash, generation, epoch, owner, created_at) \
+                 SELECT $3, u.id, u.attempt_count, u.account, u.action_kind, u.credential_version, $6, \
+                 u.generation, u.epoch, $2, $4 FROM u), \
+             e AS (INSERT INTO events (intent_id, at, kind, from_state, to_state, actor, reason, details, \
+                 attempt_token, generation) \
+                 SELECT u.id, $4, 'begun', 'pending', 'pending', $2, NULL, \
+                 ($7::jsonb || jsonb_build_object('ordinal', u.attempt_count, 'epoch', u.epoch, \
+                 'credential_version', u.credential_version))::text, $3, u.generation FROM u) \
+             SELECT attempt_count, generation, epoch, credential_version FROM u",
+        )
+        .bind(key.as_str())
+        .bind(owner)
+        .bind(token.as_str())
+        .bind(now.0)
+        .bind(expires)
+        .bind(contract_hash)
+        .bind(known.to_string())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(map_db)?;
+        let Some((ordinal, generation, epoch, credential_version)) = row else {
+            return Ok(None);
+        };
+        self.commits
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(Some(Claim {
+            fence: Fence {
+                key: key.clone(),
+                attempt: token,
+                generation,
+                epoch,
+                owner: owner.to_string(),
+            },
+            lease_expires_at: expires,
+            ordinal,
+            contract_hash: contract_hash.to_string(),
+            credential_version,
+            account_lease: None,
+        }))
     }
 }

@@ -5,8 +5,9 @@ use serde_json::json;
 use super::transition;
 use crate::store::error::{AuthorizeRefusal, StoreError};
 use crate::store::model::*;
+use crate::store::rows::{INTENT_COLUMNS, IntentRecord, IntentRow};
 use crate::store::state::{EventKind, Status};
-use crate::store::{NewEvent, Store, map_db};
+use crate::store::{NewEvent, Store, map_db, map_row};
 
 use crate::identity::{ContentHash, DeliveryKey};
 
@@ -40,8 +41,67 @@ impl Store {
             request: new.request.clone(),
             claim: new.source.as_ref().map(|c| c.claim.clone()),
         });
+        // PostgreSQL, first try: a new intent without a source claim in one statement. An existing key, an
+        // unknown account and a source claim are left to the transaction below.
+        if self.dialect == crate::store::Dialect::Postgres
+            && new.source.is_none()
+            && let Some(intent) = self.create_in_one_statement(new, &key, now).await?
+        {
+            return Ok(Created {
+                intent,
+                created: true,
+            });
+        }
         self.insert_intent(new, &key, None, "creator", None, now)
             .await
+    }
+
+    /// PostgreSQL: create an intent (no source claim, not a redelivery) in one autocommit statement: the
+    /// insert, skipped when the key exists or the account does not, and its `created` event. `None` when
+    /// nothing was inserted (then nothing was written; the transaction path finds the existing row or says
+    /// which account is unknown).
+    async fn create_in_one_statement(
+        &self,
+        new: &NewIntent,
+        key: &DeliveryKey,
+        now: Timestamp,
+    ) -> Result<Option<Intent>, StoreError> {
+        let content = ContentHash::of(new.action, new.request.text.as_deref());
+        let request_json =
+            serde_json::to_string(&new.request).map_err(|e| StoreError::Invalid(e.to_string()))?;
+        // The same details, through the same redaction, as the transaction path's event.
+        let details = crate::redact::json(&json!({ "source_ref": serde_json::Value::Null }));
+        let sql = format!(
+            "/* oncepost: create */ WITH n AS (\
+                 INSERT INTO intents (delivery_key, account, platform, action_kind, target, request_json, \
+                 content_hash, state, max_attempts, created_at, updated_at) \
+                 SELECT $1, a.name, a.platform, $3, $4, $5, $6, 'pending', $7, $8, $8 \
+                 FROM accounts a WHERE a.name = $2 \
+                 ON CONFLICT (delivery_key) DO NOTHING RETURNING *), \
+             e AS (INSERT INTO events (intent_id, at, kind, from_state, to_state, actor, reason, details, \
+                 attempt_token, generation) \
+                 SELECT n.id, $8, 'created', NULL, 'pending', 'creator', NULL, $9, NULL, NULL FROM n) \
+             SELECT {INTENT_COLUMNS} FROM n"
+        );
+        let row: Option<IntentRecord> = sqlx::query_as(&sql)
+            .bind(key.as_str())
+            .bind(&new.account)
+            .bind(new.action.label())
+            .bind(&new.target)
+            .bind(&request_json)
+            .bind(content.as_str())
+            .bind(self.policy.max_attempts)
+            .bind(now.0)
+            .bind(details.to_string())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(map_row)?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        self.commits
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(Some(IntentRow::try_from(row)?.intent))
     }
 
     /// Insert an intent row unless its key exists. Shared by create and redeliver.
