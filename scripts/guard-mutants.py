@@ -79,7 +79,7 @@ def g(name, scope, old, new, why, tests=DEFAULT_TESTS, expect=()):
 
 GUARDS = [
     # ---- create / redeliver (src/store: insert_intent)
-    g("create: idempotent on key", STORE, "ON CONFLICT (delivery_key) DO NOTHING RETURNING id", "RETURNING id",
+    g("create: idempotent on key", STORE, "\\\n                 ON CONFLICT (delivery_key) DO NOTHING\"", "\"",
       "the same request never makes a second row (create returns the existing intent)"),
     g("create: only for a registered account", STORE, "FROM accounts a WHERE a.name = $2 \\\n                 ON CONFLICT",
       "FROM accounts a WHERE a.name = a.name \\\n                 ON CONFLICT",
@@ -103,6 +103,12 @@ GUARDS = [
       "AND attempt_count >= max_attempts \\\n                     AND (lease_expires_at IS NULL OR lease_expires_at <= $2)",
       "AND attempt_count >= max_attempts",
       "the cap's park never pulls an intent from under a worker that holds its last attempt's claim"),
+    # ---- begin in one statement (PostgreSQL; the transaction above decides everything else)
+    g("begin (one statement): nobody holds or held a claim", STORE,
+      "AND i.state = 'pending' AND i.lease_owner IS NULL \\\n                 AND i.attempt_count < i.max_attempts \\\n                 AND (i.lease_expires_at IS NULL OR i.lease_expires_at <= $4) AND i.generation = o.generation",
+      "AND i.state = 'pending' \\\n                 AND i.attempt_count < i.max_attempts \\\n                 AND i.generation = o.generation",
+      "on PostgreSQL too, a live claim is never taken over and an expired one is released by the transaction",
+      expect=("begin_mints_exactly_one_attempt_and_elects_one_executor",)),
     # ---- authorize_dispatch (the last checkpoint before any byte)
     g("authorize: state = pending", STORE, "WHERE delivery_key = $1 AND state = 'pending' AND generation = $2 AND epoch = $3",
       "WHERE delivery_key = $1 AND generation = $2 AND epoch = $3",
@@ -163,6 +169,18 @@ GUARDS = [
     g("settle failed releases text claim", STORE, "sqlx::query(\"DELETE FROM text_claims WHERE intent_id = $1\")",
       "sqlx::query(\"DELETE FROM text_claims WHERE intent_id = -$1\")",
       "a send proven not to have happened frees its text for a retry"),
+    g("settle (one statement): generation + attempt fence", STORE,
+      "AND i.generation = $2 AND i.epoch = $3 AND i.current_attempt = $4", "AND i.epoch = $3",
+      "on PostgreSQL too, a stale worker cannot settle over a newer attempt",
+      expect=("a_stale_worker_cannot_settle_over_a_newer_authorized_dispatch",)),
+    g("authorize (PostgreSQL): the source gate", STORE,
+      "             AND ((SELECT source_ref FROM u) IS NULL OR EXISTS (SELECT 1 FROM fresh)) \\\n", "",
+      "on PostgreSQL, a post whose source was superseded is never authorized",
+      tests=("sources",), expect=("the_gate_refuses_a_superseded_source",)),
+    g("authorize (PostgreSQL): the hourly cap", STORE,
+      "             AND (a.hourly_cap IS NULL OR (SELECT COUNT(*) FROM dispatches d \\\n                  WHERE d.account = $1 AND d.at > $2 - 3600000) < a.hourly_cap) \\\n", "",
+      "on PostgreSQL, an account's hourly cap holds across hosts",
+      tests=("queue",), expect=("concurrent_authorizations_never_exceed_a_cap",)),
     # ---- sweep
     # The candidate query and the guarded UPDATE both test expiry; the UPDATE decides, the query only avoids
     # useless writes. Removing either one alone changes nothing observable (the other still holds), so the

@@ -9,6 +9,37 @@ use crate::store::state::{EventKind, Status};
 use crate::store::tx::Tx;
 use crate::store::{NewEvent, Store, is_duplicate_text, map_db, map_row};
 
+/// The intent's guarded move to `authorized` (its claim, lease, contract, epoch, the kill switches, the account
+/// lease), one text for both backends' authorizations, so the guard is written once.
+macro_rules! authorize_intent_sql {
+    () => {
+        "UPDATE intents SET state = 'authorized', lease_expires_at = $5, authorized_at = $4, \
+                     updated_at = $4 \
+                     WHERE delivery_key = $1 AND state = 'pending' AND generation = $2 AND epoch = $3 \
+                     AND lease_expires_at > $4 \
+                     AND contract_hash = $6 \
+                     AND epoch = (SELECT m.epoch FROM store_meta m WHERE m.id = 1) \
+                     AND NOT EXISTS (SELECT 1 FROM switches s WHERE s.engaged = 1 AND (s.scope = 'global' \
+                         OR (s.scope = 'platform' AND s.name = intents.platform) \
+                         OR (s.scope = 'platform' AND s.name = intents.contract_platform) \
+                         OR (s.scope = 'account' AND s.name = intents.account))) \
+                     AND NOT EXISTS (SELECT 1 FROM account_leases l WHERE l.account = intents.account \
+                         AND l.expires_at > $4 AND NOT (l.holder = $7 AND l.fence = $8)) \
+                     RETURNING id, account, COALESCE(contract_platform, platform) AS platform, source_ref"
+    };
+}
+
+/// The text claim of an authorized intent (`$2`: now): the database refuses a duplicate inside the account's
+/// window (exclusion constraint / trigger); a person's redelivery is exempt. The caller ends the `FROM` clause.
+macro_rules! text_claim_sql {
+    () => {
+        "INSERT INTO text_claims (intent_id, account, content_hash, claimed_at, window_ms, exempt) \
+                 SELECT i.id, i.account, i.content_hash, $2, a.dup_window_ms, \
+                        CASE WHEN i.redelivery_of IS NULL THEN 0 ELSE 1 END \
+                 FROM intents i JOIN accounts a ON a.name = i.account "
+    };
+}
+
 /// What an authorization whose outcome was unknown turned out to be.
 enum Doubt {
     /// It committed, for this claim, with enough of its dispatch lease left to press.
@@ -143,19 +174,7 @@ impl Store {
                     // The claim's identity is its generation: issued once, from a source nothing resets, and
                     // paired with the epoch across restores. A released claim has no lease, so the liveness
                     // clause refuses it too.
-                    "/* oncepost: authorize */ UPDATE intents SET state = 'authorized', lease_expires_at = $5, authorized_at = $4, \
-                     updated_at = $4 \
-                     WHERE delivery_key = $1 AND state = 'pending' AND generation = $2 AND epoch = $3 \
-                     AND lease_expires_at > $4 \
-                     AND contract_hash = $6 \
-                     AND epoch = (SELECT m.epoch FROM store_meta m WHERE m.id = 1) \
-                     AND NOT EXISTS (SELECT 1 FROM switches s WHERE s.engaged = 1 AND (s.scope = 'global' \
-                         OR (s.scope = 'platform' AND s.name = intents.platform) \
-                         OR (s.scope = 'platform' AND s.name = intents.contract_platform) \
-                         OR (s.scope = 'account' AND s.name = intents.account))) \
-                     AND NOT EXISTS (SELECT 1 FROM account_leases l WHERE l.account = intents.account \
-                         AND l.expires_at > $4 AND NOT (l.holder = $7 AND l.fence = $8)) \
-                     RETURNING id, account, COALESCE(contract_platform, platform), source_ref",
+                    concat!("/* oncepost: authorize */ ", authorize_intent_sql!()),
                 )
                 .bind(f.key.as_str())
                 .bind(f.generation)
@@ -261,10 +280,7 @@ impl Store {
             }
             // The duplicate-text window is enforced by the database itself (exclusion constraint / trigger).
             let claimed = sqlx::query(
-                "INSERT INTO text_claims (intent_id, account, content_hash, claimed_at, window_ms, exempt) \
-                 SELECT i.id, i.account, i.content_hash, $2, a.dup_window_ms, \
-                        CASE WHEN i.redelivery_of IS NULL THEN 0 ELSE 1 END \
-                 FROM intents i JOIN accounts a ON a.name = i.account WHERE i.id = $1",
+                concat!(text_claim_sql!(), "WHERE i.id = $1"),
             )
             .bind(intent_id)
             .bind(now.0)
@@ -525,18 +541,10 @@ async fn authorize_in_two_statements(tx: &mut Tx, a: &TwoStatements<'_>) -> Resu
     let f = &a.claim.fence;
     let refused = || StoreError::Refused(AuthorizeRefusal::Conflict);
     let first: Option<(i64, String, String, i64, i64)> = sqlx::query_as(
-        "/* oncepost: authorize */ WITH u AS (\
-             UPDATE intents SET state = 'authorized', lease_expires_at = $5, authorized_at = $4, updated_at = $4 \
-             WHERE delivery_key = $1 AND state = 'pending' AND generation = $2 AND epoch = $3 \
-             AND lease_expires_at > $4 AND contract_hash = $6 \
-             AND epoch = (SELECT m.epoch FROM store_meta m WHERE m.id = 1) \
-             AND NOT EXISTS (SELECT 1 FROM switches s WHERE s.engaged = 1 AND (s.scope = 'global' \
-                 OR (s.scope = 'platform' AND s.name = intents.platform) \
-                 OR (s.scope = 'platform' AND s.name = intents.contract_platform) \
-                 OR (s.scope = 'account' AND s.name = intents.account))) \
-             AND NOT EXISTS (SELECT 1 FROM account_leases l WHERE l.account = intents.account \
-                 AND l.expires_at > $4 AND NOT (l.holder = $7 AND l.fence = $8)) \
-             RETURNING id, account, COALESCE(contract_platform, platform) AS platform, source_ref), \
+        concat!(
+            "/* oncepost: authorize */ WITH u AS (",
+            authorize_intent_sql!(),
+            "), \
          fresh AS (SELECT 1 AS ok FROM u JOIN claims c ON c.claim_id = u.source_ref \
              JOIN source_versions v ON v.version_id = c.version_id JOIN sources s ON s.stable_id = v.stable_id \
              WHERE s.head_version = c.version_id FOR SHARE OF s), \
@@ -549,7 +557,8 @@ async fn authorize_in_two_statements(tx: &mut Tx, a: &TwoStatements<'_>) -> Resu
              RETURNING name), \
          lim AS (UPDATE platform_limits SET changed_at = changed_at \
              WHERE platform = (SELECT platform FROM u) AND EXISTS (SELECT 1 FROM acct) RETURNING platform) \
-         SELECT u.id, u.account, u.platform, (SELECT COUNT(*) FROM acct), (SELECT COUNT(*) FROM lim) FROM u",
+         SELECT u.id, u.account, u.platform, (SELECT COUNT(*) FROM acct), (SELECT COUNT(*) FROM lim) FROM u"
+        ),
     )
     .bind(f.key.as_str())
     .bind(f.generation)
@@ -571,30 +580,30 @@ async fn authorize_in_two_statements(tx: &mut Tx, a: &TwoStatements<'_>) -> Resu
         return Err(refused());
     }
     let second: Result<i64, sqlx::Error> = sqlx::query_scalar(
-        "WITH d AS (INSERT INTO dispatches (account, intent_id, at) SELECT a.name, $2, $3 FROM accounts a \
+        concat!(
+            "WITH d AS (INSERT INTO dispatches (account, intent_id, at) SELECT a.name, $3, $2 FROM accounts a \
              WHERE a.name = $1 \
              AND (a.hourly_cap IS NULL OR (SELECT COUNT(*) FROM dispatches d \
-                  WHERE d.account = $1 AND d.at > $3 - 3600000) < a.hourly_cap) \
+                  WHERE d.account = $1 AND d.at > $2 - 3600000) < a.hourly_cap) \
              AND (a.daily_cap IS NULL OR (SELECT COUNT(*) FROM dispatches d \
-                  WHERE d.account = $1 AND d.at > $3 - 86400000) < a.daily_cap) \
+                  WHERE d.account = $1 AND d.at > $2 - 86400000) < a.daily_cap) \
              RETURNING intent_id), \
          l AS (SELECT d.intent_id FROM d WHERE $5 = 0 OR EXISTS (SELECT 1 FROM platform_limits p \
              WHERE p.platform = $4 AND (SELECT COUNT(*) FROM intents x WHERE x.state = 'authorized' \
              AND COALESCE(x.contract_platform, x.platform) = $4) <= p.max_in_flight)), \
-         t AS (INSERT INTO text_claims (intent_id, account, content_hash, claimed_at, window_ms, exempt) \
-             SELECT i.id, i.account, i.content_hash, $3, a.dup_window_ms, \
-                    CASE WHEN i.redelivery_of IS NULL THEN 0 ELSE 1 END \
-             FROM l JOIN intents i ON i.id = l.intent_id JOIN accounts a ON a.name = i.account \
-             RETURNING intent_id), \
+         t AS (",
+            text_claim_sql!(),
+            "JOIN l ON l.intent_id = i.id RETURNING intent_id), \
          e AS (INSERT INTO events (intent_id, at, kind, from_state, to_state, actor, reason, details, \
              attempt_token, generation) \
-             SELECT t.intent_id, $3, 'authorized', 'pending', 'authorized', $6, NULL, $7, $8, $9 FROM t \
+             SELECT t.intent_id, $2, 'authorized', 'pending', 'authorized', $6, NULL, $7, $8, $9 FROM t \
              RETURNING id) \
-         SELECT COUNT(*) FROM e",
+         SELECT COUNT(*) FROM e"
+        ),
     )
     .bind(&account)
-    .bind(intent_id)
     .bind(a.now.0)
+    .bind(intent_id)
     .bind(&platform)
     .bind(limited)
     .bind(&f.owner)

@@ -11,6 +11,19 @@ use crate::store::{NewEvent, Store, map_db, map_row};
 
 use crate::identity::{ContentHash, DeliveryKey};
 
+/// The intent's insert, one text for both paths of a create: only for a registered account (with its
+/// platform), and nothing when the key exists (the caller adds what it returns).
+macro_rules! insert_intent_sql {
+    () => {
+        "INSERT INTO intents (delivery_key, account, platform, action_kind, target, request_json, \
+                 content_hash, source_ref, redelivery_of, redelivery_json, state, max_attempts, created_at, \
+                 updated_at) \
+                 SELECT $1, a.name, a.platform, $3, $4, $5, $6, $7, $8, $9, 'pending', $10, $11, $11 \
+                 FROM accounts a WHERE a.name = $2 \
+                 ON CONFLICT (delivery_key) DO NOTHING"
+    };
+}
+
 /// Whether a database error is migration 0003's one-redelivery-per-consumed-intent trigger.
 fn is_one_redelivery(e: &sqlx::Error) -> bool {
     matches!(e, sqlx::Error::Database(db) if db.message().contains("oncepost_one_redelivery"))
@@ -72,16 +85,12 @@ impl Store {
         // The same details, through the same redaction, as the transaction path's event.
         let details = crate::redact::json(&json!({ "source_ref": serde_json::Value::Null }));
         let sql = format!(
-            "/* oncepost: create */ WITH n AS (\
-                 INSERT INTO intents (delivery_key, account, platform, action_kind, target, request_json, \
-                 content_hash, state, max_attempts, created_at, updated_at) \
-                 SELECT $1, a.name, a.platform, $3, $4, $5, $6, 'pending', $7, $8, $8 \
-                 FROM accounts a WHERE a.name = $2 \
-                 ON CONFLICT (delivery_key) DO NOTHING RETURNING *), \
+            "/* oncepost: create */ WITH n AS ({} RETURNING *), \
              e AS (INSERT INTO events (intent_id, at, kind, from_state, to_state, actor, reason, details, \
                  attempt_token, generation) \
-                 SELECT n.id, $8, 'created', NULL, 'pending', 'creator', NULL, $9, NULL, NULL FROM n) \
-             SELECT {INTENT_COLUMNS} FROM n"
+                 SELECT n.id, $11, 'created', NULL, 'pending', 'creator', NULL, $12, NULL, NULL FROM n) \
+             SELECT {INTENT_COLUMNS} FROM n",
+            insert_intent_sql!()
         );
         let row: Option<IntentRecord> = sqlx::query_as(&sql)
             .bind(key.as_str())
@@ -90,6 +99,9 @@ impl Store {
             .bind(&new.target)
             .bind(&request_json)
             .bind(content.as_str())
+            .bind(None::<&str>)
+            .bind(None::<&str>)
+            .bind(None::<&str>)
             .bind(self.policy.max_attempts)
             .bind(now.0)
             .bind(details.to_string())
@@ -136,12 +148,7 @@ impl Store {
                 .map_err(map_db)?;
             }
             let inserted: Result<Option<i64>, sqlx::Error> = sqlx::query_scalar(
-                "INSERT INTO intents (delivery_key, account, platform, action_kind, target, request_json, \
-                 content_hash, source_ref, redelivery_of, redelivery_json, state, max_attempts, created_at, \
-                 updated_at) \
-                 SELECT $1, a.name, a.platform, $3, $4, $5, $6, $7, $8, $9, 'pending', $10, $11, $11 \
-                 FROM accounts a WHERE a.name = $2 \
-                 ON CONFLICT (delivery_key) DO NOTHING RETURNING id",
+                concat!(insert_intent_sql!(), " RETURNING id"),
             )
             .bind(key.as_str())
             .bind(&new.account)
