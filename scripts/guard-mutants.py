@@ -105,8 +105,8 @@ GUARDS = [
       "the cap's park never pulls an intent from under a worker that holds its last attempt's claim"),
     # ---- begin in one statement (PostgreSQL; the transaction above decides everything else)
     g("begin (one statement): nobody holds or held a claim", STORE,
-      "AND i.state = 'pending' AND i.lease_owner IS NULL \\\n                 AND i.attempt_count < i.max_attempts \\\n                 AND (i.lease_expires_at IS NULL OR i.lease_expires_at <= $4) AND i.generation = o.generation",
-      "AND i.state = 'pending' \\\n                 AND i.attempt_count < i.max_attempts \\\n                 AND i.generation = o.generation",
+      "AND lease_owner IS NULL AND attempt_count < max_attempts \\\n                 AND (lease_expires_at IS NULL OR lease_expires_at <= $4) FOR UPDATE",
+      "AND attempt_count < max_attempts FOR UPDATE",
       "on PostgreSQL too, a live claim is never taken over and an expired one is released by the transaction",
       expect=("begin_mints_exactly_one_attempt_and_elects_one_executor",)),
     # ---- authorize_dispatch (the last checkpoint before any byte)

@@ -232,6 +232,9 @@ impl Store {
         let known = crate::redact::json(
             &json!({ "lease_expires_at": expires, "contract_hash": contract_hash }),
         );
+        // The guard is `o`'s: its row lock waits for any transaction changing the row, and then checks the
+        // row as that transaction left it (READ COMMITTED re-checks a locked row's WHERE), so two begins never
+        // both find it unclaimed. The update then changes exactly the row `o` locked, at the generation it read.
         let row: Option<(i64, i64, i64, i64)> = sqlx::query_as(
             "/* oncepost: begin */ WITH o AS (\
                  SELECT id, generation, account FROM intents WHERE delivery_key = $1 AND state = 'pending' \
@@ -243,9 +246,7 @@ impl Store {
              u AS (UPDATE intents i SET generation = g.generation, epoch = m.epoch, lease_owner = $2, \
                  lease_expires_at = $5, current_attempt = $3, attempt_count = i.attempt_count + 1, \
                  contract_hash = $6, credential_version = a.credential_version, updated_at = $4 \
-                 FROM o, a, g, m WHERE i.id = o.id AND i.state = 'pending' AND i.lease_owner IS NULL \
-                 AND i.attempt_count < i.max_attempts \
-                 AND (i.lease_expires_at IS NULL OR i.lease_expires_at <= $4) AND i.generation = o.generation \
+                 FROM o, a, g, m WHERE i.id = o.id AND i.generation = o.generation \
                  RETURNING i.id, i.account, i.action_kind, i.attempt_count, i.generation, i.epoch, \
                  i.credential_version), \
              t AS (INSERT INTO attempts (token, intent_id, ordinal, account, action_kind, credential_version, \
