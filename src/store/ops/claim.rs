@@ -30,12 +30,31 @@ impl Store {
         // PostgreSQL, first try: the common case (a pending row nobody has claimed) in one statement. Anything
         // else (a live or expired claim, the attempt cap, a revoked or unknown account, no such key) is left
         // to the transaction below, which decides it and says why.
-        if self.dialect == crate::store::Dialect::Postgres
-            && let Some(claim) = self
-                .begin_in_one_statement(key, owner, contract_hash, now)
-                .await?
-        {
-            return Ok(Begun::Claimed(claim));
+        if self.dialect == crate::store::Dialect::Postgres {
+            let token = AttemptToken::mint();
+            match self
+                .begin_in_one_statement(key, owner, contract_hash, &token, now)
+                .await
+            {
+                Ok(Some(claim)) => return Ok(Begun::Claimed(claim)),
+                Ok(None) => {}
+                // The answer was lost (the connection broke): the claim may have committed. Read it back
+                // before deciding, or this caller would hold a claim it does not know of until its lease
+                // runs out, and the post would wait for that.
+                Err(e) if e.outcome_unknown() => {
+                    tracing::warn!(key = %key, error = %e, "begin's outcome unknown; reading it back");
+                    match self
+                        .begin_after_doubt(key, owner, contract_hash, &token)
+                        .await
+                    {
+                        Ok(Some(claim)) => return Ok(Begun::Claimed(claim)),
+                        // Not committed: the transaction below decides afresh.
+                        Ok(None) => {}
+                        Err(_) => return Err(e),
+                    }
+                }
+                Err(e) => return Err(e),
+            }
         }
         self.write(async |tx| {
             let row = tx.intent(key).await?;
@@ -223,9 +242,9 @@ impl Store {
         key: &DeliveryKey,
         owner: &str,
         contract_hash: &str,
+        token: &AttemptToken,
         now: Timestamp,
     ) -> Result<Option<Claim>, StoreError> {
-        let token = AttemptToken::mint();
         let expires = now.plus_ms(self.policy.claim_lease_ms).0;
         // What the event's details carry that is known here, through the redaction layer like every event;
         // the row's numbers (ordinal, epoch, credential version) are added by the statement.
@@ -278,7 +297,7 @@ impl Store {
         Ok(Some(Claim {
             fence: Fence {
                 key: key.clone(),
-                attempt: token,
+                attempt: token.clone(),
                 generation,
                 epoch,
                 owner: owner.to_string(),
@@ -289,5 +308,83 @@ impl Store {
             credential_version,
             account_lease: None,
         }))
+    }
+
+    /// After a one-statement begin whose answer was lost: wait for the intent's row lock (the statement, if it
+    /// is still running, holds it until it commits or rolls back; bounded by a lock timeout), then read what
+    /// committed. `Some` only when the row carries this very attempt (its token is minted here, so no other
+    /// begin can have written it), still pending under this owner's live claim. Retried a few times over a
+    /// few seconds while the database is away.
+    async fn begin_after_doubt(
+        &self,
+        key: &DeliveryKey,
+        owner: &str,
+        contract_hash: &str,
+        token: &AttemptToken,
+    ) -> Result<Option<Claim>, StoreError> {
+        type Read = (
+            String,
+            i64,
+            i64,
+            Option<String>,
+            Option<String>,
+            Option<i64>,
+            i64,
+            Option<i64>,
+        );
+        let mut last = None;
+        for pause_ms in super::UNKNOWN_OUTCOME_PAUSES_MS {
+            super::pause_before_try(pause_ms).await;
+            let read: Result<Option<Read>, StoreError> = self
+                .write(async |tx| {
+                    sqlx::query("SET LOCAL lock_timeout = '5s'")
+                        .execute(tx.conn())
+                        .await
+                        .map_err(map_db)?;
+                    sqlx::query_as(
+                        "SELECT state, generation, epoch, current_attempt, lease_owner, lease_expires_at, \
+                         attempt_count, credential_version FROM intents WHERE delivery_key = $1 FOR UPDATE",
+                    )
+                    .bind(key.as_str())
+                    .fetch_optional(tx.conn())
+                    .await
+                    .map_err(crate::store::map_row)
+                })
+                .await;
+            let row = match read {
+                Ok(row) => row,
+                Err(e) if e.outcome_unknown() => {
+                    last = Some(e);
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let Some((state, generation, epoch, attempt, holder, until, ordinal, credential)) = row
+            else {
+                return Ok(None);
+            };
+            let ours = state == Status::Pending.label()
+                && attempt.as_deref() == Some(token.as_str())
+                && holder.as_deref() == Some(owner)
+                && until.is_some_and(|t| t > Timestamp::now().0);
+            return Ok(match (ours, until, credential) {
+                (true, Some(until), Some(credential_version)) => Some(Claim {
+                    fence: Fence {
+                        key: key.clone(),
+                        attempt: token.clone(),
+                        generation,
+                        epoch,
+                        owner: owner.to_string(),
+                    },
+                    lease_expires_at: until,
+                    ordinal,
+                    contract_hash: contract_hash.to_string(),
+                    credential_version,
+                    account_lease: None,
+                }),
+                _ => None,
+            });
+        }
+        Err(last.unwrap_or(StoreError::Locked(0)))
     }
 }
