@@ -42,6 +42,7 @@ pub(crate) struct IntentRecord {
     created_at: i64,
     updated_at: i64,
     contract_hash: Option<String>,
+    credential_version: Option<i64>,
     contract_platform: Option<String>,
     base_origin: Option<String>,
     base_url: Option<String>,
@@ -54,6 +55,8 @@ pub(crate) struct IntentRow {
     pub id: i64,
     pub intent: Intent,
     pub contract_hash: Option<String>,
+    /// The credential version the current claim began with.
+    pub credential_version: Option<i64>,
 }
 
 impl TryFrom<IntentRecord> for IntentRow {
@@ -102,6 +105,7 @@ impl TryFrom<IntentRecord> for IntentRow {
             id: r.id,
             intent,
             contract_hash: r.contract_hash,
+            credential_version: r.credential_version,
         })
     }
 }

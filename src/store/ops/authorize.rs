@@ -84,56 +84,27 @@ impl Store {
         }
     }
 
-    /// After an authorization whose outcome is unknown: wait for the intent's row lock (the broken
-    /// transaction's backend holds it until it commits or rolls back; bounded by a lock timeout), then read
-    /// what committed. The read is retried a few times over a few seconds while the database is away.
+    /// After an authorization whose outcome is unknown: what committed (read under the row lock,
+    /// `intent_after_doubt`), for this claim.
     async fn authorization_after_doubt(&self, claim: &Claim) -> Result<Doubt, StoreError> {
         let f = &claim.fence;
-        let mut last = None;
-        for pause_ms in super::UNKNOWN_OUTCOME_PAUSES_MS {
-            super::pause_before_try(pause_ms).await;
-            let read = self
-                .write(async |tx| {
-                    if tx.dialect() == crate::store::Dialect::Postgres {
-                        sqlx::query("SET LOCAL lock_timeout = '5s'")
-                            .execute(tx.conn())
-                            .await
-                            .map_err(map_db)?;
-                        sqlx::query("SELECT 1 FROM intents WHERE delivery_key = $1 FOR UPDATE")
-                            .bind(f.key.as_str())
-                            .execute(tx.conn())
-                            .await
-                            .map_err(map_db)?;
-                    }
-                    tx.intent(&f.key).await
-                })
-                .await;
-            let row = match read {
-                Ok(row) => row,
-                Err(e) if e.outcome_unknown() => {
-                    last = Some(e);
-                    continue;
-                }
-                Err(e) => return Err(e),
-            };
-            let it = &row.intent;
-            let this_claim = it.generation == f.generation
-                && it.epoch == f.epoch
-                && it.current_attempt.as_deref() == Some(f.attempt.as_str());
-            let now = Timestamp::now().0;
-            return Ok(match (it.state, this_claim, it.lease_expires_at) {
-                // Committed, and enough of the dispatch lease is left for the press (the normal path presses
-                // at once; this one has spent part of the lease finding out).
-                (Status::Authorized, true, Some(until))
-                    if until - now >= self.policy.dispatch_lease_ms / 2 =>
-                {
-                    Doubt::Committed(DispatchAuthorization::new(f.clone(), until))
-                }
-                (Status::Pending, true, _) => Doubt::RolledBack,
-                _ => Doubt::Neither,
-            });
-        }
-        Err(last.unwrap_or(StoreError::Locked(0)))
+        let row = self.intent_after_doubt(&f.key).await?;
+        let it = &row.intent;
+        let this_claim = it.generation == f.generation
+            && it.epoch == f.epoch
+            && it.current_attempt.as_deref() == Some(f.attempt.as_str());
+        let now = Timestamp::now().0;
+        Ok(match (it.state, this_claim, it.lease_expires_at) {
+            // Committed, and enough of the dispatch lease is left for the press (the normal path presses
+            // at once; this one has spent part of the lease finding out).
+            (Status::Authorized, true, Some(until))
+                if until - now >= self.policy.dispatch_lease_ms / 2 =>
+            {
+                Doubt::Committed(DispatchAuthorization::new(f.clone(), until))
+            }
+            (Status::Pending, true, _) => Doubt::RolledBack,
+            _ => Doubt::Neither,
+        })
     }
 
     /// One authorization transaction.

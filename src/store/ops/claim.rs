@@ -212,20 +212,19 @@ impl Store {
                 generation: Some(generation),
             })
             .await?;
-            Ok(Begun::Claimed(Claim {
-                fence: Fence {
-                    key: key.clone(),
-                    attempt: token,
+            Ok(Begun::Claimed(claim_of(
+                key,
+                token,
+                owner,
+                contract_hash,
+                Granted {
                     generation,
                     epoch,
-                    owner: owner.to_string(),
+                    lease_expires_at: expires,
+                    ordinal,
+                    credential_version,
                 },
-                lease_expires_at: expires,
-                ordinal,
-                contract_hash: contract_hash.to_string(),
-                credential_version,
-                account_lease: None,
-            }))
+            )))
         }).await
     }
 }
@@ -294,27 +293,24 @@ impl Store {
         };
         self.commits
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Ok(Some(Claim {
-            fence: Fence {
-                key: key.clone(),
-                attempt: token.clone(),
+        Ok(Some(claim_of(
+            key,
+            token.clone(),
+            owner,
+            contract_hash,
+            Granted {
                 generation,
                 epoch,
-                owner: owner.to_string(),
+                lease_expires_at: expires,
+                ordinal,
+                credential_version,
             },
-            lease_expires_at: expires,
-            ordinal,
-            contract_hash: contract_hash.to_string(),
-            credential_version,
-            account_lease: None,
-        }))
+        )))
     }
 
-    /// After a one-statement begin whose answer was lost: wait for the intent's row lock (the statement, if it
-    /// is still running, holds it until it commits or rolls back; bounded by a lock timeout), then read what
-    /// committed. `Some` only when the row carries this very attempt (its token is minted here, so no other
-    /// begin can have written it), still pending under this owner's live claim. Retried a few times over a
-    /// few seconds while the database is away.
+    /// After a one-statement begin whose answer was lost: what committed (read under the row lock,
+    /// `intent_after_doubt`). `Some` only when the row carries this very attempt (its token is minted here, so
+    /// no other begin can have written it), still pending under this owner's live claim.
     async fn begin_after_doubt(
         &self,
         key: &DeliveryKey,
@@ -322,69 +318,60 @@ impl Store {
         contract_hash: &str,
         token: &AttemptToken,
     ) -> Result<Option<Claim>, StoreError> {
-        type Read = (
-            String,
-            i64,
-            i64,
-            Option<String>,
-            Option<String>,
-            Option<i64>,
-            i64,
-            Option<i64>,
-        );
-        let mut last = None;
-        for pause_ms in super::UNKNOWN_OUTCOME_PAUSES_MS {
-            super::pause_before_try(pause_ms).await;
-            let read: Result<Option<Read>, StoreError> = self
-                .write(async |tx| {
-                    sqlx::query("SET LOCAL lock_timeout = '5s'")
-                        .execute(tx.conn())
-                        .await
-                        .map_err(map_db)?;
-                    sqlx::query_as(
-                        "SELECT state, generation, epoch, current_attempt, lease_owner, lease_expires_at, \
-                         attempt_count, credential_version FROM intents WHERE delivery_key = $1 FOR UPDATE",
-                    )
-                    .bind(key.as_str())
-                    .fetch_optional(tx.conn())
-                    .await
-                    .map_err(crate::store::map_row)
-                })
-                .await;
-            let row = match read {
-                Ok(row) => row,
-                Err(e) if e.outcome_unknown() => {
-                    last = Some(e);
-                    continue;
-                }
-                Err(e) => return Err(e),
-            };
-            let Some((state, generation, epoch, attempt, holder, until, ordinal, credential)) = row
-            else {
-                return Ok(None);
-            };
-            let ours = state == Status::Pending.label()
-                && attempt.as_deref() == Some(token.as_str())
-                && holder.as_deref() == Some(owner)
-                && until.is_some_and(|t| t > Timestamp::now().0);
-            return Ok(match (ours, until, credential) {
-                (true, Some(until), Some(credential_version)) => Some(Claim {
-                    fence: Fence {
-                        key: key.clone(),
-                        attempt: token.clone(),
-                        generation,
-                        epoch,
-                        owner: owner.to_string(),
-                    },
+        let row = self.intent_after_doubt(key).await?;
+        let it = &row.intent;
+        let ours = it.state == Status::Pending
+            && it.current_attempt.as_deref() == Some(token.as_str())
+            && it.lease_owner.as_deref() == Some(owner)
+            && it.lease_expires_at.is_some_and(|t| t > Timestamp::now().0);
+        Ok(match (ours, it.lease_expires_at, row.credential_version) {
+            (true, Some(until), Some(credential_version)) => Some(claim_of(
+                key,
+                token.clone(),
+                owner,
+                contract_hash,
+                Granted {
+                    generation: it.generation,
+                    epoch: it.epoch,
                     lease_expires_at: until,
-                    ordinal,
-                    contract_hash: contract_hash.to_string(),
+                    ordinal: it.attempt_count,
                     credential_version,
-                    account_lease: None,
-                }),
-                _ => None,
-            });
-        }
-        Err(last.unwrap_or(StoreError::Locked(0)))
+                },
+            )),
+            _ => None,
+        })
+    }
+}
+
+/// What a claim was granted, as the store wrote it.
+struct Granted {
+    generation: i64,
+    epoch: i64,
+    lease_expires_at: i64,
+    ordinal: i64,
+    credential_version: i64,
+}
+
+/// The claim a worker holds after `begin`, from what it asked and what it was granted.
+fn claim_of(
+    key: &DeliveryKey,
+    token: AttemptToken,
+    owner: &str,
+    contract_hash: &str,
+    g: Granted,
+) -> Claim {
+    Claim {
+        fence: Fence {
+            key: key.clone(),
+            attempt: token,
+            generation: g.generation,
+            epoch: g.epoch,
+            owner: owner.to_string(),
+        },
+        lease_expires_at: g.lease_expires_at,
+        ordinal: g.ordinal,
+        contract_hash: contract_hash.to_string(),
+        credential_version: g.credential_version,
+        account_lease: None,
     }
 }

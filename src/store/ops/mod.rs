@@ -41,6 +41,43 @@ async fn pause_before_try(pause_ms: u64) {
     }
 }
 
+impl super::Store {
+    /// After a write whose outcome is unknown (the connection broke, or the commit's answer was lost): wait
+    /// for the intent's row lock (on PostgreSQL the broken write's server process holds it until it commits
+    /// or rolls back; bounded by a lock timeout), then read the row as committed. The read is retried over
+    /// [`UNKNOWN_OUTCOME_PAUSES_MS`] while the database is away.
+    async fn intent_after_doubt(
+        &self,
+        key: &crate::identity::DeliveryKey,
+    ) -> Result<super::rows::IntentRow, StoreError> {
+        let mut last = None;
+        for pause_ms in UNKNOWN_OUTCOME_PAUSES_MS {
+            pause_before_try(pause_ms).await;
+            let read = self
+                .write(async |tx| {
+                    if tx.dialect() == super::Dialect::Postgres {
+                        sqlx::query("SET LOCAL lock_timeout = '5s'")
+                            .execute(tx.conn())
+                            .await
+                            .map_err(super::map_db)?;
+                        sqlx::query("SELECT 1 FROM intents WHERE delivery_key = $1 FOR UPDATE")
+                            .bind(key.as_str())
+                            .execute(tx.conn())
+                            .await
+                            .map_err(super::map_db)?;
+                    }
+                    tx.intent(key).await
+                })
+                .await;
+            match read {
+                Err(e) if e.outcome_unknown() => last = Some(e),
+                done => return done,
+            }
+        }
+        Err(last.unwrap_or(StoreError::Locked(0)))
+    }
+}
+
 /// The target state the state table gives, or a `WrongState` error for `operation`.
 fn transition(
     from: Status,
