@@ -1,44 +1,13 @@
 //! `authorize_dispatch`, the last checkpoint before any byte: every pre-flight condition re-checked by guarded
-//! statements in one transaction, and, after a refusal, a read that says which condition failed.
+//! statements that commit together (a transaction on SQLite, one call of `oncepost_authorize` on PostgreSQL),
+//! and, after a refusal, a read that says which condition failed.
 use serde_json::json;
 
 use crate::store::error::{AuthorizeRefusal, StoreError};
 use crate::store::model::*;
 use crate::store::rows::find_intent;
 use crate::store::state::{EventKind, Status};
-use crate::store::tx::Tx;
 use crate::store::{NewEvent, Store, is_duplicate_text, map_db, map_row};
-
-/// The intent's guarded move to `authorized` (its claim, lease, contract, epoch, the kill switches, the account
-/// lease), one text for both backends' authorizations, so the guard is written once.
-macro_rules! authorize_intent_sql {
-    () => {
-        "UPDATE intents SET state = 'authorized', lease_expires_at = $5, authorized_at = $4, \
-                     updated_at = $4 \
-                     WHERE delivery_key = $1 AND state = 'pending' AND generation = $2 AND epoch = $3 \
-                     AND lease_expires_at > $4 \
-                     AND contract_hash = $6 \
-                     AND epoch = (SELECT m.epoch FROM store_meta m WHERE m.id = 1) \
-                     AND NOT EXISTS (SELECT 1 FROM switches s WHERE s.engaged = 1 AND (s.scope = 'global' \
-                         OR (s.scope = 'platform' AND s.name = intents.platform) \
-                         OR (s.scope = 'platform' AND s.name = intents.contract_platform) \
-                         OR (s.scope = 'account' AND s.name = intents.account))) \
-                     AND NOT EXISTS (SELECT 1 FROM account_leases l WHERE l.account = intents.account \
-                         AND l.expires_at > $4 AND NOT (l.holder = $7 AND l.fence = $8)) \
-                     RETURNING id, account, COALESCE(contract_platform, platform) AS platform, source_ref"
-    };
-}
-
-/// The text claim of an authorized intent (`$2`: now): the database refuses a duplicate inside the account's
-/// window (exclusion constraint / trigger); a person's redelivery is exempt. The caller ends the `FROM` clause.
-macro_rules! text_claim_sql {
-    () => {
-        "INSERT INTO text_claims (intent_id, account, content_hash, claimed_at, window_ms, exempt) \
-                 SELECT i.id, i.account, i.content_hash, $2, a.dup_window_ms, \
-                        CASE WHEN i.redelivery_of IS NULL THEN 0 ELSE 1 END \
-                 FROM intents i JOIN accounts a ON a.name = i.account "
-    };
-}
 
 /// What an authorization whose outcome was unknown turned out to be.
 enum Doubt {
@@ -116,9 +85,6 @@ impl Store {
     ) -> Result<DispatchAuthorization, StoreError> {
         let f = &claim.fence;
         let lease_until = now.plus_ms(self.policy.dispatch_lease_ms).0;
-        // A guard that matches nothing returns this sentinel as an ERROR, so the transaction rolls back whole:
-        // no partial authorization (intent moved, account not) can ever commit.
-        let refused = || StoreError::Refused(AuthorizeRefusal::Conflict);
         let (lease_holder, lease_fence) = match &claim.account_lease {
             Some(l) => (l.holder.as_str(), l.fence),
             None => ("", -1),
@@ -126,26 +92,75 @@ impl Store {
         let jitter_ppm = (uuid::Uuid::new_v4().as_u128() % 1_000_000) as i64;
         let details = json!({ "lease_expires_at": lease_until, "contract_hash": current_contract_hash,
                  "credential_version": claim.credential_version, "epoch": f.epoch });
-        let outcome = self.write_generic_plans(async |tx| {
-            if tx.dialect() == crate::store::Dialect::Postgres {
-                let two = TwoStatements {
-                    claim,
-                    current_contract_hash,
-                    now,
-                    lease_until,
-                    lease_holder,
-                    lease_fence,
-                    jitter_ppm,
-                    details: &details,
-                };
-                return authorize_in_two_statements(tx, &two).await;
-            }
+        let outcome = if self.dialect == crate::store::Dialect::Postgres {
+            self.authorize_in_one_call(&OneCall {
+                claim,
+                current_contract_hash,
+                now,
+                lease_until,
+                lease_holder,
+                lease_fence,
+                jitter_ppm,
+                details: &details,
+            })
+            .await
+        } else {
+            self.authorize_in_transaction(&OneCall {
+                claim,
+                current_contract_hash,
+                now,
+                lease_until,
+                lease_holder,
+                lease_fence,
+                jitter_ppm,
+                details: &details,
+            })
+            .await
+        };
+        match outcome {
+            Ok(()) => Ok(DispatchAuthorization::new(f.clone(), lease_until)),
+            Err(StoreError::Refused(AuthorizeRefusal::Conflict)) => Err(StoreError::Refused(
+                self.why_refused(claim, current_contract_hash, now).await?,
+            )),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// SQLite: the guarded statements in one write transaction (the single writer serializes them). A guard
+    /// that matches nothing returns the `Conflict` refusal as the transaction's error, so it rolls back whole:
+    /// no partial authorization (intent moved, account not) can ever commit.
+    async fn authorize_in_transaction(&self, a: &OneCall<'_>) -> Result<(), StoreError> {
+        let OneCall {
+            claim,
+            current_contract_hash,
+            now,
+            lease_until,
+            lease_holder,
+            lease_fence,
+            jitter_ppm,
+            details,
+        } = *a;
+        let f = &claim.fence;
+        let refused = || StoreError::Refused(AuthorizeRefusal::Conflict);
+        self.write_generic_plans(async |tx| {
             let id: Option<(i64, String, String, Option<String>)> = {
                 sqlx::query_as(
                     // The claim's identity is its generation: issued once, from a source nothing resets, and
                     // paired with the epoch across restores. A released claim has no lease, so the liveness
                     // clause refuses it too.
-                    concat!("/* oncepost: authorize */ ", authorize_intent_sql!()),
+                    "/* oncepost: authorize */ UPDATE intents SET state = 'authorized', lease_expires_at = $5, authorized_at = $4, \
+                     updated_at = $4 \
+                     WHERE delivery_key = $1 AND state = 'pending' AND generation = $2 AND epoch = $3 \
+                     AND lease_expires_at > $4 \
+                     AND contract_hash = $6 \
+                     AND epoch = (SELECT m.epoch FROM store_meta m WHERE m.id = 1) \
+                     AND NOT EXISTS (SELECT 1 FROM switches s WHERE s.engaged = 1 AND (s.scope = 'global' \
+                         OR (s.scope = 'platform' AND s.name = intents.platform) \
+                         OR (s.scope = 'platform' AND s.name = intents.contract_platform) \
+                         OR (s.scope = 'account' AND s.name = intents.account))) \
+                     AND NOT EXISTS (SELECT 1 FROM account_leases l WHERE l.account = intents.account \
+                         AND l.expires_at > $4 AND NOT (l.holder = $7 AND l.fence = $8)) \
+                     RETURNING id, account, COALESCE(contract_platform, platform) AS platform, source_ref",
                 )
                 .bind(f.key.as_str())
                 .bind(f.generation)
@@ -162,19 +177,14 @@ impl Store {
             let Some((intent_id, account, platform, source_ref)) = id else {
                 return Err(refused());
             };
-            // The publish-time source gate: the version the post rests on must still be its source's head.
-            // On PostgreSQL the source's row is share-locked until commit, so a capture that would move the head
-            // waits for this authorization (or, committed first, is seen here): never both.
+            // The publish-time source gate: the version the post rests on must still be its source's head
+            // (the write transaction is the lock: a capture that would move the head waits for it).
             if let Some(claim) = source_ref {
-                let lock = match tx.dialect() {
-                    crate::store::Dialect::Postgres => " FOR SHARE OF s",
-                    crate::store::Dialect::Sqlite => "",
-                };
-                let fresh: Option<i64> = sqlx::query_scalar(&format!(
+                let fresh: Option<i64> = sqlx::query_scalar(
                     "SELECT 1 FROM claims c JOIN source_versions v ON v.version_id = c.version_id \
                      JOIN sources s ON s.stable_id = v.stable_id \
-                     WHERE c.claim_id = $1 AND s.head_version = c.version_id{lock}"
-                ))
+                     WHERE c.claim_id = $1 AND s.head_version = c.version_id",
+                )
                 .bind(&claim)
                 .fetch_optional(tx.conn())
                 .await
@@ -204,10 +214,8 @@ impl Store {
             if acct.rows_affected() != 1 {
                 return Err(refused());
             }
-            // The caps count this account's dispatches in the rolling hour and day. The account's row is
-            // locked by the statement above until commit, so on PostgreSQL a concurrent authorization of the
-            // same account waits there and then counts with this one's row in (a new statement, a new
-            // snapshot); on SQLite there is one writer. The row is written only when both caps allow it.
+            // The caps count this account's dispatches in the rolling hour and day (one writer: nothing can
+            // dispatch between the count and the row). The row is written only when both caps allow it.
             let capped = sqlx::query(
                 "INSERT INTO dispatches (account, intent_id, at) SELECT a.name, $2, $3 FROM accounts a \
                  WHERE a.name = $1 \
@@ -251,7 +259,10 @@ impl Store {
             }
             // The duplicate-text window is enforced by the database itself (exclusion constraint / trigger).
             let claimed = sqlx::query(
-                concat!(text_claim_sql!(), "WHERE i.id = $1"),
+                "INSERT INTO text_claims (intent_id, account, content_hash, claimed_at, window_ms, exempt) \
+                 SELECT i.id, i.account, i.content_hash, $2, a.dup_window_ms, \
+                        CASE WHEN i.redelivery_of IS NULL THEN 0 ELSE 1 END \
+                 FROM intents i JOIN accounts a ON a.name = i.account WHERE i.id = $1",
             )
             .bind(intent_id)
             .bind(now.0)
@@ -271,20 +282,13 @@ impl Store {
                 to: Status::Authorized,
                 actor: &f.owner,
                 reason: None,
-                details: &details,
+                details,
                 attempt: Some(f.attempt.as_str()),
                 generation: Some(f.generation),
             })
             .await?;
             Ok(())
-        }).await;
-        match outcome {
-            Ok(()) => Ok(DispatchAuthorization::new(f.clone(), lease_until)),
-            Err(StoreError::Refused(AuthorizeRefusal::Conflict)) => Err(StoreError::Refused(
-                self.why_refused(claim, current_contract_hash, now).await?,
-            )),
-            Err(e) => Err(e),
-        }
+        }).await
     }
 
     /// After a refused authorization (already rolled back), say which condition failed. This read decides
@@ -483,8 +487,9 @@ impl Store {
     }
 }
 
-/// What [`authorize_in_two_statements`] needs.
-struct TwoStatements<'a> {
+/// What an authorization binds.
+#[derive(Clone, Copy)]
+struct OneCall<'a> {
     claim: &'a Claim,
     current_contract_hash: &'a str,
     now: Timestamp,
@@ -495,99 +500,52 @@ struct TwoStatements<'a> {
     details: &'a serde_json::Value,
 }
 
-/// PostgreSQL: the authorization's guarded statements as two (four round trips with `BEGIN` and `COMMIT`,
-/// where the SQLite path's statements are eight to ten). The same guards, in the same order:
-///
-/// 1. the intent's guarded move to `authorized` (its claim, lease, contract, epoch, kill switches, the
-///    account lease), the source's share lock and freshness, the account's guarded update (not revoked, its
-///    credential version, the interval and jitter: its row lock serializes authorizations per account) and
-///    the platform limit's row lock, each only if the one before matched;
-/// 2. in a new statement, so in a snapshot taken after both row locks were granted: the caps' counts with
-///    the dispatch row, the platform's in-flight count, the text claim (the database refuses a duplicate
-///    inside its window) and the event, each only if the one before matched.
-///
-/// Two statements and not one: a statement's reads see the snapshot it started with, so counts made in the
-/// statement that waited for a lock would miss what the lock's previous holder committed.
-async fn authorize_in_two_statements(tx: &mut Tx, a: &TwoStatements<'_>) -> Result<(), StoreError> {
-    let f = &a.claim.fence;
-    let refused = || StoreError::Refused(AuthorizeRefusal::Conflict);
-    let first: Option<(i64, String, String, i64, i64)> = sqlx::query_as(
-        concat!(
-            "/* oncepost: authorize */ WITH u AS (",
-            authorize_intent_sql!(),
-            "), \
-         fresh AS (SELECT 1 AS ok FROM u JOIN claims c ON c.claim_id = u.source_ref \
-             JOIN source_versions v ON v.version_id = c.version_id JOIN sources s ON s.stable_id = v.stable_id \
-             WHERE s.head_version = c.version_id FOR SHARE OF s), \
-         acct AS (UPDATE accounts SET last_dispatch_at = $4, \
-             next_dispatch_at = $4 + min_interval_ms + (jitter_ms * $9) / 1000000 \
-             WHERE name = (SELECT account FROM u) AND revoked = 0 AND credential_version = $10 \
-             AND (last_dispatch_at IS NULL OR last_dispatch_at + min_interval_ms <= $4) \
-             AND (next_dispatch_at IS NULL OR next_dispatch_at <= $4) \
-             AND ((SELECT source_ref FROM u) IS NULL OR EXISTS (SELECT 1 FROM fresh)) \
-             RETURNING name), \
-         lim AS (UPDATE platform_limits SET changed_at = changed_at \
-             WHERE platform = (SELECT platform FROM u) AND EXISTS (SELECT 1 FROM acct) RETURNING platform) \
-         SELECT u.id, u.account, u.platform, (SELECT COUNT(*) FROM acct), (SELECT COUNT(*) FROM lim) FROM u"
-        ),
-    )
-    .bind(f.key.as_str())
-    .bind(f.generation)
-    .bind(f.epoch)
-    .bind(a.now.0)
-    .bind(a.lease_until)
-    .bind(a.current_contract_hash)
-    .bind(a.lease_holder)
-    .bind(a.lease_fence)
-    .bind(a.jitter_ppm)
-    .bind(a.claim.credential_version)
-    .fetch_optional(tx.conn())
-    .await
-    .map_err(map_row)?;
-    let Some((intent_id, account, platform, account_ok, limited)) = first else {
-        return Err(refused());
-    };
-    if account_ok != 1 {
-        return Err(refused());
+impl Store {
+    /// PostgreSQL: the authorization as one call of `oncepost_authorize` (migrations/postgres/0009), one
+    /// autocommit statement and one round trip where a transaction of the same guards was four or more. The
+    /// function runs the guarded statements of the SQLite transaction above, in the same order; being
+    /// VOLATILE, each of them reads a new snapshot, so the caps and the in-flight count are counted after the
+    /// account's and the platform's row locks are held (a single statement could not: it reads the snapshot
+    /// it started with). A guard that matches nothing raises `OP001`, which rolls the whole call back and is
+    /// answered here as a refusal for `why_refused` to explain; a duplicate text raises the constraint's own
+    /// error.
+    async fn authorize_in_one_call(&self, a: &OneCall<'_>) -> Result<(), StoreError> {
+        let f = &a.claim.fence;
+        let called: Result<i64, sqlx::Error> = sqlx::query_scalar(
+            "/* oncepost: authorize */ SELECT oncepost_authorize($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, \
+             $11, $12, $13)",
+        )
+        .bind(f.key.as_str())
+        .bind(f.generation)
+        .bind(f.epoch)
+        .bind(a.now.0)
+        .bind(a.lease_until)
+        .bind(a.current_contract_hash)
+        .bind(a.lease_holder)
+        .bind(a.lease_fence)
+        .bind(a.jitter_ppm)
+        .bind(a.claim.credential_version)
+        .bind(&f.owner)
+        // The same redaction as every appended event.
+        .bind(crate::redact::json(a.details).to_string())
+        .bind(f.attempt.as_str())
+        .fetch_one(&self.pool)
+        .await;
+        match called {
+            Ok(_) => {
+                self.commits
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                Ok(())
+            }
+            Err(e) if is_guard_refusal(&e) || is_duplicate_text(&e) => {
+                Err(StoreError::Refused(AuthorizeRefusal::Conflict))
+            }
+            Err(e) => Err(map_db(e)),
+        }
     }
-    let second: Result<i64, sqlx::Error> = sqlx::query_scalar(
-        concat!(
-            "WITH d AS (INSERT INTO dispatches (account, intent_id, at) SELECT a.name, $3, $2 FROM accounts a \
-             WHERE a.name = $1 \
-             AND (a.hourly_cap IS NULL OR (SELECT COUNT(*) FROM dispatches d \
-                  WHERE d.account = $1 AND d.at > $2 - 3600000) < a.hourly_cap) \
-             AND (a.daily_cap IS NULL OR (SELECT COUNT(*) FROM dispatches d \
-                  WHERE d.account = $1 AND d.at > $2 - 86400000) < a.daily_cap) \
-             RETURNING intent_id), \
-         l AS (SELECT d.intent_id FROM d WHERE $5 = 0 OR EXISTS (SELECT 1 FROM platform_limits p \
-             WHERE p.platform = $4 AND (SELECT COUNT(*) FROM intents x WHERE x.state = 'authorized' \
-             AND COALESCE(x.contract_platform, x.platform) = $4) <= p.max_in_flight)), \
-         t AS (",
-            text_claim_sql!(),
-            "JOIN l ON l.intent_id = i.id RETURNING intent_id), \
-         e AS (INSERT INTO events (intent_id, at, kind, from_state, to_state, actor, reason, details, \
-             attempt_token, generation) \
-             SELECT t.intent_id, $2, 'authorized', 'pending', 'authorized', $6, NULL, $7, $8, $9 FROM t \
-             RETURNING id) \
-         SELECT COUNT(*) FROM e"
-        ),
-    )
-    .bind(&account)
-    .bind(a.now.0)
-    .bind(intent_id)
-    .bind(&platform)
-    .bind(limited)
-    .bind(&f.owner)
-    // The same redaction as every appended event.
-    .bind(crate::redact::json(a.details).to_string())
-    .bind(f.attempt.as_str())
-    .bind(f.generation)
-    .fetch_one(tx.conn())
-    .await;
-    match second {
-        Ok(1) => Ok(()),
-        Ok(_) => Err(refused()),
-        Err(e) if is_duplicate_text(&e) => Err(refused()),
-        Err(e) => Err(map_db(e)),
-    }
+}
+
+/// Whether `oncepost_authorize` refused: one of its guards matched nothing (SQLSTATE `OP001`).
+fn is_guard_refusal(e: &sqlx::Error) -> bool {
+    matches!(e, sqlx::Error::Database(db) if db.code().as_deref() == Some("OP001"))
 }
