@@ -492,6 +492,25 @@ async fn authorize_refuses_each_condition_alone(b: Backend) {
     s.authorize_dispatch(&c2, CONTRACT, at(5_000))
         .await
         .expect("interval passed");
+    // The interval raised after a dispatch holds at once: the next dispatch computed with the old interval
+    // (10 s) is not the limit, the last dispatch plus the new interval (65 s) is.
+    s.set_account_limits(&acct, Some(60_000), None, "ops", at(5_001))
+        .await
+        .unwrap();
+    let k3 = create(s, &acct, "three").await;
+    let c3 = claim(s, &k3, "w", at(10_000)).await;
+    let why = refusal(s.authorize_dispatch(&c3, CONTRACT, at(10_000)).await);
+    assert!(
+        matches!(
+            why,
+            AuthorizeRefusal::RateInterval {
+                since_ms: 5_000,
+                min_interval_ms: 60_000,
+                ..
+            }
+        ),
+        "{why:?}"
+    );
 }
 
 async fn epoch_bump_fences_out_pre_restore_workers(b: Backend) {
@@ -528,6 +547,55 @@ async fn epoch_bump_fences_out_pre_restore_workers(b: Backend) {
             .await
             .is_err()
     );
+}
+
+/// A restore from a backup rewinds the generation counter with the rows, so a generation can be issued twice
+/// (once before the restore, to a worker still running, and once after it). The claim's epoch tells them
+/// apart: the old worker's claim (epoch 1) never authorizes the new worker's claim of the same generation
+/// (epoch 2), even though the row's generation, the store's epoch and the live lease all match.
+async fn a_claim_from_before_a_restore_cannot_authorize_a_reissued_generation(b: Backend) {
+    let db = db(b).await;
+    let s = &db.store;
+    let key = create(s, "alice", "x").await;
+    let old = claim(s, &key, "old", at(0)).await;
+    assert_eq!(
+        s.bump_epoch("ops", "restored from backup", at(1))
+            .await
+            .unwrap(),
+        2
+    );
+    // The backup was taken before the old claim: its counter is one behind (what a restore brings back).
+    let g = old.fence.generation;
+    let rewind = match b {
+        Backend::Sqlite => vec![
+            "DROP TRIGGER fencing_counter_forward".to_string(),
+            format!("UPDATE fencing_counter SET value = {} WHERE id = 1", g - 1),
+        ],
+        Backend::Postgres => vec![format!("SELECT setval('fencing_generation', {g}, false)")],
+    };
+    for sql in rewind {
+        s.execute_raw_for_tests(&sql).await.unwrap();
+    }
+    // The old claim's lease runs out; a new worker claims the intent under the new epoch, same generation.
+    let new = claim(s, &key, "new", at(20_000)).await;
+    assert_eq!(
+        (new.fence.generation, new.fence.epoch),
+        (g, 2),
+        "the generation is reissued"
+    );
+    let why = refusal(s.authorize_dispatch(&old, CONTRACT, at(20_001)).await);
+    assert_eq!(
+        why,
+        AuthorizeRefusal::StaleEpoch {
+            held: 1,
+            current: 2
+        }
+    );
+    assert_eq!(s.intent(&key).await.unwrap().state, Status::Pending);
+    // The new claim is the one that authorizes.
+    s.authorize_dispatch(&new, CONTRACT, at(20_002))
+        .await
+        .expect("the new claim authorizes");
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -1552,6 +1620,7 @@ on_both_backends!(
     authorize_passes_when_nothing_changed,
     authorize_refuses_each_condition_alone,
     epoch_bump_fences_out_pre_restore_workers,
+    a_claim_from_before_a_restore_cannot_authorize_a_reissued_generation,
     pre_authorization_stale_worker_is_rejected_after_sweep,
     authorized_intent_is_only_moved_by_its_worker_or_by_sweep_to_indeterminate,
     concurrent_sweepers_move_each_intent_once,

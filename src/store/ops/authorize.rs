@@ -307,6 +307,15 @@ impl Store {
         if it.state != Status::Pending {
             return Ok(AuthorizeRefusal::NotPending { actual: it.state });
         }
+        // The epoch first: after a restore a generation can be issued again, and then only the epoch tells
+        // the claims apart (a_claim_from_before_a_restore_cannot_authorize_a_reissued_generation).
+        let store_epoch = self.epoch().await?;
+        if it.epoch != f.epoch || store_epoch != f.epoch {
+            return Ok(AuthorizeRefusal::StaleEpoch {
+                held: f.epoch,
+                current: store_epoch,
+            });
+        }
         if it.generation != f.generation
             || it.current_attempt.as_deref() != Some(f.attempt.as_str())
         {
@@ -319,13 +328,6 @@ impl Store {
             || it.lease_expires_at.is_none_or(|t| t <= now.0)
         {
             return Ok(AuthorizeRefusal::LeaseExpired);
-        }
-        let store_epoch = self.epoch().await?;
-        if it.epoch != f.epoch || store_epoch != f.epoch {
-            return Ok(AuthorizeRefusal::StaleEpoch {
-                held: f.epoch,
-                current: store_epoch,
-            });
         }
         if let Some(source) = self.intent_source(&f.key).await?
             && !source.is_fresh()
