@@ -4,8 +4,9 @@
 //! PostgreSQL, each case must end with the post on the platform exactly once and the intent `published`:
 //! the store reads an unknown outcome back instead of assuming it (a claim or an authorization that committed
 //! is used, one that rolled back is tried again; a settle is tried again and finds its own commit), so a lost
-//! answer neither sends twice nor loses a post that could be made. (A claim's begin is one statement on
-//! PostgreSQL: the proxy cuts it at the `Sync` that commits it.)
+//! answer neither sends twice nor loses a post that could be made. (A create, a claim's begin, an
+//! authorization and a settle are one statement each on PostgreSQL: the proxy cuts each at the `Sync` that
+//! commits it.) A create whose answer is lost is tried again and finds its own row (idempotent on its key).
 use crate::chaos::Cluster;
 use crate::dbproxy::{DbProxy, Snip, Target};
 use crate::kit::{self, Oncepost};
@@ -64,6 +65,8 @@ async fn a_partition_at_commit_of_an_authorization_or_a_settle_neither_duplicate
     .await;
     assert_eq!(code, 0, "login publish: {v} {err}");
     let cases = [
+        ("oncepost: create", Snip::BeforeCommit),
+        ("oncepost: create", Snip::AfterCommit),
         ("oncepost: begin", Snip::BeforeCommit),
         ("oncepost: begin", Snip::AfterCommit),
         ("oncepost: authorize", Snip::BeforeCommit),
@@ -96,6 +99,7 @@ async fn a_partition_at_commit_of_an_authorization_or_a_settle_neither_duplicate
         assert_eq!(shown["intent"]["state"], "published", "{case}: {shown}");
         let events = shown["events"].as_array().cloned().unwrap_or_default();
         let count = |kind: &str| events.iter().filter(|e| e["kind"] == kind).count();
+        assert_eq!(count("created"), 1, "{case}: {shown}");
         assert_eq!(count("begun"), 1, "{case}: {shown}");
         assert_eq!(count("authorized"), 1, "{case}: {shown}");
         assert_eq!(count("published"), 1, "{case}: {shown}");

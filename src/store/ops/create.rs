@@ -54,18 +54,43 @@ impl Store {
             request: new.request.clone(),
             claim: new.source.as_ref().map(|c| c.claim.clone()),
         });
+        // A create whose outcome is unknown (the connection broke, or the commit's answer was lost) is simply
+        // tried again: it is idempotent on its key, so the retry either inserts the row or finds the one the
+        // first try committed (then `created` is false: this call cannot tell its own commit from another
+        // caller's of the same request, and the two are the same intent).
+        let mut first_error = None;
+        for pause_ms in super::UNKNOWN_OUTCOME_PAUSES_MS {
+            super::pause_before_try(pause_ms).await;
+            match self.create_once(new, &key, now).await {
+                Err(e) if e.outcome_unknown() => {
+                    tracing::warn!(key = %key, error = %e, "create's outcome unknown; trying again");
+                    first_error.get_or_insert(e);
+                }
+                done => return done,
+            }
+        }
+        Err(first_error.unwrap_or(StoreError::Locked(0)))
+    }
+
+    /// One try of a create.
+    async fn create_once(
+        &self,
+        new: &NewIntent,
+        key: &DeliveryKey,
+        now: Timestamp,
+    ) -> Result<Created, StoreError> {
         // PostgreSQL, first try: a new intent without a source claim in one statement. An existing key, an
         // unknown account and a source claim are left to the transaction below.
         if self.dialect == crate::store::Dialect::Postgres
             && new.source.is_none()
-            && let Some(intent) = self.create_in_one_statement(new, &key, now).await?
+            && let Some(intent) = self.create_in_one_statement(new, key, now).await?
         {
             return Ok(Created {
                 intent,
                 created: true,
             });
         }
-        self.insert_intent(new, &key, None, "creator", None, now)
+        self.insert_intent(new, key, None, "creator", None, now)
             .await
     }
 
