@@ -6,7 +6,8 @@
 //! `--history 0,1000000` measures each backend on a fresh database per size, after bulk-filling it with that
 //! many settled intents (published, two events each, one old dispatch each, a platform limit and caps set so
 //! their checks run): the median of each step (create, begin, authorize, settle; the worker's `take_due` with
-//! nothing due; a source capture and the freshness fence) next to the same on the empty store, as a ratio.
+//! nothing due; a source capture and the freshness fence; one call that writes nothing, `SELECT 1`) next to
+//! the same on the empty store, as a ratio.
 //!
 //! PostgreSQL: `ONCEPOST_BENCH_PG` (a URL), else an ephemeral cluster with fsync=on from scripts/pg-ephemeral.sh.
 //! `ONCEPOST_BENCH_DIR` keeps the SQLite files in that directory (a PostgreSQL URL given keeps its databases).
@@ -28,7 +29,7 @@ struct Row {
     steps: Vec<f64>,
 }
 
-const STEPS: [&str; 7] = [
+const STEPS: [&str; 8] = [
     "create",
     "begin",
     "authorize",
@@ -36,6 +37,7 @@ const STEPS: [&str; 7] = [
     "take_due",
     "capture",
     "fence",
+    "call",
 ];
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -232,6 +234,10 @@ async fn measure(backend: &'static str, location: StoreLocation, n: usize, histo
             .await
             .expect("fence");
         steps[6].push(lap(&mut s));
+        // One call that writes nothing (`SELECT 1`, a cached statement): what each statement of a
+        // transaction costs before any work, the price of a transition's extra statements.
+        store.execute_raw_for_tests("SELECT 1").await.expect("call");
+        steps[7].push(lap(&mut s));
     }
     store.close().await;
     Row {

@@ -8,7 +8,8 @@
 # them. Per post: the median gap between consecutive posts' `published` times in the store (the steady state:
 # take, look before writing, compose, authorize, send, read back, settle), and the whole batch (worker start to
 # the last `published`) / POSTS. Goal (issue 12): warm per post <= 0.3x Playwright's whole process.
-# Usage: scripts/bench-warm.sh [ROUNDS] [POSTS]   (needs node + npm, python3). BENCH_PROFILE=debug for debug.
+# Usage: scripts/bench-warm.sh [ROUNDS] [POSTS]   (needs node + npm, python3). BENCH_PROFILE=debug for debug;
+# BENCH_BIN=PATH times that oncepost binary and builds nothing (two builds side by side: alternate runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS="${1:-3}"
@@ -18,8 +19,12 @@ if [ ! -d "$BENCH/node_modules/playwright-core" ]; then
   (cd "$BENCH" && npm install --no-save --no-audit --no-fund playwright-core@1 >/dev/null)
 fi
 PROFILE="${BENCH_PROFILE:-release}"
-if [ "$PROFILE" = release ]; then cargo build --release --locked --quiet; else cargo build --locked --quiet; fi
-BIN="target/$PROFILE/oncepost"
+if [ -n "${BENCH_BIN:-}" ]; then
+  BIN="$BENCH_BIN"
+else
+  if [ "$PROFILE" = release ]; then cargo build --release --locked --quiet; else cargo build --locked --quiet; fi
+  BIN="target/$PROFILE/oncepost"
+fi
 exec python3 - "$BIN" "$ROUNDS" "$POSTS" "$BENCH" <<'PY'
 import json, os, signal, statistics, subprocess, sys, tempfile, time, uuid
 binary, rounds, posts, bench = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]

@@ -1652,9 +1652,25 @@ where
     } else {
         Ok(None)
     };
+    // The read-back, when there is a success signal to read back, runs beside the after-response capture:
+    // one reads a fresh page, the other the compose page, and neither needs the other (measured on a warm
+    // worker, in sequence they were 180-250 ms and 260-345 ms of a 1.5-1.7 s post: docs/benchmarks.md).
+    let nav = req.options.navigation_timeout;
+    let read_back = async {
+        match (&early, &seen) {
+            (None, Ok(Some(s))) => Some(match &s.id {
+                Some(id) => browser::readback::by_id(session, &plan.readback, id, text, nav).await,
+                None => {
+                    browser::readback::by_search(session, &plan.readback, text, true, nav).await
+                }
+            }),
+            _ => None,
+        }
+    };
+    let (shot, rb) = tokio::join!(page.screenshot_settled(AFTER_RESPONSE_SHOT), read_back);
     // Capture where the page landed with the outcome it was handed (it may be navigating). A capture
     // that cannot be had is recorded as such, never dropped in silence.
-    match page.screenshot_settled(AFTER_RESPONSE_SHOT).await {
+    match shot {
         Ok(png) => match ev.put("screenshot_after_response", &png, "png", "image/png") {
             Ok(item) => link("after_response", vec![item]).await,
             Err(e) => tracing::warn!(error = %e, "after-response screenshot not stored"),
@@ -1664,27 +1680,27 @@ where
             link(&format!("after_response: no screenshot ({e})"), vec![]).await;
         }
     }
-    clock.step("response handled");
-    if let Some(v) = early {
-        return v;
-    }
-    let seen = match seen {
-        Ok(Some(s)) => s,
-        Ok(None) => return Verdict::NoSuccessSignal { status },
-        Err(e) => {
-            return Verdict::BrowserFailed {
-                error: e.to_string(),
+    let seen = match (early, seen) {
+        (None, Ok(Some(s))) => s,
+        (early, seen) => {
+            clock.step("response handled");
+            return match (early, seen) {
+                (Some(v), _) => v,
+                (None, Err(e)) => Verdict::BrowserFailed {
+                    error: e.to_string(),
+                },
+                (None, Ok(_)) => Verdict::NoSuccessSignal { status },
             };
         }
     };
-    let nav = req.options.navigation_timeout;
-    let rb = match &seen.id {
-        Some(id) => browser::readback::by_id(session, &plan.readback, id, text, nav).await,
-        None => browser::readback::by_search(session, &plan.readback, text, true, nav).await,
-    };
     // The read-back page has been read; its verdict is not taken or recorded yet.
     failpoint::hit(FailPoint::DuringReadback);
-    clock.step("read back");
+    clock.step("response handled and read back (side by side)");
+    let Some(rb) = rb else {
+        return Verdict::BrowserFailed {
+            error: "read-back did not run".into(),
+        };
+    };
     let rb = match rb {
         Ok(rb) => rb,
         Err(e) => {
