@@ -154,6 +154,18 @@ fn body_of(answer: &str) -> serde_json::Value {
     serde_json::from_str(body).expect("JSON body")
 }
 
+/// Poll `cond` until true (`true`) or until `bound` runs out (`false`).
+async fn within(bound: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = tokio::time::Instant::now() + bound;
+    while !cond() {
+        if tokio::time::Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    true
+}
+
 /// Poll `cond` until true or the bound runs out.
 async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
     let deadline = tokio::time::Instant::now() + WAIT;
@@ -1002,13 +1014,33 @@ mod chromium {
             .collect();
         assert_eq!(on_load.len(), 5, "{on_load:?}");
         for (name, sink) in on_load {
-            let page = chrome
-                .open(&format!("{}/hostile/{name}", p.base_url()))
-                .await;
-            eventually(&format!("{name} writes to {sink}"), || {
-                p.stats().writes_to(sink) >= 1
-            })
-            .await;
+            // Up to three loads, each on a fresh page: on a loaded machine Chromium has been seen to leave a
+            // page's worker or popup without ever running it (a service worker, once, in a full test run: no
+            // write in 20 s where an idle run writes within 1.5 s). Each load must count on its own, so a
+            // page that never writes still fails after the third.
+            let mut page = None;
+            for load in 1..=3 {
+                if let Some(old) = page.take() {
+                    let _ = Page::close(old).await;
+                }
+                page = Some(
+                    chrome
+                        .open(&format!("{}/hostile/{name}", p.base_url()))
+                        .await,
+                );
+                if within(WAIT / 2, || p.stats().writes_to(sink) >= 1).await {
+                    break;
+                }
+                eprintln!(
+                    "{name}: load {load} wrote nothing to {sink} in {:?}",
+                    WAIT / 2
+                );
+            }
+            assert!(
+                p.stats().writes_to(sink) >= 1,
+                "{name} wrote nothing to {sink} in three loads"
+            );
+            let page = page.expect("a page was opened");
             eprintln!(
                 "{name}: {} write(s) to {sink} after load",
                 p.stats().writes_to(sink)
