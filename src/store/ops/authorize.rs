@@ -92,30 +92,19 @@ impl Store {
         let jitter_ppm = (uuid::Uuid::new_v4().as_u128() % 1_000_000) as i64;
         let details = json!({ "lease_expires_at": lease_until, "contract_hash": current_contract_hash,
                  "credential_version": claim.credential_version, "epoch": f.epoch });
-        let outcome = if self.dialect == crate::store::Dialect::Postgres {
-            self.authorize_in_one_call(&OneCall {
-                claim,
-                current_contract_hash,
-                now,
-                lease_until,
-                lease_holder,
-                lease_fence,
-                jitter_ppm,
-                details: &details,
-            })
-            .await
-        } else {
-            self.authorize_in_transaction(&OneCall {
-                claim,
-                current_contract_hash,
-                now,
-                lease_until,
-                lease_holder,
-                lease_fence,
-                jitter_ppm,
-                details: &details,
-            })
-            .await
+        let call = AuthorizeBinds {
+            claim,
+            current_contract_hash,
+            now,
+            lease_until,
+            lease_holder,
+            lease_fence,
+            jitter_ppm,
+            details: &details,
+        };
+        let outcome = match self.dialect {
+            crate::store::Dialect::Postgres => self.authorize_in_one_call(&call).await,
+            crate::store::Dialect::Sqlite => self.authorize_in_transaction(&call).await,
         };
         match outcome {
             Ok(()) => Ok(DispatchAuthorization::new(f.clone(), lease_until)),
@@ -129,8 +118,8 @@ impl Store {
     /// SQLite: the guarded statements in one write transaction (the single writer serializes them). A guard
     /// that matches nothing returns the `Conflict` refusal as the transaction's error, so it rolls back whole:
     /// no partial authorization (intent moved, account not) can ever commit.
-    async fn authorize_in_transaction(&self, a: &OneCall<'_>) -> Result<(), StoreError> {
-        let OneCall {
+    async fn authorize_in_transaction(&self, a: &AuthorizeBinds<'_>) -> Result<(), StoreError> {
+        let AuthorizeBinds {
             claim,
             current_contract_hash,
             now,
@@ -491,7 +480,7 @@ impl Store {
 
 /// What an authorization binds.
 #[derive(Clone, Copy)]
-struct OneCall<'a> {
+struct AuthorizeBinds<'a> {
     claim: &'a Claim,
     current_contract_hash: &'a str,
     now: Timestamp,
@@ -511,7 +500,7 @@ impl Store {
     /// it started with). A guard that matches nothing raises `OP001`, which rolls the whole call back and is
     /// answered here as a refusal for `why_refused` to explain; a duplicate text raises the constraint's own
     /// error.
-    async fn authorize_in_one_call(&self, a: &OneCall<'_>) -> Result<(), StoreError> {
+    async fn authorize_in_one_call(&self, a: &AuthorizeBinds<'_>) -> Result<(), StoreError> {
         let f = &a.claim.fence;
         let called: Result<i64, sqlx::Error> = sqlx::query_scalar(
             "/* oncepost: authorize */ SELECT oncepost_authorize($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, \
