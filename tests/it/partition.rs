@@ -6,7 +6,9 @@
 //! is used, one that rolled back is tried again; a settle is tried again and finds its own commit), so a lost
 //! answer neither sends twice nor loses a post that could be made. (A create, a claim's begin, an
 //! authorization and a settle are one statement each on PostgreSQL: the proxy cuts each at the `Sync` that
-//! commits it.) A create whose answer is lost is tried again and finds its own row (idempotent on its key).
+//! commits it.) A create whose answer is lost is tried again and finds its own row (idempotent on its key);
+//! so is the record of the create request (a transaction, cut at its `COMMIT`), which holds the request
+//! until it is known.
 use crate::chaos::Cluster;
 use crate::dbproxy::{DbProxy, Snip, Target};
 use crate::kit::{self, Oncepost};
@@ -71,6 +73,8 @@ async fn a_partition_at_commit_of_an_authorization_or_a_settle_neither_duplicate
         ("oncepost: begin", Snip::AfterCommit),
         ("oncepost: authorize", Snip::BeforeCommit),
         ("oncepost: authorize", Snip::AfterCommit),
+        ("oncepost: request_sent", Snip::BeforeCommit),
+        ("oncepost: request_sent", Snip::AfterCommit),
         ("oncepost: settle", Snip::BeforeCommit),
         ("oncepost: settle", Snip::AfterCommit),
     ];
@@ -102,6 +106,7 @@ async fn a_partition_at_commit_of_an_authorization_or_a_settle_neither_duplicate
         assert_eq!(count("created"), 1, "{case}: {shown}");
         assert_eq!(count("begun"), 1, "{case}: {shown}");
         assert_eq!(count("authorized"), 1, "{case}: {shown}");
+        assert_eq!(count("request_sent"), 1, "{case}: {shown}");
         assert_eq!(count("published"), 1, "{case}: {shown}");
     }
 }

@@ -9,7 +9,13 @@ use crate::store::{NewEvent, Store, map_db};
 
 impl Store {
     /// Record the wire request hash (and what else is known of the request) on the attempt's history, under
-    /// the authorization's fence.
+    /// the authorization's fence. It runs as the create request is held, before any byte of it leaves: a
+    /// failure here stops the send.
+    ///
+    /// A record whose outcome is unknown (the connection broke, or the commit's answer was lost) is tried
+    /// again over a few seconds (the request waits, inside its dispatch lease): the retry writes the event
+    /// only if this attempt has none yet, so a first try that committed is found, not written twice. Without
+    /// it a lost answer stopped a post that could be made (nothing sent, `failed`).
     pub async fn record_request_sent(
         &self,
         fence: &Fence,
@@ -23,34 +29,76 @@ impl Store {
         } else {
             details = json!({ "wire_request_hash": wire_hash, "details": details });
         }
+        let mut first_error = None;
+        for pause_ms in super::UNKNOWN_OUTCOME_PAUSES_MS {
+            super::pause_before_try(pause_ms).await;
+            let again = first_error.is_some();
+            match self
+                .record_request_sent_once(fence, &details, now, again)
+                .await
+            {
+                Err(e) if e.outcome_unknown() => {
+                    tracing::warn!(key = %fence.key, error = %e, "request record's outcome unknown; trying again");
+                    first_error.get_or_insert(e);
+                }
+                done => return done,
+            }
+        }
+        Err(first_error.unwrap_or(StoreError::Locked(0)))
+    }
+
+    /// One try of [`Store::record_request_sent`]; `again` after one whose outcome is unknown.
+    async fn record_request_sent_once(
+        &self,
+        fence: &Fence,
+        details: &serde_json::Value,
+        now: Timestamp,
+        again: bool,
+    ) -> Result<(), StoreError> {
+        // After an unknown outcome, only if this attempt has no request recorded yet (the first try's commit).
+        let not_yet = if again {
+            " AND NOT EXISTS (SELECT 1 FROM events e WHERE e.intent_id = intents.id \
+             AND e.kind = 'request_sent' AND e.attempt_token = $4)"
+        } else {
+            ""
+        };
         self.write(async |tx| {
-            let r = sqlx::query(
-                "INSERT INTO events (intent_id, at, kind, from_state, to_state, actor, reason, details, \
-                 attempt_token, generation) \
+            let r = sqlx::query(&format!(
+                "/* oncepost: request_sent */ INSERT INTO events (intent_id, at, kind, from_state, to_state, \
+                 actor, reason, details, attempt_token, generation) \
                  SELECT id, $5, 'request_sent', 'authorized', 'authorized', $6, NULL, $7, $4, $2 FROM intents \
                  WHERE delivery_key = $1 AND state = 'authorized' AND generation = $2 AND epoch = $3 \
-                 AND current_attempt = $4",
-            )
+                 AND current_attempt = $4{not_yet}"
+            ))
             .bind(fence.key.as_str())
             .bind(fence.generation)
             .bind(fence.epoch)
             .bind(fence.attempt.as_str())
             .bind(now.0)
             .bind(&fence.owner)
-            .bind(crate::redact::json(&details).to_string())
+            .bind(crate::redact::json(details).to_string())
             .execute(tx.conn())
             .await
             .map_err(map_db)?;
-            if r.rows_affected() != 1 {
-                let row = tx.intent(&fence.key).await?;
-                return Err(StoreError::Fenced {
-                    actual: row.intent.state,
-                    held: fence.generation,
-                    current_generation: row.intent.generation,
-                });
+            if r.rows_affected() == 1 {
+                return Ok(());
             }
-            Ok(())
-        }).await
+            let row = tx.intent(&fence.key).await?;
+            let this_attempt = row.intent.state == Status::Authorized
+                && row.intent.generation == fence.generation
+                && row.intent.epoch == fence.epoch
+                && row.intent.current_attempt.as_deref() == Some(fence.attempt.as_str());
+            // The first try committed: this authorized attempt already has its request recorded.
+            if again && this_attempt {
+                return Ok(());
+            }
+            Err(StoreError::Fenced {
+                actual: row.intent.state,
+                held: fence.generation,
+                current_generation: row.intent.generation,
+            })
+        })
+        .await
     }
 
     /// Settle an attempt. Published and indeterminate need the intent authorized under this fence; failed is
