@@ -58,18 +58,7 @@ impl Store {
         // tried again: it is idempotent on its key, so the retry either inserts the row or finds the one the
         // first try committed (then `created` is false: this call cannot tell its own commit from another
         // caller's of the same request, and the two are the same intent).
-        let mut first_error = None;
-        for pause_ms in super::UNKNOWN_OUTCOME_PAUSES_MS {
-            super::pause_before_try(pause_ms).await;
-            match self.create_once(new, &key, now).await {
-                Err(e) if e.outcome_unknown() => {
-                    tracing::warn!(key = %key, error = %e, "create's outcome unknown; trying again");
-                    first_error.get_or_insert(e);
-                }
-                done => return done,
-            }
-        }
-        Err(first_error.unwrap_or(StoreError::Locked(0)))
+        super::until_known("create", &key, |_| self.create_once(new, &key, now)).await
     }
 
     /// One try of a create.

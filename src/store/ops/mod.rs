@@ -41,6 +41,30 @@ async fn pause_before_try(pause_ms: u64) {
     }
 }
 
+/// Run `once` until its outcome is known: a try whose outcome is unknown (the connection broke, or the commit's
+/// answer was lost) is tried again after each pause of [`UNKNOWN_OUTCOME_PAUSES_MS`]; `once` gets `true` on
+/// every try after such a one (so it can recognise its own earlier commit). Only for writes a retry cannot
+/// repeat: idempotent ones, or ones guarded against their own earlier commit. Still unknown after the last
+/// try: the first error.
+async fn until_known<T, F: Future<Output = Result<T, StoreError>>>(
+    what: &str,
+    key: &crate::identity::DeliveryKey,
+    mut once: impl FnMut(bool) -> F,
+) -> Result<T, StoreError> {
+    let mut first_error = None;
+    for pause_ms in UNKNOWN_OUTCOME_PAUSES_MS {
+        pause_before_try(pause_ms).await;
+        match once(first_error.is_some()).await {
+            Err(e) if e.outcome_unknown() => {
+                tracing::warn!(key = %key, error = %e, "{what}'s outcome unknown; trying again");
+                first_error.get_or_insert(e);
+            }
+            done => return done,
+        }
+    }
+    Err(first_error.unwrap_or(StoreError::Locked(0)))
+}
+
 impl super::Store {
     /// After a write whose outcome is unknown (the connection broke, or the commit's answer was lost): wait
     /// for the intent's row lock (on PostgreSQL the broken write's server process holds it until it commits

@@ -29,22 +29,10 @@ impl Store {
         } else {
             details = json!({ "wire_request_hash": wire_hash, "details": details });
         }
-        let mut first_error = None;
-        for pause_ms in super::UNKNOWN_OUTCOME_PAUSES_MS {
-            super::pause_before_try(pause_ms).await;
-            let again = first_error.is_some();
-            match self
-                .record_request_sent_once(fence, &details, now, again)
-                .await
-            {
-                Err(e) if e.outcome_unknown() => {
-                    tracing::warn!(key = %fence.key, error = %e, "request record's outcome unknown; trying again");
-                    first_error.get_or_insert(e);
-                }
-                done => return done,
-            }
-        }
-        Err(first_error.unwrap_or(StoreError::Locked(0)))
+        super::until_known("request record", &fence.key, |again| {
+            self.record_request_sent_once(fence, &details, now, again)
+        })
+        .await
     }
 
     /// One try of [`Store::record_request_sent`]; `again` after one whose outcome is unknown.
@@ -116,19 +104,10 @@ impl Store {
         outcome: &Settlement,
         now: Timestamp,
     ) -> Result<Status, StoreError> {
-        let mut first_error = None;
-        for pause_ms in super::UNKNOWN_OUTCOME_PAUSES_MS {
-            super::pause_before_try(pause_ms).await;
-            let again = first_error.is_some();
-            match self.settle_once(fence, outcome, now, again).await {
-                Err(e) if e.outcome_unknown() => {
-                    tracing::warn!(key = %fence.key, error = %e, "settle's outcome unknown; trying again");
-                    first_error.get_or_insert(e);
-                }
-                done => return done,
-            }
-        }
-        Err(first_error.unwrap_or(StoreError::Locked(0)))
+        super::until_known("settle", &fence.key, |again| {
+            self.settle_once(fence, outcome, now, again)
+        })
+        .await
     }
 
     /// One settle transaction; `again` after one whose outcome is unknown.
