@@ -3,8 +3,8 @@
 //! The script resolves each locator's strategies in order, counts matches per strategy, and measures the
 //! chosen element: attached, visible, enabled, editable, focusable, in viewport, receives events (hit test
 //! at its centre, in its own document and, inside iframes, on the iframe in every ancestor document), text;
-//! then waits two animation frames and measures again for `stable`. It reads only: no focus, no click, no
-//! key. The one thing it may do to the page is scroll, and only when asked ([`Scroll::IntoView`], for
+//! then waits two animation frames (or 100 ms in a page that gets none) and measures again for `stable`. It
+//! reads only: no focus, no click, no key. The one thing it may do to the page is scroll, and only when asked ([`Scroll::IntoView`], for
 //! publishing use: the probe and the compose flow): each element is scrolled into view (`block: 'center'`)
 //! just before it is measured, so a control below the fold is judged where it can be clicked. A scroll is
 //! not a click and sends nothing. Role and accessible-name matching follow the WAI-ARIA implicit
@@ -209,7 +209,15 @@ async (locs, act, opts) => {
     const b = measure(res._el, res._ctx);
     res.box = { x: b.x, y: b.y, w: b.w, h: b.h };
   }
-  await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+  // A page behind another window (a popup the policy leaves open is put in front of its opener) gets no
+  // animation frames at all: measured, the evaluation then waited out the call's bound (10 s). So two
+  // frames, or 100 ms of timer when they do not come: the box unchanged over that time is as stable.
+  await new Promise(r => {
+    let done = false;
+    const end = () => { if (!done) { done = true; r(); } };
+    requestAnimationFrame(() => requestAnimationFrame(end));
+    setTimeout(end, 100);
+  });
   for (const res of out) {
     if (!res._el) continue;
     const b = measure(res._el, res._ctx);
@@ -235,7 +243,7 @@ pub struct ElementStates {
     pub focusable: bool,
     /// Intersects the viewport, clipped by every iframe it is in.
     pub in_viewport: bool,
-    /// Box unchanged across two animation frames.
+    /// Box unchanged across two animation frames (100 ms in a page behind another window, which gets none).
     pub stable: bool,
     /// Hit test at the centre lands on it, and (inside iframes) on its iframe in every ancestor document.
     pub receives_events: bool,

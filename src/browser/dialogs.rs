@@ -4,6 +4,7 @@
 //! dialog gets an answer from the policy: alerts are acknowledged, confirm and prompt are dismissed (a
 //! probe never agrees to anything), beforeunload is accepted (leaving the page sends nothing). Popups
 //! (new targets opened by the page) are recorded and closed; their requests are covered by the write guard.
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use chromiumoxide::Page;
@@ -61,19 +62,59 @@ pub enum DialogEvent {
     },
 }
 
-/// Records of dialog/popup events.
+/// Records of dialog/popup events. The watchers that answer and record them live as long as the log: when the
+/// last clone is dropped (its page's send is over) both are stopped. The popup watcher listens to the whole
+/// browser, so in a warm browser one left running per send would pile up, each closing every later popup
+/// again and recording it into a send long over.
 #[derive(Debug, Clone, Default)]
-pub struct DialogLog(Arc<Mutex<Vec<DialogEvent>>>);
+pub struct DialogLog {
+    events: Arc<Mutex<Vec<DialogEvent>>>,
+    _watchers: Arc<Watchers>,
+}
+
+/// The tasks answering one page's dialogs and the browser's popups for one log, stopped on drop.
+#[derive(Debug, Default)]
+struct Watchers(Vec<tokio::task::AbortHandle>);
+
+impl Drop for Watchers {
+    fn drop(&mut self) {
+        for w in &self.0 {
+            w.abort();
+        }
+    }
+}
+
+/// Counts a session's live popup watchers (see [`BrowserSession::popup_watchers`]): one more while the task
+/// runs, one less when it ends or is stopped.
+struct Running(Arc<AtomicUsize>);
+
+impl Running {
+    fn enter(count: &Arc<AtomicUsize>) -> Running {
+        count.fetch_add(1, Ordering::Relaxed);
+        Running(count.clone())
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
 
 impl DialogLog {
     /// Everything recorded so far.
     pub fn events(&self) -> Vec<DialogEvent> {
-        self.0.lock().map(|v| v.clone()).unwrap_or_default()
+        read(&self.events)
     }
-    fn push(&self, e: DialogEvent) {
-        if let Ok(mut v) = self.0.lock() {
-            v.push(e);
-        }
+}
+
+fn read(events: &Mutex<Vec<DialogEvent>>) -> Vec<DialogEvent> {
+    events.lock().map(|v| v.clone()).unwrap_or_default()
+}
+
+fn push(events: &Mutex<Vec<DialogEvent>>, e: DialogEvent) {
+    if let Ok(mut v) = events.lock() {
+        v.push(e);
     }
 }
 
@@ -84,15 +125,15 @@ pub async fn install(
     policy: DialogPolicy,
 ) -> Result<DialogLog, BrowserError> {
     let live = session.liveness().clone();
-    let log = DialogLog::default();
+    let events: Arc<Mutex<Vec<DialogEvent>>> = Arc::default();
     let mut dialogs = live
         .call(
             "listen for dialogs",
             page.event_listener::<EventJavascriptDialogOpening>(),
         )
         .await?;
-    let (p, l, lv) = (page.clone(), log.clone(), live.clone());
-    tokio::spawn(async move {
+    let (p, l, lv) = (page.clone(), events.clone(), live.clone());
+    let answering = tokio::spawn(async move {
         while let Some(ev) = dialogs.next().await {
             let accept = match ev.r#type {
                 DialogType::Alert => true,
@@ -106,22 +147,29 @@ pub async fn install(
                     p.execute(HandleJavaScriptDialogParams::new(accept)),
                 )
                 .await;
-            l.push(DialogEvent::Dialog {
-                dialog_type: format!("{:?}", ev.r#type).to_lowercase(),
-                message: ev.message.clone(),
-                accepted: accept,
-                answered: r.is_ok(),
-            });
+            push(
+                &l,
+                DialogEvent::Dialog {
+                    dialog_type: format!("{:?}", ev.r#type).to_lowercase(),
+                    message: ev.message.clone(),
+                    accepted: accept,
+                    answered: r.is_ok(),
+                },
+            );
         }
     });
+    // Stopped with the log from here on: an error below drops it, and the answering task with it.
+    let mut watchers = Watchers(vec![answering.abort_handle()]);
     let mut created = live
         .call(
             "listen for popups",
             session.browser().event_listener::<EventTargetCreated>(),
         )
         .await?;
-    let (b, l) = (session.browser().clone(), log.clone());
-    tokio::spawn(async move {
+    let (b, l) = (session.browser().clone(), events.clone());
+    let running = Running::enter(session.popup_watcher_count());
+    let closing = tokio::spawn(async move {
+        let _running = running;
         while let Some(ev) = created.next().await {
             let info = &ev.target_info;
             if info.r#type != "page" || info.opener_id.is_none() {
@@ -135,11 +183,18 @@ pub async fn install(
                     )
                     .await
                     .is_ok();
-            l.push(DialogEvent::Popup {
-                url: info.url.clone(),
-                closed,
-            });
+            push(
+                &l,
+                DialogEvent::Popup {
+                    url: info.url.clone(),
+                    closed,
+                },
+            );
         }
     });
-    Ok(log)
+    watchers.0.push(closing.abort_handle());
+    Ok(DialogLog {
+        events,
+        _watchers: Arc::new(watchers),
+    })
 }

@@ -51,7 +51,7 @@ pub enum ElementState {
     Focusable,
     /// Intersects the viewport, clipped by every iframe it is in.
     InViewport,
-    /// Box unchanged across two animation frames.
+    /// Box unchanged across two animation frames (100 ms in a page behind another window, which gets none).
     Stable,
     /// Hit test at the centre lands on it, and (inside iframes) on its iframe in every ancestor document.
     ReceivesEvents,

@@ -190,6 +190,8 @@ pub struct BrowserSession {
     guard_process: Option<tokio::process::Child>,
     /// The profile, scrubbed of browsing history when the session closes.
     profile_dir: Option<PathBuf>,
+    /// Popup watchers running for this session's pages (see [`super::dialogs::DialogLog`]).
+    popup_watchers: std::sync::Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl std::fmt::Debug for BrowserSession {
@@ -327,6 +329,7 @@ impl BrowserSession {
             guard,
             guard_process: guard_child,
             profile_dir: Some(opts.profile_dir.clone()),
+            popup_watchers: Default::default(),
         })
     }
 
@@ -338,6 +341,17 @@ impl BrowserSession {
     /// The session's write guard (installed at launch).
     pub fn write_guard(&self) -> &WriteGuard {
         &self.guard
+    }
+
+    /// How many popup watchers run for this session's pages now: one per page whose dialog log is still
+    /// held (a send in progress). A warm browser between sends has none.
+    pub fn popup_watchers(&self) -> usize {
+        self.popup_watchers
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    pub(super) fn popup_watcher_count(&self) -> &std::sync::Arc<std::sync::atomic::AtomicUsize> {
+        &self.popup_watchers
     }
 
     /// The liveness signal and call bound.

@@ -275,7 +275,10 @@ async fn every_hostile_write_is_blocked_before_it_leaves_and_reported() {
         );
     }
     // Popups: with the default policy they are closed at once (their script may not even run); left open,
-    // their writes are failed like the page's own. Either way the popup is recorded.
+    // their writes are failed like the page's own. Either way the popup is recorded. A popup left open is in
+    // front of the probe's page, which then gets no animation frames: its locator checks finish on the
+    // checks' timer (without it, each waited out the 10 s call bound). Until each send's popup watcher was
+    // stopped with its log, the earlier probes' watchers (close_popups on) closed these popups anyway.
     let opts = ProbeOptions {
         observe: Duration::from_millis(1500),
         screenshot: false,

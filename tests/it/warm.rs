@@ -321,3 +321,54 @@ async fn a_warm_browser_that_died_while_idle_is_replaced() {
     assert_eq!((env.copies(&t1), env.copies(&t2)), (1, 1));
     assert_eq!(launches(&count), 2, "a fresh browser for the second send");
 }
+
+/// A page's dialog log keeps its watchers: the popup watcher listens to the whole browser, so one left
+/// running per send would pile up in a warm browser (each closing every later popup again and recording it
+/// into a send long over). While a log is held its popup watcher closes and records a popup; once the log is
+/// dropped, none is left. Without the stop on drop, four sends leave four watchers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_send_over_leaves_no_popup_watcher_in_the_browser() {
+    use oncepost::browser::dialogs::{self, DialogEvent, DialogPolicy};
+    let profile = tempfile::tempdir().unwrap();
+    let session = kit::chromium::session(profile.path()).await;
+    let none_left = async |session: &oncepost::browser::BrowserSession| {
+        let t = Instant::now();
+        while session.popup_watchers() != 0 && t.elapsed() < Duration::from_secs(5) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        session.popup_watchers()
+    };
+    for send in 0..4 {
+        let page = session
+            .browser()
+            .new_page("about:blank")
+            .await
+            .expect("a page");
+        let log = dialogs::install(&session, &page, DialogPolicy::default())
+            .await
+            .expect("watchers installed");
+        assert_eq!(session.popup_watchers(), 1, "send {send}");
+        if send == 0 {
+            // The watcher works while its log is held: the page's popup is closed and recorded.
+            page.evaluate("window.open('about:blank#popup'); 1")
+                .await
+                .expect("the page opens a popup");
+            let t = Instant::now();
+            while log.events().is_empty() && t.elapsed() < Duration::from_secs(10) {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            assert!(
+                matches!(
+                    log.events().as_slice(),
+                    [DialogEvent::Popup { closed: true, .. }]
+                ),
+                "{:?}",
+                log.events()
+            );
+        }
+        drop(log);
+        let _ = page.close().await;
+        assert_eq!(none_left(&session).await, 0, "after send {send}");
+    }
+    session.close().await;
+}
