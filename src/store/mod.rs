@@ -19,6 +19,7 @@ mod binding;
 mod contracts;
 mod error;
 mod model;
+mod one_call;
 mod ops;
 mod read;
 mod rows;
@@ -359,6 +360,9 @@ impl Store {
                 let pragmas = sqlite_pragmas(policy.lock_wait_ms);
                 let pool = AnyPoolOptions::new()
                     .max_connections(4)
+                    // A SQLite connection is a file handle on this machine; nothing can hang up on it. sqlx
+                    // would ping it before every use: one more hop to its thread per transaction (one_call.rs).
+                    .test_before_acquire(false)
                     .acquire_timeout(Duration::from_millis(policy.lock_wait_ms + 5_000))
                     .after_connect(move |conn, _| {
                         let pragmas = pragmas.clone();

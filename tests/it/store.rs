@@ -1280,6 +1280,79 @@ async fn duplicate_text_window_at_its_edge(b: Backend) {
         .expect("other account");
 }
 
+/// A refusal decided part way through the authorization, after the intent's guarded move (the duplicate text
+/// at the text claim, the account's guard), leaves nothing of it behind: the intent pending, the account's
+/// last dispatch and the dispatch rows as they were, no `authorized` event. And the store takes the next
+/// writes at once, on every pooled connection: on SQLite the authorization is one call of a whole
+/// transaction that such a refusal stops part way, and a connection left inside it would refuse the next
+/// `BEGIN` or hold the write lock (src/store/one_call.rs).
+async fn a_refusal_part_way_leaves_nothing_and_the_next_writes_go_through(b: Backend) {
+    let db = db(b).await;
+    let s = &db.store;
+    let text = "said once";
+    let (_, first) = authorized(s, text, at(0)).await;
+    drop(first);
+    let dispatched = s.account("alice").await.unwrap().last_dispatch_at;
+    assert_eq!(dispatched, Some(at(0).0));
+    let k2 = s
+        .create_intent(&post("alice", text, "elsewhere"), at(0))
+        .await
+        .unwrap()
+        .intent
+        .key;
+    let c2 = claim(s, &k2, "w", at(5)).await;
+    let why = refusal(s.authorize_dispatch(&c2, CONTRACT, at(5)).await);
+    assert!(
+        matches!(why, AuthorizeRefusal::DuplicateText { .. }),
+        "{why:?}"
+    );
+    let left = |key: DeliveryKey| async move {
+        let t = s.timeline(&key).await.unwrap();
+        (
+            t.intent.state,
+            t.events
+                .iter()
+                .filter(|e| e.kind == EventKind::Authorized)
+                .count(),
+        )
+    };
+    assert_eq!(left(k2.clone()).await, (Status::Pending, 0));
+    assert_eq!(
+        s.account("alice").await.unwrap().last_dispatch_at,
+        dispatched,
+        "the refused authorization moved the account"
+    );
+    // The dispatch rows: one, the first authorization's (the refused one wrote none).
+    assert_eq!(
+        s.execute_raw_for_tests(
+            "UPDATE accounts SET hourly_cap = hourly_cap WHERE name = 'alice' \
+             AND (SELECT COUNT(*) FROM dispatches WHERE account = 'alice') = 1"
+        )
+        .await
+        .unwrap(),
+        1
+    );
+    // The account's guard, refused after the intent's move too.
+    let k3 = create(s, "alice", "another text").await;
+    let c3 = claim(s, &k3, "w", at(7)).await;
+    s.revoke_account("alice", "ops", at(8)).await.unwrap();
+    let why = refusal(s.authorize_dispatch(&c3, CONTRACT, at(9)).await);
+    assert!(matches!(why, AuthorizeRefusal::Revoked { .. }), "{why:?}");
+    assert_eq!(left(k3).await, (Status::Pending, 0));
+    // More writes than the pool has connections, each at once (a connection left in a transaction fails the
+    // next `BEGIN` on it; the write lock it holds makes every other one wait out the lock bound, then fail).
+    add_account(s, "bob", "fixture").await;
+    for i in 0..12 {
+        let k = s
+            .create_intent(&post("bob", &format!("next write {i}"), ""), at(10))
+            .await
+            .unwrap_or_else(|e| panic!("write {i} after the refusals: {e}"))
+            .intent
+            .key;
+        claim(s, &k, "w", at(10)).await;
+    }
+}
+
 async fn duplicate_text_is_enforced_by_the_database_itself(b: Backend) {
     let db = db(b).await;
     let s = &db.store;
@@ -1638,6 +1711,7 @@ on_both_backends!(
     an_interrupted_lookup_is_parked_by_the_sweeper_once_its_lease_runs_out,
     duplicate_text_window_at_its_edge,
     duplicate_text_is_enforced_by_the_database_itself,
+    a_refusal_part_way_leaves_nothing_and_the_next_writes_go_through,
     failed_send_releases_its_text_and_redelivery_is_exempt,
     redelivery_is_a_new_authorized_intent_and_the_old_one_stays,
     attempts_and_events_refuse_update_and_delete,

@@ -1,13 +1,13 @@
 //! `authorize_dispatch`, the last checkpoint before any byte: every pre-flight condition re-checked by guarded
-//! statements that commit together (a transaction on SQLite, one call of `oncepost_authorize` on PostgreSQL),
-//! and, after a refusal, a read that says which condition failed.
+//! statements that commit together (a whole transaction in one call on SQLite, one call of
+//! `oncepost_authorize` on PostgreSQL), and, after a refusal, a read that says which condition failed.
 use serde_json::json;
 
 use crate::store::error::{AuthorizeRefusal, StoreError};
 use crate::store::model::*;
 use crate::store::rows::find_intent;
-use crate::store::state::{EventKind, Status};
-use crate::store::{NewEvent, Store, is_duplicate_text, map_db, map_row};
+use crate::store::state::Status;
+use crate::store::{Store, is_duplicate_text, map_db, map_row};
 
 /// What an authorization whose outcome was unknown turned out to be.
 enum Doubt {
@@ -104,7 +104,7 @@ impl Store {
         };
         let outcome = match self.dialect {
             crate::store::Dialect::Postgres => self.authorize_in_one_call(&call).await,
-            crate::store::Dialect::Sqlite => self.authorize_in_transaction(&call).await,
+            crate::store::Dialect::Sqlite => self.authorize_in_one_sqlite_call(&call).await,
         };
         match outcome {
             Ok(()) => Ok(DispatchAuthorization::new(f.clone(), lease_until)),
@@ -115,169 +115,88 @@ impl Store {
         }
     }
 
-    /// SQLite: the guarded statements in one write transaction (the single writer serializes them). A guard
-    /// that matches nothing returns the `Conflict` refusal as the transaction's error, so it rolls back whole:
-    /// no partial authorization (intent moved, account not) can ever commit.
-    async fn authorize_in_transaction(&self, a: &AuthorizeBinds<'_>) -> Result<(), StoreError> {
-        let AuthorizeBinds {
-            claim,
-            current_contract_hash,
-            now,
-            lease_until,
-            lease_holder,
-            lease_fence,
-            jitter_ppm,
-            details,
-        } = *a;
-        let f = &claim.fence;
-        let refused = || StoreError::Refused(AuthorizeRefusal::Conflict);
-        self.write_generic_plans(async |tx| {
-            let id: Option<(i64, String, String, Option<String>)> = {
-                sqlx::query_as(
-                    // The claim's identity is its generation: issued once, from a source nothing resets, and
-                    // paired with the epoch across restores. A released claim has no lease, so the liveness
-                    // clause refuses it too.
-                    "/* oncepost: authorize */ UPDATE intents SET state = 'authorized', lease_expires_at = $5, authorized_at = $4, \
-                     updated_at = $4 \
-                     WHERE delivery_key = $1 AND state = 'pending' AND generation = $2 AND epoch = $3 \
-                     AND lease_expires_at > $4 \
-                     AND contract_hash = $6 \
-                     AND epoch = (SELECT m.epoch FROM store_meta m WHERE m.id = 1) \
-                     AND NOT EXISTS (SELECT 1 FROM switches s WHERE s.engaged = 1 AND (s.scope = 'global' \
-                         OR (s.scope = 'platform' AND s.name = intents.platform) \
-                         OR (s.scope = 'platform' AND s.name = intents.contract_platform) \
-                         OR (s.scope = 'account' AND s.name = intents.account))) \
-                     AND NOT EXISTS (SELECT 1 FROM account_leases l WHERE l.account = intents.account \
-                         AND l.expires_at > $4 AND NOT (l.holder = $7 AND l.fence = $8)) \
-                     RETURNING id, account, COALESCE(contract_platform, platform) AS platform, source_ref",
-                )
+    /// SQLite: the guarded statements in one call (src/store/one_call.rs), in the order of PostgreSQL's
+    /// `oncepost_authorize` and in one `BEGIN IMMEDIATE` (the single writer serializes them, so no row lock
+    /// is needed). After each guard, a `guard_checks` row (migration 0009) stops the text when the guard
+    /// matched nothing, so nothing after it runs and the whole transaction is rolled back: no partial
+    /// authorization (intent moved, account not) can commit. A refusal is answered as `Conflict`, for
+    /// `why_refused` to explain; the duplicate text is refused by the text claims' own trigger.
+    async fn authorize_in_one_sqlite_call(&self, a: &AuthorizeBinds<'_>) -> Result<(), StoreError> {
+        let f = &a.claim.fence;
+        let text = "/* oncepost: authorize */ BEGIN IMMEDIATE; \
+             UPDATE intents SET state = 'authorized', lease_expires_at = $5, authorized_at = $4, updated_at = $4 \
+                 WHERE delivery_key = $1 AND state = 'pending' AND generation = $2 AND epoch = $3 \
+                 AND lease_expires_at > $4 \
+                 AND contract_hash = $6 \
+                 AND epoch = (SELECT m.epoch FROM store_meta m WHERE m.id = 1) \
+                 AND NOT EXISTS (SELECT 1 FROM switches s WHERE s.engaged = 1 AND (s.scope = 'global' \
+                     OR (s.scope = 'platform' AND s.name = intents.platform) \
+                     OR (s.scope = 'platform' AND s.name = intents.contract_platform) \
+                     OR (s.scope = 'account' AND s.name = intents.account))) \
+                 AND NOT EXISTS (SELECT 1 FROM account_leases l WHERE l.account = intents.account \
+                     AND l.expires_at > $4 AND NOT (l.holder = $7 AND l.fence = $8)); \
+             INSERT INTO guard_checks (matched) VALUES (changes()); \
+             INSERT INTO guard_checks (matched) SELECT i.source_ref IS NULL OR EXISTS (SELECT 1 FROM claims c \
+                 JOIN source_versions v ON v.version_id = c.version_id JOIN sources s ON s.stable_id = v.stable_id \
+                 WHERE c.claim_id = i.source_ref AND s.head_version = c.version_id) \
+                 FROM intents i WHERE i.delivery_key = $1; \
+             UPDATE accounts SET last_dispatch_at = $4, \
+                 next_dispatch_at = $4 + min_interval_ms + (jitter_ms * $9) / 1000000 \
+                 WHERE name = (SELECT i.account FROM intents i WHERE i.delivery_key = $1) \
+                 AND revoked = 0 AND credential_version = $10 \
+                 AND (last_dispatch_at IS NULL OR last_dispatch_at + min_interval_ms <= $4) \
+                 AND (next_dispatch_at IS NULL OR next_dispatch_at <= $4); \
+             INSERT INTO guard_checks (matched) VALUES (changes()); \
+             INSERT INTO dispatches (account, intent_id, at) SELECT a.name, i.id, $4 \
+                 FROM intents i JOIN accounts a ON a.name = i.account WHERE i.delivery_key = $1 \
+                 AND (a.hourly_cap IS NULL OR (SELECT COUNT(*) FROM dispatches d \
+                      WHERE d.account = a.name AND d.at > $4 - 3600000) < a.hourly_cap) \
+                 AND (a.daily_cap IS NULL OR (SELECT COUNT(*) FROM dispatches d \
+                      WHERE d.account = a.name AND d.at > $4 - 86400000) < a.daily_cap); \
+             INSERT INTO guard_checks (matched) VALUES (changes()); \
+             INSERT INTO guard_checks (matched) SELECT NOT EXISTS (SELECT 1 FROM platform_limits p \
+                 WHERE p.platform = COALESCE(i.contract_platform, i.platform) \
+                 AND (SELECT COUNT(*) FROM intents x WHERE x.state = 'authorized' \
+                      AND COALESCE(x.contract_platform, x.platform) = p.platform) > p.max_in_flight) \
+                 FROM intents i WHERE i.delivery_key = $1; \
+             INSERT INTO text_claims (intent_id, account, content_hash, claimed_at, window_ms, exempt) \
+                 SELECT i.id, i.account, i.content_hash, $4, a.dup_window_ms, \
+                        CASE WHEN i.redelivery_of IS NULL THEN 0 ELSE 1 END \
+                 FROM intents i JOIN accounts a ON a.name = i.account WHERE i.delivery_key = $1; \
+             INSERT INTO guard_checks (matched) VALUES (changes()); \
+             INSERT INTO events (intent_id, at, kind, from_state, to_state, actor, reason, details, \
+                 attempt_token, generation) \
+                 SELECT id, $4, 'authorized', 'pending', 'authorized', $11, NULL, $12, $13, $2 \
+                 FROM intents WHERE delivery_key = $1; \
+             COMMIT";
+        self.sqlite_one_call(
+            sqlx::query(text)
                 .bind(f.key.as_str())
                 .bind(f.generation)
                 .bind(f.epoch)
-                .bind(now.0)
-                .bind(lease_until)
-                .bind(current_contract_hash)
-                .bind(lease_holder)
-                .bind(lease_fence)
-                .fetch_optional(tx.conn())
-                .await
-                .map_err(map_row)?
-            };
-            let Some((intent_id, account, platform, source_ref)) = id else {
-                return Err(refused());
-            };
-            // The publish-time source gate: the version the post rests on must still be its source's head
-            // (the write transaction is the lock: a capture that would move the head waits for it).
-            if let Some(claim) = source_ref {
-                let fresh: Option<i64> = sqlx::query_scalar(
-                    "SELECT 1 FROM claims c JOIN source_versions v ON v.version_id = c.version_id \
-                     JOIN sources s ON s.stable_id = v.stable_id \
-                     WHERE c.claim_id = $1 AND s.head_version = c.version_id",
-                )
-                .bind(&claim)
-                .fetch_optional(tx.conn())
-                .await
-                .map_err(map_db)?;
-                if fresh.is_none() {
-                    return Err(refused());
+                .bind(a.now.0)
+                .bind(a.lease_until)
+                .bind(a.current_contract_hash)
+                .bind(a.lease_holder)
+                .bind(a.lease_fence)
+                .bind(a.jitter_ppm)
+                .bind(a.claim.credential_version)
+                .bind(&f.owner)
+                // The same redaction as every appended event.
+                .bind(crate::redact::json(a.details).to_string())
+                .bind(f.attempt.as_str()),
+            |e| {
+                if is_guard_refusal(&e) || is_duplicate_text(&e) {
+                    StoreError::Refused(AuthorizeRefusal::Conflict)
+                } else {
+                    map_db(e)
                 }
-            }
-            // The account's guard: not revoked, the credential version the attempt began with, and the minimum
-            // interval since its last dispatch. The row lock also serializes authorizations per account.
-            // The next dispatch may go after the interval plus a jitter drawn here (parts per million of the
-            // account's jitter_ms), so the pattern of an account's posts is not a clock's.
-            let acct = sqlx::query(
-                "UPDATE accounts SET last_dispatch_at = $3, \
-                 next_dispatch_at = $3 + min_interval_ms + (jitter_ms * $4) / 1000000 \
-                 WHERE name = $1 AND revoked = 0 AND credential_version = $2 \
-                 AND (last_dispatch_at IS NULL OR last_dispatch_at + min_interval_ms <= $3) \
-                 AND (next_dispatch_at IS NULL OR next_dispatch_at <= $3)",
-            )
-            .bind(&account)
-            .bind(claim.credential_version)
-            .bind(now.0)
-            .bind(jitter_ppm)
-            .execute(tx.conn())
-            .await
-            .map_err(map_db)?;
-            if acct.rows_affected() != 1 {
-                return Err(refused());
-            }
-            // The caps count this account's dispatches in the rolling hour and day (one writer: nothing can
-            // dispatch between the count and the row). The row is written only when both caps allow it.
-            let capped = sqlx::query(
-                "INSERT INTO dispatches (account, intent_id, at) SELECT a.name, $2, $3 FROM accounts a \
-                 WHERE a.name = $1 \
-                 AND (a.hourly_cap IS NULL OR (SELECT COUNT(*) FROM dispatches d \
-                      WHERE d.account = $1 AND d.at > $3 - 3600000) < a.hourly_cap) \
-                 AND (a.daily_cap IS NULL OR (SELECT COUNT(*) FROM dispatches d \
-                      WHERE d.account = $1 AND d.at > $3 - 86400000) < a.daily_cap)",
-            )
-            .bind(&account)
-            .bind(intent_id)
-            .bind(now.0)
-            .execute(tx.conn())
-            .await
-            .map_err(map_db)?;
-            if capped.rows_affected() != 1 {
-                return Err(refused());
-            }
-            // The platform's limit on dispatches in flight: its row is locked first (the no-op update), then
-            // counted in a new statement, so two authorizations for one platform are counted one after the
-            // other. This intent is already authorized in this transaction, so it is in the count.
-            let limit = sqlx::query(
-                "UPDATE platform_limits SET changed_at = changed_at WHERE platform = $1",
-            )
-            .bind(&platform)
-            .execute(tx.conn())
-            .await
-            .map_err(map_db)?;
-            if limit.rows_affected() == 1 {
-                let within: i64 = sqlx::query_scalar(
-                    "SELECT COUNT(*) FROM platform_limits p WHERE p.platform = $1 AND \
-                     (SELECT COUNT(*) FROM intents x WHERE x.state = 'authorized' \
-                      AND COALESCE(x.contract_platform, x.platform) = $1) <= p.max_in_flight",
-                )
-                .bind(&platform)
-                .fetch_one(tx.conn())
-                .await
-                .map_err(map_db)?;
-                if within != 1 {
-                    return Err(refused());
-                }
-            }
-            // The duplicate-text window is enforced by the database itself (exclusion constraint / trigger).
-            let claimed = sqlx::query(
-                "INSERT INTO text_claims (intent_id, account, content_hash, claimed_at, window_ms, exempt) \
-                 SELECT i.id, i.account, i.content_hash, $2, a.dup_window_ms, \
-                        CASE WHEN i.redelivery_of IS NULL THEN 0 ELSE 1 END \
-                 FROM intents i JOIN accounts a ON a.name = i.account WHERE i.id = $1",
-            )
-            .bind(intent_id)
-            .bind(now.0)
-            .execute(tx.conn())
-            .await;
-            match claimed {
-                Ok(r) if r.rows_affected() == 1 => {}
-                Ok(_) => return Err(refused()),
-                Err(e) if is_duplicate_text(&e) => return Err(refused()),
-                Err(e) => return Err(map_db(e)),
-            }
-            tx.append(NewEvent {
-                intent_id,
-                at: now,
-                kind: EventKind::Authorized,
-                from: Some(Status::Pending),
-                to: Status::Authorized,
-                actor: &f.owner,
-                reason: None,
-                details,
-                attempt: Some(f.attempt.as_str()),
-                generation: Some(f.generation),
-            })
-            .await?;
-            Ok(())
-        }).await
+            },
+        )
+        .await?;
+        self.commits
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
     }
 
     /// After a refused authorization (already rolled back), say which condition failed. This read decides
@@ -536,7 +455,9 @@ impl Store {
     }
 }
 
-/// Whether `oncepost_authorize` refused: one of its guards matched nothing (SQLSTATE `OP001`).
+/// Whether the authorization refused: one of its guards matched nothing (SQLSTATE `OP001` from
+/// `oncepost_authorize` on PostgreSQL, `oncepost_guard_refused` from `guard_checks` on SQLite).
 fn is_guard_refusal(e: &sqlx::Error) -> bool {
-    matches!(e, sqlx::Error::Database(db) if db.code().as_deref() == Some("OP001"))
+    matches!(e, sqlx::Error::Database(db)
+        if db.code().as_deref() == Some("OP001") || db.message().contains("oncepost_guard_refused"))
 }

@@ -27,9 +27,18 @@ impl Store {
             ));
         }
         let claim_lease_ms = self.policy.claim_lease_ms;
-        // PostgreSQL, first try: the common case (a pending row nobody has claimed) in one statement. Anything
-        // else (a live or expired claim, the attempt cap, a revoked or unknown account, no such key) is left
+        // First try: the common case (a pending row nobody has claimed) in one statement on PostgreSQL, in one
+        // call on SQLite (src/store/one_call.rs). Anything else (a live or expired claim, the attempt cap, a revoked or unknown account, no such key) is left
         // to the transaction below, which decides it and says why.
+        if self.dialect == crate::store::Dialect::Sqlite {
+            let token = AttemptToken::mint();
+            if let Some(claim) = self
+                .begin_in_one_call(key, owner, contract_hash, &token, now)
+                .await?
+            {
+                return Ok(Begun::Claimed(claim));
+            }
+        }
         if self.dialect == crate::store::Dialect::Postgres {
             let token = AttemptToken::mint();
             match self
@@ -291,6 +300,87 @@ impl Store {
         let Some((ordinal, generation, epoch, credential_version)) = row else {
             return Ok(None);
         };
+        self.commits
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(Some(claim_of(
+            key,
+            token.clone(),
+            owner,
+            contract_hash,
+            Granted {
+                generation,
+                epoch,
+                lease_expires_at: expires,
+                ordinal,
+                credential_version,
+            },
+        )))
+    }
+
+    /// SQLite: [`Store::begin_in_one_statement`] in one call (src/store/one_call.rs), in one `BEGIN
+    /// IMMEDIATE`: the generation is issued only when the row is claimable (pending, nobody holds or held a
+    /// claim, under the attempt cap, the account not revoked); the guarded claim, only when that generation
+    /// was issued by this text (`changes() = 1`) and under the same guard; then the attempt row and the
+    /// `begun` event of this attempt (its token is minted here). `None` when the guard matched nothing:
+    /// nothing was written.
+    async fn begin_in_one_call(
+        &self,
+        key: &DeliveryKey,
+        owner: &str,
+        contract_hash: &str,
+        token: &AttemptToken,
+        now: Timestamp,
+    ) -> Result<Option<Claim>, StoreError> {
+        use sqlx::Row;
+        let expires = now.plus_ms(self.policy.claim_lease_ms).0;
+        let known = crate::redact::json(
+            &json!({ "lease_expires_at": expires, "contract_hash": contract_hash }),
+        );
+        let claimable = "i.delivery_key = $1 AND i.state = 'pending' AND i.lease_owner IS NULL \
+                         AND i.attempt_count < i.max_attempts \
+                         AND (i.lease_expires_at IS NULL OR i.lease_expires_at <= $4) \
+                         AND EXISTS (SELECT 1 FROM accounts a WHERE a.name = i.account AND a.revoked = 0)";
+        let text = format!(
+            "/* oncepost: begin */ BEGIN IMMEDIATE; \
+             UPDATE fencing_counter SET value = value + 1 WHERE id = 1 \
+                 AND EXISTS (SELECT 1 FROM intents i WHERE {claimable}); \
+             UPDATE intents AS i SET generation = (SELECT value FROM fencing_counter WHERE id = 1), \
+                 epoch = (SELECT epoch FROM store_meta WHERE id = 1), lease_owner = $2, lease_expires_at = $5, \
+                 current_attempt = $3, attempt_count = attempt_count + 1, contract_hash = $6, \
+                 credential_version = (SELECT a.credential_version FROM accounts a WHERE a.name = i.account), \
+                 updated_at = $4 \
+                 WHERE changes() = 1 AND {claimable} \
+                 RETURNING attempt_count, generation, epoch, credential_version; \
+             INSERT INTO attempts (token, intent_id, ordinal, account, action_kind, credential_version, \
+                 contract_hash, generation, epoch, owner, created_at) \
+                 SELECT $3, id, attempt_count, account, action_kind, credential_version, $6, generation, epoch, \
+                 $2, $4 FROM intents WHERE delivery_key = $1 AND current_attempt = $3; \
+             INSERT INTO events (intent_id, at, kind, from_state, to_state, actor, reason, details, \
+                 attempt_token, generation) \
+                 SELECT id, $4, 'begun', 'pending', 'pending', $2, NULL, \
+                 json_patch($7, json_object('ordinal', attempt_count, 'epoch', epoch, \
+                 'credential_version', credential_version)), $3, generation \
+                 FROM intents WHERE delivery_key = $1 AND current_attempt = $3; \
+             COMMIT"
+        );
+        let rows = self
+            .sqlite_one_call(
+                sqlx::query(&text)
+                    .bind(key.as_str())
+                    .bind(owner)
+                    .bind(token.as_str())
+                    .bind(now.0)
+                    .bind(expires)
+                    .bind(contract_hash)
+                    .bind(known.to_string()),
+                map_db,
+            )
+            .await?;
+        let Some(row) = rows.first() else {
+            return Ok(None);
+        };
+        let got = |i: usize| row.try_get::<i64, _>(i).map_err(map_db);
+        let (ordinal, generation, epoch, credential_version) = (got(0)?, got(1)?, got(2)?, got(3)?);
         self.commits
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Ok(Some(claim_of(

@@ -68,16 +68,22 @@ impl Store {
         key: &DeliveryKey,
         now: Timestamp,
     ) -> Result<Created, StoreError> {
-        // PostgreSQL, first try: a new intent without a source claim in one statement. An existing key, an
-        // unknown account and a source claim are left to the transaction below.
-        if self.dialect == crate::store::Dialect::Postgres
-            && new.source.is_none()
-            && let Some(intent) = self.create_in_one_statement(new, key, now).await?
-        {
-            return Ok(Created {
-                intent,
-                created: true,
-            });
+        // A new intent without a source claim in one statement on PostgreSQL, in one call on SQLite
+        // (src/store/one_call.rs). An existing key, an unknown account and a source claim are left to the
+        // transaction below.
+        if new.source.is_none() {
+            let made = match self.dialect {
+                crate::store::Dialect::Postgres => {
+                    self.create_in_one_statement(new, key, now).await?
+                }
+                crate::store::Dialect::Sqlite => self.create_in_one_call(new, key, now).await?,
+            };
+            if let Some(intent) = made {
+                return Ok(Created {
+                    intent,
+                    created: true,
+                });
+            }
         }
         self.insert_intent(new, key, None, "creator", None, now)
             .await
@@ -128,6 +134,58 @@ impl Store {
         self.commits
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Ok(Some(IntentRow::try_from(row)?.intent))
+    }
+
+    /// SQLite: [`Store::create_in_one_statement`] in one call (src/store/one_call.rs): the insert, skipped
+    /// when the key exists or the account does not, then its `created` event and the new row, each only when
+    /// the statement before it wrote its one row (`changes() = 1`), in one `BEGIN IMMEDIATE`. `None` when
+    /// nothing was inserted.
+    async fn create_in_one_call(
+        &self,
+        new: &NewIntent,
+        key: &DeliveryKey,
+        now: Timestamp,
+    ) -> Result<Option<Intent>, StoreError> {
+        use sqlx::FromRow;
+        let content = ContentHash::of(new.action, new.request.text.as_deref());
+        let request_json =
+            serde_json::to_string(&new.request).map_err(|e| StoreError::Invalid(e.to_string()))?;
+        let details = crate::redact::json(&json!({ "source_ref": serde_json::Value::Null }));
+        let text = format!(
+            "/* oncepost: create */ BEGIN IMMEDIATE; {}; \
+             INSERT INTO events (intent_id, at, kind, from_state, to_state, actor, reason, details, \
+                 attempt_token, generation) \
+                 SELECT id, $11, 'created', NULL, 'pending', 'creator', NULL, $12, NULL, NULL FROM intents \
+                 WHERE delivery_key = $1 AND changes() = 1; \
+             SELECT {INTENT_COLUMNS} FROM intents WHERE delivery_key = $1 AND changes() = 1; \
+             COMMIT",
+            insert_intent_sql!()
+        );
+        let rows = self
+            .sqlite_one_call(
+                sqlx::query(&text)
+                    .bind(key.as_str())
+                    .bind(&new.account)
+                    .bind(new.action.label())
+                    .bind(&new.target)
+                    .bind(&request_json)
+                    .bind(content.as_str())
+                    .bind(None::<&str>)
+                    .bind(None::<&str>)
+                    .bind(None::<&str>)
+                    .bind(self.policy.max_attempts)
+                    .bind(now.0)
+                    .bind(details.to_string()),
+                map_db,
+            )
+            .await?;
+        let Some(row) = rows.first() else {
+            return Ok(None);
+        };
+        let record = IntentRecord::from_row(row).map_err(map_row)?;
+        self.commits
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(Some(IntentRow::try_from(record)?.intent))
     }
 
     /// Insert an intent row unless its key exists. Shared by create and redeliver.

@@ -163,10 +163,10 @@ impl Store {
             obj.insert("platform_id".into(), json!(platform_id));
             obj.insert("permalink".into(), json!(permalink));
         }
-        // PostgreSQL, first try: the whole transition in one statement (one round trip, its own commit). It
-        // matches only the common case; anything else (a retry, a stale fence) is decided by the transaction
-        // below, which reads the row and says why.
-        if self.dialect == crate::store::Dialect::Postgres && !again {
+        // First try: the whole transition in one statement on PostgreSQL (one round trip, its own commit), in
+        // one call on SQLite (src/store/one_call.rs). It matches only the common case; anything else (a retry,
+        // a stale fence) is decided by the transaction below, which reads the row and says why.
+        if !again {
             let one = OneSettle {
                 fence,
                 event,
@@ -177,7 +177,11 @@ impl Store {
                 permalink: permalink.as_deref(),
                 now,
             };
-            if self.settle_in_one_statement(&one).await? {
+            let settled = match self.dialect {
+                crate::store::Dialect::Postgres => self.settle_in_one_statement(&one).await?,
+                crate::store::Dialect::Sqlite => self.settle_in_one_call(&one).await?,
+            };
+            if settled {
                 return Ok(to);
             }
         }
@@ -323,5 +327,65 @@ impl Store {
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
         Ok(settled.is_some())
+    }
+}
+
+impl Store {
+    /// SQLite: a settle in one call (src/store/one_call.rs): the event (with the state it leaves) and the
+    /// guarded update, under one guard (the transaction's: a state this event may leave, this attempt's
+    /// fence, the store's epoch, the claim before authorization), both in one `BEGIN IMMEDIATE` (nothing
+    /// writes between them, so they match together or not at all), and the text claim released after a
+    /// failure. `true` when it settled (the update returned its row); `false` when its guard matched
+    /// nothing (nothing was written, and the transaction path decides and explains).
+    async fn settle_in_one_call(&self, s: &OneSettle<'_>) -> Result<bool, StoreError> {
+        let from: Vec<&str> = Status::ALL
+            .into_iter()
+            .filter(|st| st.next(s.event) == Ok(s.to))
+            .map(Status::label)
+            .collect();
+        // Crash test: killed here, nothing of the settle is committed (as in the transaction's point).
+        crate::failpoint::hit(crate::failpoint::FailPoint::DuringSettle);
+        let guard = "delivery_key = $1 AND instr(',' || $9 || ',', ',' || state || ',') > 0 \
+                     AND current_attempt = $4 AND generation = $2 AND epoch = $3 \
+                     AND epoch = (SELECT m.epoch FROM store_meta m WHERE m.id = 1) \
+                     AND (lease_owner = $10 OR state <> 'pending')";
+        let text = format!(
+            "/* oncepost: settle */ BEGIN IMMEDIATE; \
+             INSERT INTO events (intent_id, at, kind, from_state, to_state, actor, reason, details, \
+                 attempt_token, generation) \
+                 SELECT id, $8, $11, state, $5, $10, $12, $13, $4, $2 FROM intents WHERE {guard}; \
+             UPDATE intents SET state = $5, lease_owner = NULL, lease_expires_at = NULL, \
+                 platform_id = COALESCE($6, platform_id), permalink = COALESCE($7, permalink), updated_at = $8 \
+                 WHERE {guard} RETURNING id; \
+             DELETE FROM text_claims WHERE $5 = 'failed' AND intent_id IN (SELECT id FROM intents \
+                 WHERE delivery_key = $1 AND state = 'failed' AND current_attempt = $4); \
+             COMMIT"
+        );
+        let rows = self
+            .sqlite_one_call(
+                sqlx::query(&text)
+                    .bind(s.fence.key.as_str())
+                    .bind(s.fence.generation)
+                    .bind(s.fence.epoch)
+                    .bind(s.fence.attempt.as_str())
+                    .bind(s.to.label())
+                    .bind(s.platform_id)
+                    .bind(s.permalink.map(crate::redact::text))
+                    .bind(s.now.0)
+                    .bind(from.join(","))
+                    .bind(&s.fence.owner)
+                    .bind(s.event.label())
+                    // The same redaction as every appended event.
+                    .bind(s.reason.map(crate::redact::text))
+                    .bind(crate::redact::json(s.details).to_string()),
+                map_db,
+            )
+            .await?;
+        if rows.is_empty() {
+            return Ok(false);
+        }
+        self.commits
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(true)
     }
 }
