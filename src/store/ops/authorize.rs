@@ -120,7 +120,9 @@ impl Store {
     /// is needed). After each guard, a `guard_checks` row (migration 0009) stops the text when the guard
     /// matched nothing, so nothing after it runs and the whole transaction is rolled back: no partial
     /// authorization (intent moved, account not) can commit. A refusal is answered as `Conflict`, for
-    /// `why_refused` to explain; the duplicate text is refused by the text claims' own trigger.
+    /// `why_refused` to explain; the duplicate text is refused by the text claims' own trigger (the claim's
+    /// insert always finds the intent and its account, so only that error can refuse it: a guard check after
+    /// it could never decide, and its mutant lived).
     async fn authorize_in_one_sqlite_call(&self, a: &AuthorizeBinds<'_>) -> Result<(), StoreError> {
         let f = &a.claim.fence;
         let text = "/* oncepost: authorize */ BEGIN IMMEDIATE; \
@@ -163,7 +165,6 @@ impl Store {
                  SELECT i.id, i.account, i.content_hash, $4, a.dup_window_ms, \
                         CASE WHEN i.redelivery_of IS NULL THEN 0 ELSE 1 END \
                  FROM intents i JOIN accounts a ON a.name = i.account WHERE i.delivery_key = $1; \
-             INSERT INTO guard_checks (matched) VALUES (changes()); \
              INSERT INTO events (intent_id, at, kind, from_state, to_state, actor, reason, details, \
                  attempt_token, generation) \
                  SELECT id, $4, 'authorized', 'pending', 'authorized', $11, NULL, $12, $13, $2 \

@@ -319,10 +319,10 @@ impl Store {
 
     /// SQLite: [`Store::begin_in_one_statement`] in one call (src/store/one_call.rs), in one `BEGIN
     /// IMMEDIATE`: the generation is issued only when the row is claimable (pending, nobody holds or held a
-    /// claim, under the attempt cap, the account not revoked); the guarded claim, only when that generation
-    /// was issued by this text (`changes() = 1`) and under the same guard; then the attempt row and the
-    /// `begun` event of this attempt (its token is minted here). `None` when the guard matched nothing:
-    /// nothing was written.
+    /// claim, under the attempt cap, the account not revoked), and the guarded claim takes it under the same
+    /// guard (nothing writes between the two, so both match or neither: a `changes() = 1` on the claim could
+    /// never decide, and its mutant lived); then the attempt row and the `begun` event of this attempt (its
+    /// token is minted here). `None` when the guard matched nothing: nothing was written.
     async fn begin_in_one_call(
         &self,
         key: &DeliveryKey,
@@ -349,7 +349,7 @@ impl Store {
                  current_attempt = $3, attempt_count = attempt_count + 1, contract_hash = $6, \
                  credential_version = (SELECT a.credential_version FROM accounts a WHERE a.name = i.account), \
                  updated_at = $4 \
-                 WHERE changes() = 1 AND {claimable} \
+                 WHERE {claimable} \
                  RETURNING attempt_count, generation, epoch, credential_version; \
              INSERT INTO attempts (token, intent_id, ordinal, account, action_kind, credential_version, \
                  contract_hash, generation, epoch, owner, created_at) \
