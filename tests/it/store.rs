@@ -346,6 +346,34 @@ async fn authorize_passes_when_nothing_changed(b: Backend) {
             actual: Status::Authorized
         }
     );
+    // The same with no duplicate window: nothing but the intent's own guard refuses the second call (with a
+    // window, the text claim's window refuses it too, and hid a missing state guard on SQLite).
+    db.store
+        .add_account(
+            &NewAccount {
+                name: "nowindow".into(),
+                platform: "fixture".into(),
+                min_interval_ms: 0,
+                dup_window_ms: 0,
+            },
+            "test",
+            at(0),
+        )
+        .await
+        .unwrap();
+    let key = create(&db.store, "nowindow", "x").await;
+    let c = claim(&db.store, &key, "w1", at(0)).await;
+    db.store
+        .authorize_dispatch(&c, CONTRACT, at(1))
+        .await
+        .expect("authorized");
+    let why = refusal(db.store.authorize_dispatch(&c, CONTRACT, at(2)).await);
+    assert_eq!(
+        why,
+        AuthorizeRefusal::NotPending {
+            actual: Status::Authorized
+        }
+    );
 }
 
 /// Each case: a fresh account and intent, one change made between begin and authorize, the expected refusal.
