@@ -2,6 +2,9 @@
 //! statements that commit together (a whole transaction in one call on SQLite, one call of
 //! `oncepost_authorize` on PostgreSQL), and, after a refusal, a read that says which condition failed.
 use serde_json::json;
+use sqlx::Any;
+use sqlx::any::AnyArguments;
+use sqlx::query::Query;
 
 use crate::store::error::{AuthorizeRefusal, StoreError};
 use crate::store::model::*;
@@ -124,7 +127,6 @@ impl Store {
     /// insert always finds the intent and its account, so only that error can refuse it: a guard check after
     /// it could never decide, and its mutant lived).
     async fn authorize_in_one_sqlite_call(&self, a: &AuthorizeBinds<'_>) -> Result<(), StoreError> {
-        let f = &a.claim.fence;
         let text = "/* oncepost: authorize */ BEGIN IMMEDIATE; \
              UPDATE intents SET state = 'authorized', lease_expires_at = $5, authorized_at = $4, updated_at = $4 \
                  WHERE delivery_key = $1 AND state = 'pending' AND generation = $2 AND epoch = $3 \
@@ -170,31 +172,8 @@ impl Store {
                  SELECT id, $4, 'authorized', 'pending', 'authorized', $11, NULL, $12, $13, $2 \
                  FROM intents WHERE delivery_key = $1; \
              COMMIT";
-        self.sqlite_one_call(
-            sqlx::query(text)
-                .bind(f.key.as_str())
-                .bind(f.generation)
-                .bind(f.epoch)
-                .bind(a.now.0)
-                .bind(a.lease_until)
-                .bind(a.current_contract_hash)
-                .bind(a.lease_holder)
-                .bind(a.lease_fence)
-                .bind(a.jitter_ppm)
-                .bind(a.claim.credential_version)
-                .bind(&f.owner)
-                // The same redaction as every appended event.
-                .bind(crate::redact::json(a.details).to_string())
-                .bind(f.attempt.as_str()),
-            |e| {
-                if is_guard_refusal(&e) || is_duplicate_text(&e) {
-                    StoreError::Refused(AuthorizeRefusal::Conflict)
-                } else {
-                    map_db(e)
-                }
-            },
-        )
-        .await?;
+        self.sqlite_one_call(a.bound(text), refusal_or_error)
+            .await?;
         self.commits
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Ok(())
@@ -411,6 +390,43 @@ struct AuthorizeBinds<'a> {
     details: &'a serde_json::Value,
 }
 
+impl<'a> AuthorizeBinds<'a> {
+    /// `text` with the binds both backends' authorizations take, in `oncepost_authorize`'s order: $1 key, $2
+    /// generation, $3 epoch, $4 now, $5 the dispatch lease's end, $6 contract, $7 and $8 the account lease's
+    /// holder and fence, $9 jitter, $10 credential version, $11 actor, $12 details, $13 attempt.
+    fn bound<'q>(&self, text: &'q str) -> Query<'q, Any, AnyArguments<'q>>
+    where
+        'a: 'q,
+    {
+        let f = &self.claim.fence;
+        sqlx::query(text)
+            .bind(f.key.as_str())
+            .bind(f.generation)
+            .bind(f.epoch)
+            .bind(self.now.0)
+            .bind(self.lease_until)
+            .bind(self.current_contract_hash)
+            .bind(self.lease_holder)
+            .bind(self.lease_fence)
+            .bind(self.jitter_ppm)
+            .bind(self.claim.credential_version)
+            .bind(f.owner.as_str())
+            // The same redaction as every appended event.
+            .bind(crate::redact::json(self.details).to_string())
+            .bind(f.attempt.as_str())
+    }
+}
+
+/// A guard's refusal (or the duplicate-text window's) as the `Conflict` refusal `why_refused` explains;
+/// any other error as the store's.
+fn refusal_or_error(e: sqlx::Error) -> StoreError {
+    if is_guard_refusal(&e) || is_duplicate_text(&e) {
+        StoreError::Refused(AuthorizeRefusal::Conflict)
+    } else {
+        map_db(e)
+    }
+}
+
 impl Store {
     /// PostgreSQL: the authorization as one call of `oncepost_authorize` (migrations/postgres/0009), one
     /// autocommit statement and one round trip where a transaction of the same guards was four or more. The
@@ -421,38 +437,17 @@ impl Store {
     /// answered here as a refusal for `why_refused` to explain; a duplicate text raises the constraint's own
     /// error.
     async fn authorize_in_one_call(&self, a: &AuthorizeBinds<'_>) -> Result<(), StoreError> {
-        let f = &a.claim.fence;
-        let called: Result<i64, sqlx::Error> = sqlx::query_scalar(
-            "/* oncepost: authorize */ SELECT oncepost_authorize($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, \
-             $11, $12, $13)",
-        )
-        .bind(f.key.as_str())
-        .bind(f.generation)
-        .bind(f.epoch)
-        .bind(a.now.0)
-        .bind(a.lease_until)
-        .bind(a.current_contract_hash)
-        .bind(a.lease_holder)
-        .bind(a.lease_fence)
-        .bind(a.jitter_ppm)
-        .bind(a.claim.credential_version)
-        .bind(&f.owner)
-        // The same redaction as every appended event.
-        .bind(crate::redact::json(a.details).to_string())
-        .bind(f.attempt.as_str())
-        .fetch_one(&self.pool)
-        .await;
-        match called {
-            Ok(_) => {
-                self.commits
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                Ok(())
-            }
-            Err(e) if is_guard_refusal(&e) || is_duplicate_text(&e) => {
-                Err(StoreError::Refused(AuthorizeRefusal::Conflict))
-            }
-            Err(e) => Err(map_db(e)),
-        }
+        // The call answers the intent's id; that it answered is what counts.
+        a.bound(
+                "/* oncepost: authorize */ SELECT oncepost_authorize($1, $2, $3, $4, $5, $6, $7, $8, $9, \
+                 $10, $11, $12, $13)",
+            )
+            .fetch_one(&self.pool)
+            .await
+            .map_err(refusal_or_error)?;
+        self.commits
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
     }
 }
 

@@ -1,6 +1,9 @@
 //! `begin`, the executor election: claim a pending intent (owner, lease, a generation from the sequence) and
 //! mint exactly one attempt, or park it at the attempt cap.
 use serde_json::json;
+use sqlx::any::{AnyArguments, AnyRow};
+use sqlx::query::Query;
+use sqlx::{Any, Row};
 
 use crate::store::error::{AuthorizeRefusal, StoreError};
 use crate::store::model::*;
@@ -28,23 +31,25 @@ impl Store {
         }
         let claim_lease_ms = self.policy.claim_lease_ms;
         // First try: the common case (a pending row nobody has claimed) in one statement on PostgreSQL, in one
-        // call on SQLite (src/store/one_call.rs). Anything else (a live or expired claim, the attempt cap, a revoked or unknown account, no such key) is left
-        // to the transaction below, which decides it and says why.
-        if self.dialect == crate::store::Dialect::Sqlite {
-            let token = AttemptToken::mint();
-            if let Some(claim) = self
-                .begin_in_one_call(key, owner, contract_hash, &token, now)
-                .await?
-            {
-                return Ok(Begun::Claimed(claim));
-            }
+        // call on SQLite (src/store/one_call.rs). Anything else (a live or expired claim, the attempt cap, a
+        // revoked or unknown account, no such key) is left to the transaction below, which decides it and
+        // says why.
+        let token = AttemptToken::mint();
+        let one = OneBegin {
+            key,
+            owner,
+            contract_hash,
+            token: &token,
+            now,
+            expires: now.plus_ms(claim_lease_ms).0,
+        };
+        if self.dialect == crate::store::Dialect::Sqlite
+            && let Some(claim) = self.begin_in_one_call(&one).await?
+        {
+            return Ok(Begun::Claimed(claim));
         }
         if self.dialect == crate::store::Dialect::Postgres {
-            let token = AttemptToken::mint();
-            match self
-                .begin_in_one_statement(key, owner, contract_hash, &token, now)
-                .await
-            {
+            match self.begin_in_one_statement(&one).await {
                 Ok(Some(claim)) => return Ok(Begun::Claimed(claim)),
                 Ok(None) => {}
                 // The answer was lost (the connection broke): the claim may have committed. Read it back
@@ -247,23 +252,14 @@ impl Store {
     /// used; generations need only be unique and increasing).
     async fn begin_in_one_statement(
         &self,
-        key: &DeliveryKey,
-        owner: &str,
-        contract_hash: &str,
-        token: &AttemptToken,
-        now: Timestamp,
+        one: &OneBegin<'_>,
     ) -> Result<Option<Claim>, StoreError> {
-        let expires = now.plus_ms(self.policy.claim_lease_ms).0;
-        // What the event's details carry that is known here, through the redaction layer like every event;
-        // the row's numbers (ordinal, epoch, credential version) are added by the statement.
-        let known = crate::redact::json(
-            &json!({ "lease_expires_at": expires, "contract_hash": contract_hash }),
-        );
         // The guard is `o`'s: its row lock waits for any transaction changing the row, and then checks the
         // row as that transaction left it (READ COMMITTED re-checks a locked row's WHERE), so two begins never
         // both find it unclaimed. The update then changes exactly the row `o` locked, at the generation it read.
-        let row: Option<(i64, i64, i64, i64)> = sqlx::query_as(
-            "/* oncepost: begin */ WITH o AS (\
+        let row = one
+            .bound(
+                "/* oncepost: begin */ WITH o AS (\
                  SELECT id, generation, account FROM intents WHERE delivery_key = $1 AND state = 'pending' \
                  AND lease_owner IS NULL AND attempt_count < max_attempts \
                  AND (lease_expires_at IS NULL OR lease_expires_at <= $4) FOR UPDATE), \
@@ -286,35 +282,16 @@ impl Store {
                  ($7::jsonb || jsonb_build_object('ordinal', u.attempt_count, 'epoch', u.epoch, \
                  'credential_version', u.credential_version))::text, $3, u.generation FROM u) \
              SELECT attempt_count, generation, epoch, credential_version FROM u",
-        )
-        .bind(key.as_str())
-        .bind(owner)
-        .bind(token.as_str())
-        .bind(now.0)
-        .bind(expires)
-        .bind(contract_hash)
-        .bind(known.to_string())
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(map_db)?;
-        let Some((ordinal, generation, epoch, credential_version)) = row else {
+            )
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(map_db)?;
+        let Some(row) = row else {
             return Ok(None);
         };
         self.commits
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Ok(Some(claim_of(
-            key,
-            token.clone(),
-            owner,
-            contract_hash,
-            Granted {
-                generation,
-                epoch,
-                lease_expires_at: expires,
-                ordinal,
-                credential_version,
-            },
-        )))
+        one.claim(&row).map(Some)
     }
 
     /// SQLite: [`Store::begin_in_one_statement`] in one call (src/store/one_call.rs), in one `BEGIN
@@ -323,19 +300,7 @@ impl Store {
     /// guard (nothing writes between the two, so both match or neither: a `changes() = 1` on the claim could
     /// never decide, and its mutant lived); then the attempt row and the `begun` event of this attempt (its
     /// token is minted here). `None` when the guard matched nothing: nothing was written.
-    async fn begin_in_one_call(
-        &self,
-        key: &DeliveryKey,
-        owner: &str,
-        contract_hash: &str,
-        token: &AttemptToken,
-        now: Timestamp,
-    ) -> Result<Option<Claim>, StoreError> {
-        use sqlx::Row;
-        let expires = now.plus_ms(self.policy.claim_lease_ms).0;
-        let known = crate::redact::json(
-            &json!({ "lease_expires_at": expires, "contract_hash": contract_hash }),
-        );
+    async fn begin_in_one_call(&self, one: &OneBegin<'_>) -> Result<Option<Claim>, StoreError> {
         let claimable = "i.delivery_key = $1 AND i.state = 'pending' AND i.lease_owner IS NULL \
                          AND i.attempt_count < i.max_attempts \
                          AND (i.lease_expires_at IS NULL OR i.lease_expires_at <= $4) \
@@ -363,39 +328,13 @@ impl Store {
                  FROM intents WHERE delivery_key = $1 AND current_attempt = $3; \
              COMMIT"
         );
-        let rows = self
-            .sqlite_one_call(
-                sqlx::query(&text)
-                    .bind(key.as_str())
-                    .bind(owner)
-                    .bind(token.as_str())
-                    .bind(now.0)
-                    .bind(expires)
-                    .bind(contract_hash)
-                    .bind(known.to_string()),
-                map_db,
-            )
-            .await?;
+        let rows = self.sqlite_one_call(one.bound(&text), map_db).await?;
         let Some(row) = rows.first() else {
             return Ok(None);
         };
-        let got = |i: usize| row.try_get::<i64, _>(i).map_err(map_db);
-        let (ordinal, generation, epoch, credential_version) = (got(0)?, got(1)?, got(2)?, got(3)?);
         self.commits
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Ok(Some(claim_of(
-            key,
-            token.clone(),
-            owner,
-            contract_hash,
-            Granted {
-                generation,
-                epoch,
-                lease_expires_at: expires,
-                ordinal,
-                credential_version,
-            },
-        )))
+        one.claim(row).map(Some)
     }
 
     /// After a one-statement begin whose answer was lost: what committed (read under the row lock,
@@ -430,6 +369,58 @@ impl Store {
             )),
             _ => None,
         })
+    }
+}
+
+/// What a one-shot `begin` asks for (both backends): the intent, who asks, with which contract, the attempt's
+/// token (minted before the statement, so a lost answer can be recognised) and the claim's lease.
+struct OneBegin<'a> {
+    key: &'a DeliveryKey,
+    owner: &'a str,
+    contract_hash: &'a str,
+    token: &'a AttemptToken,
+    now: Timestamp,
+    expires: i64,
+}
+
+impl<'a> OneBegin<'a> {
+    /// `text` with its binds: $1 key, $2 owner, $3 token, $4 now, $5 the claim's end, $6 contract, $7 what
+    /// the `begun` event's details carry that is known here (through the redaction layer like every event;
+    /// the row's numbers, ordinal, epoch and credential version, are merged in by the statement).
+    fn bound<'q>(&self, text: &'q str) -> Query<'q, Any, AnyArguments<'q>>
+    where
+        'a: 'q,
+    {
+        let known = crate::redact::json(
+            &json!({ "lease_expires_at": self.expires, "contract_hash": self.contract_hash }),
+        );
+        sqlx::query(text)
+            .bind(self.key.as_str())
+            .bind(self.owner)
+            .bind(self.token.as_str())
+            .bind(self.now.0)
+            .bind(self.expires)
+            .bind(self.contract_hash)
+            .bind(known.to_string())
+    }
+
+    /// The claim granted, from the row the statement returned: attempt count (the ordinal), generation,
+    /// epoch, credential version.
+    fn claim(&self, row: &AnyRow) -> Result<Claim, StoreError> {
+        let got = |i: usize| row.try_get::<i64, _>(i).map_err(map_db);
+        Ok(claim_of(
+            self.key,
+            self.token.clone(),
+            self.owner,
+            self.contract_hash,
+            Granted {
+                ordinal: got(0)?,
+                generation: got(1)?,
+                epoch: got(2)?,
+                lease_expires_at: self.expires,
+                credential_version: got(3)?,
+            },
+        ))
     }
 }
 

@@ -1,6 +1,9 @@
 //! Creating an intent: idempotent on its delivery key (the same request never makes a second row). Shared with
 //! a person's redelivery, which creates the new intent and notes it on the consumed one in one transaction.
 use serde_json::json;
+use sqlx::any::{AnyArguments, AnyRow};
+use sqlx::query::Query;
+use sqlx::{Any, FromRow};
 
 use super::transition;
 use crate::store::error::{AuthorizeRefusal, StoreError};
@@ -99,11 +102,6 @@ impl Store {
         key: &DeliveryKey,
         now: Timestamp,
     ) -> Result<Option<Intent>, StoreError> {
-        let content = ContentHash::of(new.action, new.request.text.as_deref());
-        let request_json =
-            serde_json::to_string(&new.request).map_err(|e| StoreError::Invalid(e.to_string()))?;
-        // The same details, through the same redaction, as the transaction path's event.
-        let details = crate::redact::json(&json!({ "source_ref": serde_json::Value::Null }));
         let sql = format!(
             "/* oncepost: create */ WITH n AS ({} RETURNING *), \
              e AS (INSERT INTO events (intent_id, at, kind, from_state, to_state, actor, reason, details, \
@@ -112,19 +110,8 @@ impl Store {
              SELECT {INTENT_COLUMNS} FROM n",
             insert_intent_sql!()
         );
-        let row: Option<IntentRecord> = sqlx::query_as(&sql)
-            .bind(key.as_str())
-            .bind(&new.account)
-            .bind(new.action.label())
-            .bind(&new.target)
-            .bind(&request_json)
-            .bind(content.as_str())
-            .bind(None::<&str>)
-            .bind(None::<&str>)
-            .bind(None::<&str>)
-            .bind(self.policy.max_attempts)
-            .bind(now.0)
-            .bind(details.to_string())
+        let row = self
+            .created_binds(&sql, new, key, now)?
             .fetch_optional(&self.pool)
             .await
             .map_err(map_row)?;
@@ -133,7 +120,36 @@ impl Store {
         };
         self.commits
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Ok(Some(IntentRow::try_from(row)?.intent))
+        intent_of(&row).map(Some)
+    }
+
+    /// `text` with the binds both backends' one-shot creates take: $1-$10 the intent's insert
+    /// (`insert_intent_sql!`, no source claim and no redelivery), $11 now, $12 the `created` event's details
+    /// (the same, through the same redaction, as the transaction path's event).
+    fn created_binds<'q>(
+        &self,
+        text: &'q str,
+        new: &'q NewIntent,
+        key: &'q DeliveryKey,
+        now: Timestamp,
+    ) -> Result<Query<'q, Any, AnyArguments<'q>>, StoreError> {
+        let content = ContentHash::of(new.action, new.request.text.as_deref());
+        let request_json =
+            serde_json::to_string(&new.request).map_err(|e| StoreError::Invalid(e.to_string()))?;
+        let details = crate::redact::json(&json!({ "source_ref": serde_json::Value::Null }));
+        Ok(sqlx::query(text)
+            .bind(key.as_str())
+            .bind(new.account.as_str())
+            .bind(new.action.label())
+            .bind(new.target.as_str())
+            .bind(request_json)
+            .bind(content.as_str().to_string())
+            .bind(None::<&str>)
+            .bind(None::<&str>)
+            .bind(None::<&str>)
+            .bind(self.policy.max_attempts)
+            .bind(now.0)
+            .bind(details.to_string()))
     }
 
     /// SQLite: [`Store::create_in_one_statement`] in one call (src/store/one_call.rs): the insert, skipped
@@ -146,11 +162,6 @@ impl Store {
         key: &DeliveryKey,
         now: Timestamp,
     ) -> Result<Option<Intent>, StoreError> {
-        use sqlx::FromRow;
-        let content = ContentHash::of(new.action, new.request.text.as_deref());
-        let request_json =
-            serde_json::to_string(&new.request).map_err(|e| StoreError::Invalid(e.to_string()))?;
-        let details = crate::redact::json(&json!({ "source_ref": serde_json::Value::Null }));
         let text = format!(
             "/* oncepost: create */ BEGIN IMMEDIATE; {}; \
              INSERT INTO events (intent_id, at, kind, from_state, to_state, actor, reason, details, \
@@ -162,30 +173,14 @@ impl Store {
             insert_intent_sql!()
         );
         let rows = self
-            .sqlite_one_call(
-                sqlx::query(&text)
-                    .bind(key.as_str())
-                    .bind(&new.account)
-                    .bind(new.action.label())
-                    .bind(&new.target)
-                    .bind(&request_json)
-                    .bind(content.as_str())
-                    .bind(None::<&str>)
-                    .bind(None::<&str>)
-                    .bind(None::<&str>)
-                    .bind(self.policy.max_attempts)
-                    .bind(now.0)
-                    .bind(details.to_string()),
-                map_db,
-            )
+            .sqlite_one_call(self.created_binds(&text, new, key, now)?, map_db)
             .await?;
         let Some(row) = rows.first() else {
             return Ok(None);
         };
-        let record = IntentRecord::from_row(row).map_err(map_row)?;
         self.commits
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Ok(Some(IntentRow::try_from(record)?.intent))
+        intent_of(row).map(Some)
     }
 
     /// Insert an intent row unless its key exists. Shared by create and redeliver.
@@ -309,4 +304,10 @@ impl Store {
             }
         }).await
     }
+}
+
+/// The intent a one-shot create returned (its `INTENT_COLUMNS`).
+fn intent_of(row: &AnyRow) -> Result<Intent, StoreError> {
+    let record = IntentRecord::from_row(row).map_err(map_row)?;
+    Ok(IntentRow::try_from(record)?.intent)
 }

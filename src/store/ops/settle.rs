@@ -1,6 +1,9 @@
 //! After dispatch: the wire request hash recorded under the authorization's fence, and the attempt's outcome
 //! (published, failed, indeterminate), fenced on (epoch, generation, attempt).
 use serde_json::json;
+use sqlx::Any;
+use sqlx::any::AnyArguments;
+use sqlx::query::Query;
 
 use crate::store::error::StoreError;
 use crate::store::model::*;
@@ -258,7 +261,7 @@ impl Store {
     }
 }
 
-/// What [`Store::settle_in_one_statement`] writes.
+/// What [`Store::settle_in_one_statement`] and [`Store::settle_in_one_call`] write.
 struct OneSettle<'a> {
     fence: &'a Fence,
     event: EventKind,
@@ -268,6 +271,38 @@ struct OneSettle<'a> {
     platform_id: Option<&'a str>,
     permalink: Option<&'a str>,
     now: Timestamp,
+}
+
+impl<'a> OneSettle<'a> {
+    /// `text` with the binds both backends' one-shot settles take: $1 key, $2 generation, $3 epoch, $4
+    /// attempt, $5 the state it moves to, $6 platform id, $7 permalink, $8 now, $9 the states this event may
+    /// leave for it (from the transition table itself, comma-separated), $10 owner, $11 the event, $12
+    /// reason, $13 details.
+    fn bound<'q>(&self, text: &'q str) -> Query<'q, Any, AnyArguments<'q>>
+    where
+        'a: 'q,
+    {
+        let from: Vec<&str> = Status::ALL
+            .into_iter()
+            .filter(|st| st.next(self.event) == Ok(self.to))
+            .map(Status::label)
+            .collect();
+        sqlx::query(text)
+            .bind(self.fence.key.as_str())
+            .bind(self.fence.generation)
+            .bind(self.fence.epoch)
+            .bind(self.fence.attempt.as_str())
+            .bind(self.to.label())
+            .bind(self.platform_id)
+            .bind(self.permalink.map(crate::redact::text))
+            .bind(self.now.0)
+            .bind(from.join(","))
+            .bind(&self.fence.owner)
+            .bind(self.event.label())
+            // The same redaction as every appended event.
+            .bind(self.reason.map(crate::redact::text))
+            .bind(crate::redact::json(self.details).to_string())
+    }
 }
 
 impl Store {
@@ -281,15 +316,10 @@ impl Store {
     /// was five (`BEGIN`, read, update, append, `COMMIT`), about 0.1 ms each on loopback next to a 0.4 ms
     /// commit (docs/benchmarks.md, store lifecycle).
     async fn settle_in_one_statement(&self, s: &OneSettle<'_>) -> Result<bool, StoreError> {
-        // The states this event may leave for this settle's state, from the transition table itself.
-        let from: Vec<&str> = Status::ALL
-            .into_iter()
-            .filter(|st| st.next(s.event) == Ok(s.to))
-            .map(Status::label)
-            .collect();
         // Crash test: killed here, nothing of the settle is committed (as in the transaction's point).
         crate::failpoint::hit(crate::failpoint::FailPoint::DuringSettle);
-        let settled: Option<i64> = sqlx::query_scalar(
+        let settled = s
+            .bound(
             "/* oncepost: settle */ WITH o AS (\
                  SELECT id, state FROM intents WHERE delivery_key = $1 FOR UPDATE), \
              u AS (UPDATE intents i SET state = $5, lease_owner = NULL, lease_expires_at = NULL, \
@@ -304,24 +334,10 @@ impl Store {
                  attempt_token, generation) \
                  SELECT u.id, $8, $11, u.from_state, $5, $10, $12, $13, $4, $2 FROM u) \
              SELECT id FROM u",
-        )
-        .bind(s.fence.key.as_str())
-        .bind(s.fence.generation)
-        .bind(s.fence.epoch)
-        .bind(s.fence.attempt.as_str())
-        .bind(s.to.label())
-        .bind(s.platform_id)
-        .bind(s.permalink.map(crate::redact::text))
-        .bind(s.now.0)
-        .bind(from.join(","))
-        .bind(&s.fence.owner)
-        .bind(s.event.label())
-        // The same redaction as every appended event.
-        .bind(s.reason.map(crate::redact::text))
-        .bind(crate::redact::json(s.details).to_string())
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(map_db)?;
+            )
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(map_db)?;
         if settled.is_some() {
             self.commits
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -338,11 +354,6 @@ impl Store {
     /// failure. `true` when it settled (the update returned its row); `false` when its guard matched
     /// nothing (nothing was written, and the transaction path decides and explains).
     async fn settle_in_one_call(&self, s: &OneSettle<'_>) -> Result<bool, StoreError> {
-        let from: Vec<&str> = Status::ALL
-            .into_iter()
-            .filter(|st| st.next(s.event) == Ok(s.to))
-            .map(Status::label)
-            .collect();
         // Crash test: killed here, nothing of the settle is committed (as in the transaction's point).
         crate::failpoint::hit(crate::failpoint::FailPoint::DuringSettle);
         let guard = "delivery_key = $1 AND instr(',' || $9 || ',', ',' || state || ',') > 0 \
@@ -361,26 +372,7 @@ impl Store {
                  WHERE delivery_key = $1 AND state = 'failed' AND current_attempt = $4); \
              COMMIT"
         );
-        let rows = self
-            .sqlite_one_call(
-                sqlx::query(&text)
-                    .bind(s.fence.key.as_str())
-                    .bind(s.fence.generation)
-                    .bind(s.fence.epoch)
-                    .bind(s.fence.attempt.as_str())
-                    .bind(s.to.label())
-                    .bind(s.platform_id)
-                    .bind(s.permalink.map(crate::redact::text))
-                    .bind(s.now.0)
-                    .bind(from.join(","))
-                    .bind(&s.fence.owner)
-                    .bind(s.event.label())
-                    // The same redaction as every appended event.
-                    .bind(s.reason.map(crate::redact::text))
-                    .bind(crate::redact::json(s.details).to_string()),
-                map_db,
-            )
-            .await?;
+        let rows = self.sqlite_one_call(s.bound(&text), map_db).await?;
         if rows.is_empty() {
             return Ok(false);
         }
