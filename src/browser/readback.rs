@@ -524,6 +524,12 @@ async fn read_once(
             page.execute(SetBypassServiceWorkerParams::new(true)),
         )
         .await?;
+        // A page that opens a dialog while it loads ("Thanks for posting!") holds its load event and every
+        // evaluation until the dialog is answered: without an answer the read waited out the navigation
+        // bound and the post that was made could not be read back. Answered as the compose page's are
+        // (alerts acknowledged, confirm and prompt dismissed, popups closed), for as long as the read lasts.
+        let _dialogs =
+            super::dialogs::install(session, &page, super::DialogPolicy::default()).await?;
         live.bounded(
             "navigate to the read-back page",
             navigation_timeout,

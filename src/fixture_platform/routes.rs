@@ -103,7 +103,10 @@ pub(crate) async fn handle(
         (&Method::GET, ["p", id]) => {
             let post = shared.lock_state().post(id).cloned();
             match post {
-                Some(p) => html(StatusCode::OK, pages::permalink(&viewer, &p)),
+                Some(p) => html(
+                    StatusCode::OK,
+                    alert_if_asked(&req, pages::permalink(&viewer, &p)),
+                ),
                 None => html(StatusCode::NOT_FOUND, pages::not_found(&viewer, &path)),
             }
         }
@@ -123,7 +126,10 @@ pub(crate) async fn handle(
         (&Method::GET, ["search"]) => {
             let q = query_param(&req, "q").unwrap_or_default();
             let results = search(&shared, &q, lag_ms(&req));
-            html(StatusCode::OK, pages::search(&viewer, &q, &results))
+            html(
+                StatusCode::OK,
+                alert_if_asked(&req, pages::search(&viewer, &q, &results)),
+            )
         }
         // A hostile search: the real results, each without an id and linked to `?link=` (a `javascript:`
         // URL, another site's page); the read-back must refuse the link, never record it.
@@ -641,4 +647,21 @@ fn respond(status: StatusCode, content_type: &'static str, body: Bytes) -> Resp 
     r.headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     r
+}
+
+/// A post's page or the search with `?alert=1`: the page opens an `alert()` while it loads, as sites do
+/// ("Thanks for posting!"). Until it is answered the page's parsing, its load event and every script
+/// evaluation wait: a reader that answers no dialog never reads the page.
+fn alert_if_asked(req: &Request<Incoming>, page: String) -> String {
+    let at = page
+        .find("<body")
+        .and_then(|b| page[b..].find('>').map(|e| b + e + 1));
+    match at {
+        Some(at) if query_param(req, "alert").as_deref() == Some("1") => {
+            let mut page = page;
+            page.insert_str(at, "<script>alert('Thanks for reading!')</script>");
+            page
+        }
+        _ => page,
+    }
 }

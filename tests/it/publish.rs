@@ -213,6 +213,36 @@ async fn a_publish_control_below_the_fold_is_scrolled_into_view_and_pressed_once
     assert_eq!(env.copies(&text), 1);
 }
 
+/// Pages that open an `alert()` while they load (Fixturebook's post and search pages with `?alert=1`), read
+/// on both sides of the press: the look before writing (the search) and the read-back (the post's page). A
+/// dialog holds the page's load and every evaluation until it is answered; the read-back pages answer it as
+/// the compose page does, so the post is looked for, made once and read back: published. Without an answer
+/// the look before writing waited out its navigation bound and nothing was published.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_that_alert_while_they_load_are_still_read() {
+    let env = Env::start(Fault::default()).await;
+    let text = std::fs::read_to_string(kit::fixture_contract())
+        .unwrap()
+        .replace(
+            r#"permalink = "{base_url}/p/{id}""#,
+            r#"permalink = "{base_url}/p/{id}?alert=1""#,
+        )
+        .replace(
+            r#"search = "{base_url}/search?q={text}""#,
+            r#"search = "{base_url}/search?alert=1&q={text}""#,
+        );
+    assert!(text.contains("?alert=1") && text.contains("alert=1&q="));
+    let contract = env.write_file("alerts.toml", &text);
+    let post = unique("read past an alert");
+    let (code, v, err) = env.publish_with(&contract, &post, &[]).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["state"], "published", "{v}");
+    assert_eq!(env.arrivals(), 1);
+    assert_eq!(env.copies(&post), 1);
+    let steps = v["steps"].to_string();
+    assert!(steps.contains("looked before writing"), "{steps}");
+}
+
 /// `covered-iframe`: the compose form is in a same-origin iframe under an overlay of the top document. The
 /// text field (the contract's focus step waits for it) fails its hit test in the top document, naming the
 /// overlay, before anything is typed: nothing is pressed (a click would land on the overlay) and the intent
