@@ -66,16 +66,24 @@ try:
         at.sort()
         gaps = [b - a for a, b in zip(at, at[1:])]
         return statistics.median(gaps), (at[-1] - t0) / posts
-    def playwright():
+    def playwright(chromium=None):
+        e = dict(os.environ, BENCH_PLAYWRIGHT_CHROMIUM=chromium) if chromium else os.environ
         t0 = time.monotonic()
         subprocess.run(["node", f"{bench}/publish-playwright.js", base, f"bench playwright {uuid.uuid4()}"],
-                       check=True, stdout=subprocess.DEVNULL)
+                       check=True, stdout=subprocess.DEVNULL, env=e)
         return time.monotonic() - t0
+    # Playwright runs the Chromium oncepost picks (scripts/bench/browser.js); when that is the headless shell,
+    # a reference line also times Playwright on the full /usr/bin/chromium (if installed).
+    same = subprocess.run(["node", "-e", "console.log(require('./browser').executablePath())"], cwd=bench,
+                          check=True, capture_output=True, text=True).stdout.strip()
+    full = "/usr/bin/chromium" if same != "/usr/bin/chromium" and os.access("/usr/bin/chromium", os.X_OK) else None
     playwright()  # warm-up (page cache, npm module load), not counted
-    pw, warm, cold = [], [], []
+    pw, pw_full, warm, cold = [], [], [], []
     for r in range(rounds):
         l0 = load()
         pw += [playwright() for _ in range(3)]
+        if full:
+            pw_full += [playwright(full) for _ in range(3)]
         warm.append(batch(True))
         cold.append(batch(False))
         print(f"round {r+1}: load {l0} -> {load()}  warm gap {warm[-1][0]*1000:.0f} ms, batch/post "
@@ -85,7 +93,10 @@ try:
     wg, wb = statistics.median(x[0] for x in warm), statistics.median(x[1] for x in warm)
     cg, cb = statistics.median(x[0] for x in cold), statistics.median(x[1] for x in cold)
     print(f"binary: {binary}   rounds: {rounds}, {posts} posts per worker batch, 3 Playwright runs per round")
-    print(f"playwright whole process:        median {mp*1000:.0f} ms")
+    print(f"playwright whole process:        median {mp*1000:.0f} ms  ({same}, as oncepost)")
+    if pw_full:
+        mf = statistics.median(pw_full)
+        print(f"playwright on {full}: median {mf*1000:.0f} ms (reference: warm gap / it = {statistics.median(x[0] for x in warm)/mf:.2f})")
     print(f"warm worker, per post (gap):     median {wg*1000:.0f} ms   ratio to playwright {wg/mp:.2f}  (goal <= 0.3)")
     print(f"warm worker, batch / posts:      median {wb*1000:.0f} ms   ratio {wb/mp:.2f}")
     print(f"cold worker, per post (gap):     median {cg*1000:.0f} ms   ratio {cg/mp:.2f}")

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Install what oncepost needs on a fresh Debian machine, and only what is missing:
-# Debian's Chromium (nothing downloads a browser of its own), the PostgreSQL binaries used by the tests'
-# ephemeral clusters, and the real-app lab's DokuWiki, WordPress, MariaDB and PHP. Safe to run again.
+# Debian's Chromium headless shell (nothing downloads a browser of its own), the PostgreSQL binaries used by
+# the tests' ephemeral clusters, and the real-app lab's DokuWiki, WordPress, MariaDB and PHP. Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need=()
-if ! command -v chromium >/dev/null 2>&1 && [ ! -x /usr/bin/chromium ] && [ -z "${ONCEPOST_CHROMIUM:-}" ]; then
-    need+=(chromium)
+# Chromium's headless shell: the browser oncepost picks first (src/browser/session.rs says why: about a third
+# of the full browser's CPU per send, measured).
+if [ ! -x /usr/lib/chromium/chromium-headless-shell ] && [ -z "${ONCEPOST_CHROMIUM:-}" ]; then
+    need+=(chromium-headless-shell)
 fi
 if ! command -v initdb >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
     need+=(postgresql)

@@ -9,7 +9,7 @@ const [app, base, cookiesFile, name, text] = process.argv.slice(2);
 const words = s => (s || '').normalize('NFC').match(/[\p{L}\p{N}]+/gu) || [];
 (async () => {
   const browser = await chromium.launch({
-    executablePath: process.env.ONCEPOST_CHROMIUM || '/usr/bin/chromium',
+    executablePath: require('./browser').executablePath(),
     args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
            '--disable-component-update', '--disable-sync'],
   });

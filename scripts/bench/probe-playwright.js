@@ -5,7 +5,7 @@ const { chromium } = require('playwright-core');
 const [url, rounds] = [process.argv[2], Number(process.argv[3] || 20)];
 (async () => {
   const browser = await chromium.launch({
-    executablePath: process.env.ONCEPOST_CHROMIUM || '/usr/bin/chromium',
+    executablePath: require('./browser').executablePath(),
     args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
            '--disable-component-update', '--disable-sync'],
   });

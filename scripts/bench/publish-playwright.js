@@ -1,5 +1,5 @@
 // The same publish as `oncepost publish`, done the plain Playwright way without any durability: launch the
-// same system Chromium, log in, open the compose page, fill the text, click Publish, wait for the
+// same Chromium as oncepost (browser.js), log in, open the compose page, fill the text, click Publish, wait for the
 // permalink URL, then read the post back in a fresh page and compare the text. No store, no lock, no
 // takeover, no look-before-write, no evidence. Exit 0 when the read-back matches.
 // Usage: node publish-playwright.js BASE_URL TEXT
@@ -7,7 +7,7 @@ const { chromium } = require('playwright-core');
 const [base, text] = [process.argv[2], process.argv[3]];
 (async () => {
   const browser = await chromium.launch({
-    executablePath: process.env.ONCEPOST_CHROMIUM || '/usr/bin/chromium',
+    executablePath: require('./browser').executablePath(),
     args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
            '--disable-component-update', '--disable-sync'],
   });

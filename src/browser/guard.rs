@@ -165,6 +165,10 @@ async fn guard(argv: Vec<OsString>, out: &mut tokio::io::Stdout) -> Result<(), S
     // ended by a NUL. No TCP listener exists in any Chromium process and no DevToolsActivePort is written.
     let (cmd_rx, cmd_tx) = std::io::pipe().map_err(|e| format!("cannot make a pipe: {e}"))?;
     let (reply_rx, reply_tx) = std::io::pipe().map_err(|e| format!("cannot make a pipe: {e}"))?;
+    // No UDP socket in any Chromium process (door/no_udp.rs says why): the filter goes on this guard process
+    // first, every thread, and Chromium inherits it with everything it forks. A filter that cannot be built
+    // or installed fails the launch.
+    super::door::no_udp::shut_this_process()?;
     let mut command = Command::new(exe);
     command
         .args(args)
@@ -185,9 +189,12 @@ async fn guard(argv: Vec<OsString>, out: &mut tokio::io::Stdout) -> Result<(), S
             },
         ])
         .map_err(|e| format!("cannot hand Chromium its pipe: {e}"))?;
-    let mut chromium = command
-        .spawn()
-        .map_err(|e| format!("cannot start {}: {e}", Path::new(exe).display()))?;
+    let mut chromium = command.spawn().map_err(|e| {
+        format!(
+            "cannot start {} (with its no-UDP seccomp filter): {e}",
+            Path::new(exe).display()
+        )
+    })?;
     // The child's ends live in the command: drop it, or Chromium's exit would never read as EOF here.
     drop(command);
     let pid = chromium.id().ok_or("Chromium exited at once")?;

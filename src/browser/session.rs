@@ -21,7 +21,16 @@ use super::write_guard::WriteGuard;
 use crate::wait::Wait;
 
 /// Names tried, in order, when `ONCEPOST_CHROMIUM` is not set.
+///
+/// Chromium's headless shell first (Debian: package `chromium-headless-shell`, the same Chromium build
+/// without the browser's UI layers; what Playwright launches for headless by default): measured on
+/// Fixturebook, a warm worker's send took ~650 ms of Chromium CPU against ~1,700 ms with `/usr/bin/chromium`
+/// in its headless mode, and a fresh page 121 ms of CPU against 230 (docs/benchmarks.md). Its binary, not
+/// Debian's `/usr/bin/chromium-headless-shell` script: that script runs the shell as its child, so the pid
+/// oncepost holds would not be the browser's. The shell ignores `--webrtc-ip-handling-policy`; the guard's
+/// seccomp filter shuts UDP for both (door/no_udp.rs), and the unguarded launch refuses the shell.
 const CANDIDATES: &[&str] = &[
+    "/usr/lib/chromium/chromium-headless-shell",
     "/usr/bin/chromium",
     "/usr/bin/chromium-browser",
     "/usr/bin/google-chrome",
@@ -31,7 +40,8 @@ const CANDIDATES: &[&str] = &[
 ];
 
 /// How to install Chromium, shown when none is found.
-pub const INSTALL_HINT: &str = "install Chromium (Debian/Ubuntu: `sudo apt-get install chromium`; Fedora: \
+pub const INSTALL_HINT: &str = "install Chromium (Debian: `sudo apt-get install chromium-headless-shell` or \
+`sudo apt-get install chromium`; Ubuntu: `sudo apt-get install chromium`; Fedora: \
 `sudo dnf install chromium`; macOS: `brew install --cask chromium`) or point ONCEPOST_CHROMIUM at a \
 Chromium/Chrome binary";
 
@@ -156,7 +166,8 @@ impl Liveness {
             // Resolves when the flag turns true or the sender is gone (session dropped).
             let _ = rx.wait_for(|dead| *dead).await;
         };
-        tokio::select! {
+        let started = std::time::Instant::now();
+        let r = tokio::select! {
             r = tokio::time::timeout(limit, fut) => match r {
                 Ok(Ok(v)) => Ok(v),
                 Ok(Err(e)) => Err(if self.is_dead() {
@@ -171,7 +182,10 @@ impl Liveness {
                 Err(_) => Err(BrowserError::Timeout { during: what.to_string(), after: limit }),
             },
             _ = died => Err(BrowserError::Died { during: what.to_string() }),
-        }
+        };
+        // Where a send's time goes, call by call (`ONCEPOST_LOG=oncepost::cdp=debug`).
+        tracing::debug!(target: "oncepost::cdp", call = what, ms = started.elapsed().as_secs_f64() * 1e3, ok = r.is_ok());
+        r
     }
 }
 
@@ -516,12 +530,24 @@ fn chromium_argv(executable: &Path, opts: &LaunchOptions, door: &Door) -> Vec<st
 /// The old way, without the guard: chromiumoxide starts Chromium as our direct child. Used only when no
 /// guard binary is available (a library caller that is not the oncepost binary and passed none). The door
 /// is the same; but chromiumoxide always adds `--remote-debugging-port`, so such a browser has an open
-/// DevTools port on 127.0.0.1 (the oncepost binary never launches one).
+/// DevTools port on 127.0.0.1 (the oncepost binary never launches one). Nor has it the guard's no-UDP
+/// filter: it rests on `--webrtc-ip-handling-policy`, which Chromium's headless shell ignores, so the shell
+/// is refused here rather than launched with a way out.
 async fn launch_unguarded(
     executable: &Path,
     opts: &LaunchOptions,
     door: &Door,
 ) -> Result<(Browser, chromiumoxide::Handler), BrowserError> {
+    if is_headless_shell(executable) {
+        return Err(BrowserError::Launch {
+            message: format!(
+                "{} is Chromium's headless shell, which ignores the WebRTC switch; without the guard \
+                 (its seccomp filter shuts UDP) it would have a way out: set ONCEPOST_GUARD_BIN to the oncepost \
+                 binary, or ONCEPOST_CHROMIUM to a full Chromium",
+                executable.display()
+            ),
+        });
+    }
     let (w, h) = opts.window;
     let config = BrowserConfig::builder()
         .chrome_executable(executable)
@@ -542,6 +568,15 @@ async fn launch_unguarded(
     Browser::launch(config)
         .await
         .map_err(|e| launch_error(&opts.profile_dir, e.to_string()))
+}
+
+/// Whether `executable` is Chromium's headless shell (Debian's `chromium-headless-shell`, Chrome for
+/// Testing's `chrome-headless-shell`, a build's `headless_shell`), by its file name.
+pub fn is_headless_shell(executable: &Path) -> bool {
+    executable
+        .file_name()
+        .map(|n| n.to_string_lossy().to_ascii_lowercase())
+        .is_some_and(|n| n.contains("headless-shell") || n.contains("headless_shell"))
 }
 
 /// Chromium's words when it refuses a profile another Chromium holds (its ProcessSingleton lock): the one

@@ -12,13 +12,15 @@
 //!                                      any other write: failed before it leaves (write_guard.rs)
 //!   anything else (WebSocket, WebTransport, TURN/TCP, Chromium's own calls)
 //!        ──▶ --proxy-server=127.0.0.1:<sinkhole>: logged and refused (403), no byte goes further
-//!   WebRTC UDP ──▶ --webrtc-ip-handling-policy=disable_non_proxied_udp: no UDP at all
+//!   WebRTC UDP ──▶ no UDP at all: a seccomp filter on every Chromium process (no_udp.rs; the guard
+//!                  installs it), and --webrtc-ip-handling-policy=disable_non_proxied_udp where honoured
 //! ```
 //!
 //! So the create request, sent once by the harness after the store's authorization, is the only write that
 //! can leave a session. The sinkhole is also a browser-wide tripwire: every refused WebSocket, WebTransport
 //! or TURN attempt from any context is one [`Knock`], which the probe reports and the publish flow turns into
 //! a side-effect alarm (and, before the press, into "do not press": see `publish`).
+pub mod no_udp;
 pub mod reads;
 pub mod sinkhole;
 

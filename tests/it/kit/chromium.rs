@@ -11,9 +11,12 @@ use chromiumoxide::{Browser, BrowserConfig, Page};
 use futures::StreamExt;
 use oncepost::browser::{BrowserSession, LaunchOptions};
 
-/// The project's driver with a profile at `profile`.
+/// The project's driver with a profile at `profile`, behind the guard as the binary runs it (this harness
+/// is not oncepost, so the guard binary is named: without it the headless shell is refused).
 pub async fn session(profile: &Path) -> BrowserSession {
-    BrowserSession::launch(&LaunchOptions::new(profile.to_path_buf()))
+    let mut opts = LaunchOptions::new(profile.to_path_buf());
+    opts.guard = Some(std::path::PathBuf::from(env!("CARGO_BIN_EXE_oncepost")));
+    BrowserSession::launch(&opts)
         .await
         .expect("Chromium launches")
 }
