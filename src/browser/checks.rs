@@ -3,8 +3,9 @@
 //! The script resolves each locator's strategies in order, counts matches per strategy, and measures the
 //! chosen element: attached, visible, enabled, editable, focusable, in viewport, receives events (hit test
 //! at its centre, in its own document and, inside iframes, on the iframe in every ancestor document), text;
-//! then waits two animation frames (or 100 ms in a page that gets none) and measures again for `stable`. It
-//! reads only: no focus, no click, no key. The one thing it may do to the page is scroll, and only when asked ([`Scroll::IntoView`], for
+//! then, when a locator requires `stable`, waits two animation frames (or 100 ms in a page that gets none)
+//! and measures again. It reads only: no focus, no click, no key. The one thing it may do to the page is
+//! scroll, and only when asked ([`Scroll::IntoView`], for
 //! publishing use: the probe and the compose flow): each element is scrolled into view (`block: 'center'`)
 //! just before it is measured, so a control below the fold is judged where it can be clicked. A scroll is
 //! not a click and sends nothing. Role and accessible-name matching follow the WAI-ARIA implicit
@@ -203,7 +204,8 @@ async (locs, act, opts) => {
   }
   // Stability: same box after two animation frames (one frame can coincide with a layout in progress),
   // both measured where the page now rests (after every scroll and the action). The reported box is the
-  // first of the two: where the element is for a click that follows.
+  // first of the two: where the element is for a click that follows. Measured only when asked (`frames`):
+  // a check no required state of which is `stable` leaves it false (never measured, never passed).
   for (const res of out) {
     if (!res._el) continue;
     const b = measure(res._el, res._ctx);
@@ -212,7 +214,7 @@ async (locs, act, opts) => {
   // A page behind another window (a popup the policy leaves open is put in front of its opener) gets no
   // animation frames at all: measured, the evaluation then waited out the call's bound (10 s). So two
   // frames, or 100 ms of timer when they do not come: the box unchanged over that time is as stable.
-  await new Promise(r => {
+  if (opts.frames) await new Promise(r => {
     let done = false;
     const end = () => { if (!done) { done = true; r(); } };
     requestAnimationFrame(() => requestAnimationFrame(end));
@@ -220,6 +222,7 @@ async (locs, act, opts) => {
   });
   for (const res of out) {
     if (!res._el) continue;
+    if (!opts.frames) { delete res._el; delete res._ctx; continue; }
     const b = measure(res._el, res._ctx);
     res.states.stable = res._el.isConnected && Math.abs(b.x - res.box.x) < 0.5 && Math.abs(b.y - res.box.y) < 0.5 && Math.abs(b.w - res.box.w) < 0.5 && Math.abs(b.h - res.box.h) < 0.5;
     delete res._el; delete res._ctx;
@@ -420,8 +423,16 @@ pub(crate) async fn check_and_act(
     scroll: Scroll,
 ) -> Result<(Vec<LocatorCheck>, Option<String>), BrowserError> {
     let locs = serde_json::Value::Array(locators.iter().map(script_arg).collect());
+    // The stability wait (two animation frames, ~33 ms at 60 Hz) only where a state depends on it: a check
+    // that requires `stable` and acts on nothing. An action's own check is not judged (the action re-resolves
+    // its target in the same evaluation), and a step target requires no `stable` by default: on Fixturebook
+    // a send made five such checks, 31 ms each, of which three waited for nothing.
+    let frames = act.is_none()
+        && locators
+            .iter()
+            .any(|l| l.states.contains(&ElementState::Stable));
     let act = serde_json::to_value(act).unwrap_or(serde_json::Value::Null);
-    let opts = serde_json::json!({ "scroll": scroll == Scroll::IntoView });
+    let opts = serde_json::json!({ "scroll": scroll == Scroll::IntoView, "frames": frames });
     let js = format!("(locs) => ({CHECK_JS})(locs, {act}, {opts})");
     let value = evaluate_json(page, live, "locator checks", &js, &locs).await?;
     let raw: RawResult = serde_json::from_value(value)

@@ -374,21 +374,57 @@ impl<'a> ComposePage<'a> {
 
     /// A screenshot of wherever the page has landed, within `limit`.
     ///
-    /// After a response the page often navigates (Fixturebook goes to the permalink); a capture that
-    /// starts mid-navigation either fails ("context destroyed") or hangs until the call bound. So each try
-    /// first waits for `document.readyState == "complete"`, every try is bounded by a short slice of
-    /// `limit`, and a failed try is repeated until `limit` runs out. The last error comes back if none
-    /// succeeded.
+    /// After a response the page often navigates (Fixturebook goes to the permalink); a capture that is
+    /// under way when the main frame navigates never answers (measured: it waited out its whole slice). So
+    /// each try first waits for `document.readyState == "complete"`, and a try is given up the moment the
+    /// main frame starts loading or commits a navigation (CDP `Page.frameStartedLoading`,
+    /// `Page.frameNavigated`), then made again on the new document. Measured on a warm worker before this:
+    /// most posts' first try started on the old, complete document just before the navigation and hung for
+    /// its 400 ms slice (the post's after-response step: ~600 ms against ~150). Every try is still bounded
+    /// (a slice of `limit`, the first 400 ms, each next twice as long up to 2 s, for a page slow to paint or
+    /// a hang no event announces), and a failed try is repeated until `limit` runs out. The last error
+    /// comes back if none succeeded.
     pub async fn screenshot_settled(&self, limit: Duration) -> Result<Vec<u8>, BrowserError> {
+        use chromiumoxide::cdp::browser_protocol::page::{
+            EventFrameNavigated, EventFrameStartedLoading,
+        };
+        use futures::StreamExt;
+        let live = self.session.liveness();
         let wait = Wait::new(
             "screenshot after the page settled",
             limit,
-            Duration::from_millis(150),
+            Duration::from_millis(50),
         );
-        // A capture that starts as the page navigates never answers: each try gets a slice, the first short
-        // and each next one twice as long (up to 2 s) for a page that is slow to paint. Measured on
-        // Fixturebook with one 2 s slice: publish times were bimodal, ~1.55 s or ~3.55 s, the extra 2 s
-        // always one lost slice here.
+        let main = live
+            .call("find the main frame", self.page.mainframe())
+            .await?;
+        let mut started = live
+            .call(
+                "listen for navigations",
+                self.page.event_listener::<EventFrameStartedLoading>(),
+            )
+            .await?;
+        let mut committed = live
+            .call(
+                "listen for navigations",
+                self.page.event_listener::<EventFrameNavigated>(),
+            )
+            .await?;
+        // Resolves when the main frame starts loading a document or commits one. Events from before a try
+        // are dropped first (a navigation already committed is seen by the try's `readyState`; one only
+        // started will still announce its commit).
+        let mut navigating = async || {
+            use futures::FutureExt;
+            while let Some(Some(_)) = started.next().now_or_never() {}
+            while let Some(Some(_)) = committed.next().now_or_never() {}
+            loop {
+                tokio::select! {
+                    Some(e) = started.next() => if main.as_ref() == Some(&e.frame_id) { return; },
+                    Some(e) = committed.next() => if e.frame.parent_id.is_none() { return; },
+                    else => std::future::pending::<()>().await,
+                }
+            }
+        };
         let mut slice = Duration::from_millis(400);
         let mut last = BrowserError::from(wait.expiry());
         while !wait.expired() {
@@ -397,7 +433,7 @@ impl<'a> ComposePage<'a> {
             let attempt = async {
                 let ready = evaluate_json(
                     &self.page,
-                    self.session.liveness(),
+                    live,
                     "read the document state",
                     "() => document.readyState",
                     &serde_json::json!(null),
@@ -410,7 +446,13 @@ impl<'a> ComposePage<'a> {
                 }
                 self.screenshot().await
             };
-            match tokio::time::timeout(left, attempt).await {
+            let r = tokio::select! {
+                r = tokio::time::timeout(left, attempt) => r,
+                () = navigating() => Ok(Err(BrowserError::Script(
+                    "the page navigated during the capture".into(),
+                ))),
+            };
+            match r {
                 Ok(Ok(png)) => return Ok(png),
                 Ok(Err(e @ BrowserError::Died { .. })) => return Err(e),
                 Ok(Err(e)) => last = e,

@@ -16,9 +16,6 @@ use std::time::Duration;
 
 use base64::Engine;
 use chromiumoxide::cdp::browser_protocol::network::SetBypassServiceWorkerParams;
-use chromiumoxide::cdp::browser_protocol::page::{
-    CaptureScreenshotFormat, CaptureScreenshotParams,
-};
 use serde::{Deserialize, Serialize};
 
 use super::checks::{BoxRect, evaluate_json};
@@ -501,8 +498,9 @@ struct Listed {
     items: Vec<ShownItem>,
 }
 
-/// Open `url` in a fresh page of `session`, list its post items, judge them, and (when `shoot` says so
-/// for that verdict) take a masked screenshot before closing the page.
+/// Open `url` in the send's read page of `session` (a fresh one when none is kept), list its post items,
+/// judge them, and (when `shoot` says so for that verdict) take a masked screenshot; then park the page at
+/// `about:blank` for the send's next read, or close it (`after`).
 async fn read_once(
     session: &BrowserSession,
     plan: &ReadbackPlan,
@@ -510,26 +508,27 @@ async fn read_once(
     navigation_timeout: Duration,
     judge: &(dyn Fn(&[ShownItem]) -> Judged + Sync),
     shoot: &(dyn Fn(&ReadVerdict) -> bool + Sync),
+    after: AfterRead,
 ) -> Result<(Vec<ShownItem>, Judged, Option<Vec<u8>>), BrowserError> {
     let live = session.liveness();
-    let page = live
-        .call(
-            "open a read-back page",
-            session.browser().new_page("about:blank"),
-        )
-        .await?;
+    let page = match session.take_read_page() {
+        Some(page) => page,
+        None => new_read_page(session).await?,
+    };
+    // A page that opens a dialog while it loads ("Thanks for posting!") holds its load event and every
+    // evaluation until the dialog is answered: without an answer the read waited out the navigation
+    // bound and the post that was made could not be read back. Answered as the compose page's are
+    // (alerts acknowledged, confirm and prompt dismissed, beforeunload accepted, popups closed), for as
+    // long as the read and the parking last.
+    let dialogs =
+        match super::dialogs::install(session, &page, super::DialogPolicy::default()).await {
+            Ok(d) => d,
+            Err(e) => {
+                let _ = live.call("close the read-back page", page.close()).await;
+                return Err(e);
+            }
+        };
     let result = async {
-        live.call(
-            "bypass service workers",
-            page.execute(SetBypassServiceWorkerParams::new(true)),
-        )
-        .await?;
-        // A page that opens a dialog while it loads ("Thanks for posting!") holds its load event and every
-        // evaluation until the dialog is answered: without an answer the read waited out the navigation
-        // bound and the post that was made could not be read back. Answered as the compose page's are
-        // (alerts acknowledged, confirm and prompt dismissed, popups closed), for as long as the read lasts.
-        let _dialogs =
-            super::dialogs::install(session, &page, super::DialogPolicy::default()).await?;
         live.bounded(
             "navigate to the read-back page",
             navigation_timeout,
@@ -565,11 +564,11 @@ async fn read_once(
         if !shoot(&verdict.0) {
             return Ok((listed.items, verdict, None));
         }
-        let params = CaptureScreenshotParams::builder()
-            .format(CaptureScreenshotFormat::Png)
-            .build();
         let shot = live
-            .call("screenshot the read-back", page.execute(params))
+            .call(
+                "screenshot the read-back",
+                page.execute(super::screenshot::png_params()),
+            )
             .await?;
         let data: &str = shot.result.data.as_ref();
         let png = base64::engine::general_purpose::STANDARD
@@ -583,8 +582,86 @@ async fn read_once(
         Ok((listed.items, verdict, Some(png)))
     }
     .await;
-    let _ = live.call("close the read-back page", page.close()).await;
+    // Parked, the page runs nothing of the platform while the compose page loads (a search page left open
+    // could poll, open a second session or mint a newer token: the reason the look never runs beside the
+    // compose page). A read that failed, or a page that did not reach `about:blank`, is closed instead.
+    let parked = result.is_ok() && after == AfterRead::Park && park(live, &page).await;
+    drop(dialogs);
+    let closing = if parked {
+        session.keep_read_page(page)
+    } else {
+        Some(page)
+    };
+    if let Some(page) = closing {
+        let _ = live.call("close the read-back page", page.close()).await;
+    }
     result
+}
+
+/// What becomes of the read page after a read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AfterRead {
+    /// Parked at `about:blank` and kept for the send's next read: after a look (before writing, or a
+    /// reconcile's), which is followed by more of the send.
+    Park,
+    /// Closed: after a read-back, the send's last read (a re-read in the propagation window opens a fresh
+    /// page; parking costs more than closing, 21 against 1 ms measured).
+    Close,
+}
+
+/// Open a blank read page for `session`: service workers bypassed (every page oncepost reads bypasses
+/// them, so the read sees what the platform serves now).
+async fn new_read_page(session: &BrowserSession) -> Result<chromiumoxide::Page, BrowserError> {
+    let live = session.liveness();
+    let page = live
+        .call(
+            "open a read-back page",
+            session.browser().new_page("about:blank"),
+        )
+        .await?;
+    if let Err(e) = live
+        .call(
+            "bypass service workers",
+            page.execute(SetBypassServiceWorkerParams::new(true)),
+        )
+        .await
+    {
+        let _ = live.call("close the read-back page", page.close()).await;
+        return Err(e);
+    }
+    Ok(page)
+}
+
+/// Open the send's read page ahead, blank, for the look before writing to take: side by side with the
+/// compose page's own opening (a blank page loads nothing of the platform, so it cannot race the compose
+/// page's session; the look still navigates it only after the login). A page that cannot be opened here is
+/// opened by the read itself.
+pub async fn open_read_page_ahead(session: &BrowserSession) {
+    if let Ok(page) = new_read_page(session).await
+        && let Some(extra) = session.keep_read_page(page)
+    {
+        let _ = session
+            .liveness()
+            .call("close the read-back page", extra.close())
+            .await;
+    }
+}
+
+/// Navigate a read page to `about:blank` (bounded, 2 s) and say whether it got there.
+async fn park(live: &super::Liveness, page: &chromiumoxide::Page) -> bool {
+    let blank = live
+        .bounded(
+            "park the read page",
+            Duration::from_secs(2),
+            page.goto("about:blank"),
+        )
+        .await
+        .is_ok();
+    blank
+        && live
+            .call("read the page URL", page.url())
+            .await
+            .is_ok_and(|u| u.as_deref() == Some("about:blank"))
 }
 
 /// A verdict and the alarms raised while reaching it.
@@ -837,6 +914,7 @@ pub async fn by_sent_id(
         "sent id",
         &url,
         navigation_timeout,
+        AfterRead::Park,
         |items| plan.judge_sent_id(id, sent, items),
     )
     .await
@@ -857,6 +935,7 @@ pub async fn by_id(
         "permalink",
         &url,
         navigation_timeout,
+        AfterRead::Close,
         |items| plan.judge_permalink(id, sent, items),
     )
     .await
@@ -874,21 +953,32 @@ pub async fn by_search(
 ) -> Result<Readback, BrowserError> {
     let url = plan.search_for(sent);
     let mut p = plan.clone();
-    if !wait_for_propagation {
+    let after = if wait_for_propagation {
+        AfterRead::Close
+    } else {
         p.propagation_ms = 0;
-    }
-    read_until(session, &p, "search", &url, navigation_timeout, |items| {
-        plan.judge_search(sent, items)
-    })
+        AfterRead::Park
+    };
+    read_until(
+        session,
+        &p,
+        "search",
+        &url,
+        navigation_timeout,
+        after,
+        |items| plan.judge_search(sent, items),
+    )
     .await
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn read_until(
     session: &BrowserSession,
     plan: &ReadbackPlan,
     by: &str,
     url: &str,
     navigation_timeout: Duration,
+    after: AfterRead,
     judge: impl Fn(&[ShownItem]) -> Judged + Sync,
 ) -> Result<Readback, BrowserError> {
     // The propagation window: the post may take that long to be listed.
@@ -909,8 +999,16 @@ async fn read_until(
             ReadVerdict::Lead { .. } => last,
             ReadVerdict::NotFound => last && keep_not_found,
         };
-        let (items, (verdict, alarms), png) =
-            read_once(session, plan, url, navigation_timeout, &judge, &shoot).await?;
+        let (items, (verdict, alarms), png) = read_once(
+            session,
+            plan,
+            url,
+            navigation_timeout,
+            &judge,
+            &shoot,
+            after,
+        )
+        .await?;
         // A lead is re-read like "not found" while the window lasts: the account's own post may not be
         // listed yet, and another account's post with the same text proves nothing about it.
         let settled = matches!(

@@ -46,6 +46,8 @@ impl BrowserSession {
         if live.is_dead() {
             return Err("the browser is gone".into());
         }
+        // The last send's read page is closed below with every other page; it is never handed to the next.
+        drop(self.take_read_page());
         let targets = self.targets().await?;
         for t in targets.iter().filter(|t| t.r#type == "page") {
             // A page that is already gone by the time we close it is what we want.

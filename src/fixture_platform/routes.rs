@@ -128,7 +128,10 @@ pub(crate) async fn handle(
             let results = search(&shared, &q, lag_ms(&req));
             html(
                 StatusCode::OK,
-                alert_if_asked(&req, pages::search(&viewer, &q, &results)),
+                reload_if_asked(
+                    &req,
+                    alert_if_asked(&req, pages::search(&viewer, &q, &results)),
+                ),
             )
         }
         // A hostile search: the real results, each without an id and linked to `?link=` (a `javascript:`
@@ -647,6 +650,27 @@ fn respond(status: StatusCode, content_type: &'static str, body: Bytes) -> Resp 
     r.headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     r
+}
+
+/// The search with `?reload_ms=N` (50 to 10,000): the page reloads itself every N ms while it is open, as a
+/// live feed does. Under per-page tokens each reload mints the session's newest token, so a reader that
+/// leaves this page open while the compose page loads and is filled makes the compose page's token stale.
+fn reload_if_asked(req: &Request<Incoming>, page: String) -> String {
+    let Some(ms) = query_param(req, "reload_ms").and_then(|v| v.parse::<u64>().ok()) else {
+        return page;
+    };
+    match page.find("</body>") {
+        Some(at) => {
+            let mut page = page;
+            let ms = ms.clamp(50, 10_000);
+            page.insert_str(
+                at,
+                &format!("<script>setTimeout(() => location.reload(), {ms})</script>"),
+            );
+            page
+        }
+        None => page,
+    }
 }
 
 /// A post's page or the search with `?alert=1`: the page opens an `alert()` while it loads, as sites do

@@ -1027,7 +1027,14 @@ async fn with_session(
     // is login (if any), search, compose, and the compose page is the last page loaded before the press (it
     // is loaded again when the login left it open, so it carries the newest token). The cost is the search
     // page's load, no longer hidden behind the compose page's (docs/publish.md).
-    let begun = ComposePage::begin(session, &plan.probe, req.login_url.as_deref(), nav).await;
+    // The look's page is opened (blank) side by side with the compose page's opening and login: nothing
+    // of the platform loads in it until the look navigates it, after the login.
+    let begin = ComposePage::begin(session, &plan.probe, req.login_url.as_deref(), nav);
+    let begun = if req.options.look_before_write {
+        tokio::join!(begin, browser::readback::open_read_page_ahead(session)).0
+    } else {
+        begin.await
+    };
     let lookup = match (&begun, req.options.look_before_write) {
         (Ok(_), true) => {
             Some(browser::readback::by_search(session, &plan.readback, &text, false, nav).await)

@@ -47,6 +47,35 @@ async fn a_slow_search_page_never_makes_the_compose_pages_token_stale() {
     assert_eq!(env.stats().create_stored, 2);
 }
 
+/// The look's page is kept for the read-back, so it must run nothing of the platform meanwhile: a search
+/// page that reloads itself every 100 ms (a live feed; each reload mints the session's newest token) left
+/// open while the compose page loads and is filled makes the compose page's token stale, and the post is
+/// lost. Parked at `about:blank` after the look, it reloads nothing; the read-back still reads (by
+/// permalink) in that same page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_looks_page_runs_nothing_while_the_compose_page_is_used() {
+    let env = env().await;
+    let c = std::fs::read_to_string(kit::repo_path("selectors/fixture.toml")).unwrap();
+    let c = c.replace(
+        "search = \"{base_url}/search?q={text}\"",
+        "search = \"{base_url}/search?reload_ms=100&q={text}\"",
+    );
+    assert!(c.contains("reload_ms="));
+    let contract = env.write_file("reloading-search.toml", &c);
+    for i in 0..2 {
+        let text = unique(&format!("live feed {i}"));
+        let (code, v, err) = env.publish("alice", &contract, &text, &[]).await;
+        assert_eq!(code, 0, "publish {i}: {v} {err}");
+        assert_eq!(v["state"], "published", "{v}");
+        assert_eq!(env.copies(&text), 1);
+    }
+    assert_eq!(
+        env.stats().create_stored,
+        2,
+        "every create request carried the newest token"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn look_before_write_in_sequence_still_finds_the_post_and_presses_nothing() {
     let env = env().await;
