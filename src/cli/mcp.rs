@@ -33,8 +33,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::publish::{exit_of_outcome, parse_fields, publish_once};
-use super::{Cli, CliError, Context, Exit, LogFormat};
+use super::publish::{exit_of_outcome, parse_fields, publish_reporting};
+use super::{Cli, CliError, Context, Exit};
 use crate::contract::Contract;
 use crate::identity::{DeliveryKey, check_text_size};
 use crate::publish::{PublishOptions, PublishOutcome, PublishRequest};
@@ -429,27 +429,32 @@ impl OncepostMcp {
         };
         // Its own task: a cancelled call or a vanished client does not cut the run short mid-publish.
         let ctx = self.ctx.clone();
-        let mut run = tokio::spawn(async move {
-            publish_once(&ctx, &req, false, Duration::ZERO, LogFormat::Text).await
-        });
+        let (steps_tx, mut steps) = tokio::sync::mpsc::unbounded_channel();
+        let mut run = tokio::spawn(async move { publish_reporting(&ctx, &req, steps_tx).await });
+        // Progress: one notification per finished step of the publish ("looked before writing", "pressed",
+        // ...), and one a second while a step runs long (a slow page, the success wait), numbered in order.
         let token = meta.get_progress_token();
         let t0 = Instant::now();
         let mut tick = tokio::time::interval(Duration::from_secs(1));
         tick.tick().await;
+        let mut sent = 0u32;
         let outcome = loop {
-            tokio::select! {
+            let message = tokio::select! {
                 done = &mut run => break done,
-                _ = tick.tick() => {
-                    if let Some(t) = &token {
-                        let s = t0.elapsed().as_secs();
-                        let _ = peer
-                            .notify_progress(
-                                ProgressNotificationParam::new(t.clone(), s as f64)
-                                    .with_message(format!("publishing: {s} s")),
-                            )
-                            .await;
-                    }
+                Some(s) = steps.recv() => {
+                    tick.reset();
+                    format!("publishing: {} ({} ms)", s.step, s.took_ms)
                 }
+                _ = tick.tick() => format!("publishing: {} s", t0.elapsed().as_secs()),
+            };
+            if let Some(t) = &token {
+                sent += 1;
+                let _ = peer
+                    .notify_progress(
+                        ProgressNotificationParam::new(t.clone(), f64::from(sent))
+                            .with_message(message),
+                    )
+                    .await;
             }
         };
         let outcome = outcome

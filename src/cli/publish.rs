@@ -361,7 +361,7 @@ pub async fn run(ctx: &Context, args: PublishArgs, log: LogFormat) -> Result<Exi
         existing,
         args.wait,
         ms(args.wait_timeout),
-        Some(log),
+        Report::Lines(log),
     )
     .await;
     let outcome = match r {
@@ -452,7 +452,25 @@ pub async fn publish_once(
     wait_timeout: Duration,
     log: LogFormat,
 ) -> Result<PublishOutcome, CliError> {
-    publish_locked(ctx, req, None, wait, wait_timeout, Some(log)).await
+    publish_locked(ctx, req, None, wait, wait_timeout, Report::Lines(log)).await
+}
+
+/// [`publish_once`] without waiting, each finished step sent to `steps` instead of printed (the MCP
+/// server turns them into progress notifications).
+pub async fn publish_reporting(
+    ctx: &Context,
+    req: &PublishRequest,
+    steps: tokio::sync::mpsc::UnboundedSender<StepTime>,
+) -> Result<PublishOutcome, CliError> {
+    publish_locked(ctx, req, None, false, Duration::ZERO, Report::Steps(steps)).await
+}
+
+/// Where a publish's finished steps go.
+enum Report {
+    /// Progress lines on stderr.
+    Lines(LogFormat),
+    /// To a listener.
+    Steps(tokio::sync::mpsc::UnboundedSender<StepTime>),
 }
 
 /// The worker's publish of a queued intent: under the per-intent lock, without waiting and without progress
@@ -486,7 +504,7 @@ async fn publish_locked(
     existing: Option<&DeliveryKey>,
     wait: bool,
     wait_timeout: Duration,
-    log: Option<LogFormat>,
+    report: Report,
 ) -> Result<PublishOutcome, CliError> {
     let key = match existing {
         Some(k) => k.clone(),
@@ -500,15 +518,17 @@ async fn publish_locked(
         wait_timeout,
         Duration::from_millis(250),
     );
-    let progress = move |s: &StepTime| match log {
-        None => {}
-        Some(LogFormat::Text) => errln!(
+    let progress = move |s: &StepTime| match &report {
+        Report::Steps(to) => {
+            let _ = to.send(s.clone());
+        }
+        Report::Lines(LogFormat::Text) => errln!(
             "oncepost: [{:>6} ms] {} ({} ms)",
             s.at_ms,
             s.step,
             s.took_ms
         ),
-        Some(LogFormat::Json) => errln!(
+        Report::Lines(LogFormat::Json) => errln!(
             "{}",
             serde_json::json!({ "progress": s.step, "at_ms": s.at_ms, "took_ms": s.took_ms })
         ),

@@ -162,7 +162,7 @@ async fn publish_maps_every_repeat_to_one_intent_and_one_post() {
     assert!(images >= 1, "screenshots come as images: {first}");
     assert!(
         first["progress"].as_u64().is_some_and(|n| n >= 1),
-        "a publish of seconds reports progress: {first}"
+        "a publish reports its steps as progress: {first}"
     );
     let key = s["key"].as_str().unwrap().to_string();
     // A new server, and a retry in one session: answered from the store.
