@@ -11,6 +11,11 @@ need=()
 if [ ! -x /usr/lib/chromium/chromium-headless-shell ] && [ -z "${ONCEPOST_CHROMIUM:-}" ]; then
     need+=(chromium-headless-shell)
 fi
+# The full browser too: one test publishes with it (it draws only the tab in front, which the shell does not
+# show), and the benchmarks time Playwright on it for reference.
+if [ ! -x /usr/bin/chromium ]; then
+    need+=(chromium)
+fi
 if ! command -v initdb >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
     need+=(postgresql)
 fi

@@ -529,6 +529,10 @@ async fn read_once(
             }
         };
     let result = async {
+        // In front while it is read (the full browser draws only the tab in front: a capture of a page
+        // behind another waits for a frame that is slow to come; see `Opening::compose`).
+        live.call("bring the read page to the front", page.bring_to_front())
+            .await?;
         live.bounded(
             "navigate to the read-back page",
             navigation_timeout,

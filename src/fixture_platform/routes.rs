@@ -98,7 +98,10 @@ pub(crate) async fn handle(
             let posts = shared.lock_state().newest_first();
             html(StatusCode::OK, pages::feed(&viewer, &posts))
         }
-        (&Method::GET, ["compose"]) => html(StatusCode::OK, pages::compose(&viewer)),
+        (&Method::GET, ["compose"]) => html(
+            StatusCode::OK,
+            ignore_clicks_while_hidden_if_asked(&req, pages::compose(&viewer)),
+        ),
         (&Method::GET, ["login"]) => login(&req, &shared).await,
         (&Method::GET, ["p", id]) => {
             let post = shared.lock_state().post(id).cloned();
@@ -650,6 +653,26 @@ fn respond(status: StatusCode, content_type: &'static str, body: Bytes) -> Resp 
     r.headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     r
+}
+
+/// The compose page with `?visible_only=1`: a click while the page is hidden (a tab behind another, in a
+/// browser that draws only the tab in front) does nothing, as in apps that pause themselves when hidden.
+fn ignore_clicks_while_hidden_if_asked(req: &Request<Incoming>, page: String) -> String {
+    if query_param(req, "visible_only").as_deref() != Some("1") {
+        return page;
+    }
+    match page.find("</body>") {
+        Some(at) => {
+            let mut page = page;
+            page.insert_str(
+                at,
+                "<script>document.addEventListener('click', e => { if (document.visibilityState !== \
+                 'visible') { e.preventDefault(); e.stopImmediatePropagation(); } }, true)</script>",
+            );
+            page
+        }
+        None => page,
+    }
 }
 
 /// The search with `?reload_ms=N` (50 to 10,000): the page reloads itself every N ms while it is open, as a

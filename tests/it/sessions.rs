@@ -76,6 +76,42 @@ async fn the_looks_page_runs_nothing_while_the_compose_page_is_used() {
     );
 }
 
+/// The full browser (`/usr/bin/chromium`; the headless shell draws every page, so there this cannot go
+/// wrong) draws only the tab in front. The look's page is opened beside the compose page and may come in
+/// front of it; a compose page left behind is hidden, and one that ignores clicks while hidden
+/// (`?visible_only=1`) publishes nothing. The compose page is brought to the front before it is used.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_compose_page_is_in_front_when_it_is_used_in_the_full_browser() {
+    let full = std::path::Path::new("/usr/bin/chromium");
+    assert!(
+        full.exists(),
+        "scripts/setup.sh installs Debian's full Chromium for this test"
+    );
+    let env = env().await;
+    let c = std::fs::read_to_string(kit::repo_path("selectors/fixture.toml")).unwrap();
+    let c = c.replace(
+        "url = \"{base_url}/compose\"",
+        "url = \"{base_url}/compose?visible_only=1\"",
+    );
+    assert!(c.contains("visible_only=1"));
+    let contract = env.write_file("visible-only.toml", &c);
+    let text = unique("in front");
+    let args = env.publish_args("alice", &contract, &text);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = env
+        .oncepost
+        .command(&args)
+        .env("ONCEPOST_CHROMIUM", full)
+        .output()
+        .await
+        .expect("run oncepost");
+    let (code, stdout, err) = kit::cli::output_of(&out);
+    assert_eq!(code, 0, "{stdout} {err}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).expect("json");
+    assert_eq!(v["state"], "published", "{v}");
+    assert_eq!(env.copies(&text), 1);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn look_before_write_in_sequence_still_finds_the_post_and_presses_nothing() {
     let env = env().await;
