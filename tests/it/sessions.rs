@@ -17,15 +17,19 @@ async fn env() -> kit::Env {
     env
 }
 
+/// The bundled contract with `from` replaced by `to`, written as `name`.
+fn bundled_with(env: &kit::Env, name: &str, from: &str, to: &str) -> PathBuf {
+    let c = std::fs::read_to_string(kit::repo_path("selectors/fixture.toml")).unwrap();
+    assert!(c.contains(from), "{from} is in the bundled contract");
+    env.write_file(name, &c.replace(from, to))
+}
+
+const SEARCH: &str = "search = \"{base_url}/search?q={text}\"";
+
 /// The bundled contract whose search page takes `slow_ms` to render.
 fn slow_search_contract(env: &kit::Env, slow_ms: u64) -> PathBuf {
-    let c = std::fs::read_to_string(kit::repo_path("selectors/fixture.toml")).unwrap();
-    let c = c.replace(
-        "search = \"{base_url}/search?q={text}\"",
-        &format!("search = \"{{base_url}}/search?slow_ms={slow_ms}&q={{text}}\""),
-    );
-    assert!(c.contains("slow_ms="));
-    env.write_file("slow-search.toml", &c)
+    let slow = format!("search = \"{{base_url}}/search?slow_ms={slow_ms}&q={{text}}\"");
+    bundled_with(env, "slow-search.toml", SEARCH, &slow)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -55,13 +59,12 @@ async fn a_slow_search_page_never_makes_the_compose_pages_token_stale() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_looks_page_runs_nothing_while_the_compose_page_is_used() {
     let env = env().await;
-    let c = std::fs::read_to_string(kit::repo_path("selectors/fixture.toml")).unwrap();
-    let c = c.replace(
-        "search = \"{base_url}/search?q={text}\"",
+    let contract = bundled_with(
+        &env,
+        "reloading-search.toml",
+        SEARCH,
         "search = \"{base_url}/search?reload_ms=100&q={text}\"",
     );
-    assert!(c.contains("reload_ms="));
-    let contract = env.write_file("reloading-search.toml", &c);
     for i in 0..2 {
         let text = unique(&format!("live feed {i}"));
         let (code, v, err) = env.publish("alice", &contract, &text, &[]).await;
@@ -88,13 +91,12 @@ async fn the_compose_page_is_in_front_when_it_is_used_in_the_full_browser() {
         "scripts/setup.sh installs Debian's full Chromium for this test"
     );
     let env = env().await;
-    let c = std::fs::read_to_string(kit::repo_path("selectors/fixture.toml")).unwrap();
-    let c = c.replace(
+    let contract = bundled_with(
+        &env,
+        "visible-only.toml",
         "url = \"{base_url}/compose\"",
         "url = \"{base_url}/compose?visible_only=1\"",
     );
-    assert!(c.contains("visible_only=1"));
-    let contract = env.write_file("visible-only.toml", &c);
     let text = unique("in front");
     let args = env.publish_args("alice", &contract, &text);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
