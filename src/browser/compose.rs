@@ -22,7 +22,6 @@ use chromiumoxide::Page;
 use chromiumoxide::cdp::browser_protocol::input::{
     DispatchMouseEventParams, DispatchMouseEventType, MouseButton,
 };
-use chromiumoxide::cdp::browser_protocol::network::SetBypassServiceWorkerParams;
 use serde::Serialize;
 
 use super::checks::{LocatorCheck, Scroll, check_and_act, evaluate_json};
@@ -208,17 +207,7 @@ impl<'a> ComposePage<'a> {
         navigation_timeout: Duration,
     ) -> Result<Opening<'a>, BrowserError> {
         let live = session.liveness();
-        let page = live
-            .call(
-                "open the compose page",
-                session.browser().new_page("about:blank"),
-            )
-            .await?;
-        live.call(
-            "bypass service workers",
-            page.execute(SetBypassServiceWorkerParams::new(true)),
-        )
-        .await?;
+        let page = session.open_page("open the compose page").await?;
         let dialogs = dialogs::install(session, &page, DialogPolicy::default()).await?;
         let mut at_compose = false;
         if let Some(u) = login_url {

@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 
 use chromiumoxide::Page;
 use chromiumoxide::cdp::browser_protocol::input::InsertTextParams;
-use chromiumoxide::cdp::browser_protocol::network::SetBypassServiceWorkerParams;
 use serde::Serialize;
 
 use super::checks::{Act, LocatorCheck, Scroll, check_and_act};
@@ -347,14 +346,7 @@ pub async fn run(
     guard.recognise_declared(plan.non_publish_writes.clone(), plan.create_request.clone());
     let mark = guard.mark();
     let knock_mark = guard.door().sinkhole().mark();
-    let page = live
-        .call("open a page", session.browser().new_page("about:blank"))
-        .await?;
-    live.call(
-        "bypass service workers",
-        page.execute(SetBypassServiceWorkerParams::new(true)),
-    )
-    .await?;
+    let page = session.open_page("open a page").await?;
     let dialog_log = dialogs::install(session, &page, opts.dialogs).await?;
     let mut timings = Timings {
         setup_ms: ms(t0),

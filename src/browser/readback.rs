@@ -15,7 +15,6 @@
 use std::time::Duration;
 
 use base64::Engine;
-use chromiumoxide::cdp::browser_protocol::network::SetBypassServiceWorkerParams;
 use serde::{Deserialize, Serialize};
 
 use super::checks::{BoxRect, evaluate_json};
@@ -513,7 +512,7 @@ async fn read_once(
     let live = session.liveness();
     let page = match session.take_read_page() {
         Some(page) => page,
-        None => new_read_page(session).await?,
+        None => session.open_page("open a read-back page").await?,
     };
     // A page that opens a dialog while it loads ("Thanks for posting!") holds its load event and every
     // evaluation until the dialog is answered: without an answer the read waited out the navigation
@@ -613,35 +612,12 @@ enum AfterRead {
     Close,
 }
 
-/// Open a blank read page for `session`: service workers bypassed (every page oncepost reads bypasses
-/// them, so the read sees what the platform serves now).
-async fn new_read_page(session: &BrowserSession) -> Result<chromiumoxide::Page, BrowserError> {
-    let live = session.liveness();
-    let page = live
-        .call(
-            "open a read-back page",
-            session.browser().new_page("about:blank"),
-        )
-        .await?;
-    if let Err(e) = live
-        .call(
-            "bypass service workers",
-            page.execute(SetBypassServiceWorkerParams::new(true)),
-        )
-        .await
-    {
-        let _ = live.call("close the read-back page", page.close()).await;
-        return Err(e);
-    }
-    Ok(page)
-}
-
 /// Open the send's read page ahead, blank, for the look before writing to take: side by side with the
 /// compose page's own opening (a blank page loads nothing of the platform, so it cannot race the compose
 /// page's session; the look still navigates it only after the login). A page that cannot be opened here is
 /// opened by the read itself.
 pub async fn open_read_page_ahead(session: &BrowserSession) {
-    if let Ok(page) = new_read_page(session).await
+    if let Ok(page) = session.open_page("open a read-back page").await
         && let Some(extra) = session.keep_read_page(page)
     {
         let _ = session

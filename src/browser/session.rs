@@ -391,6 +391,28 @@ impl BrowserSession {
         }
     }
 
+    /// A fresh blank page, service workers bypassed (every page oncepost opens bypasses them, so what it
+    /// reads or composes is what the platform serves now, never a worker's cache); `what` names the
+    /// page in errors. A page whose bypass fails is closed again.
+    pub async fn open_page(&self, what: &str) -> Result<chromiumoxide::Page, BrowserError> {
+        use chromiumoxide::cdp::browser_protocol::network::SetBypassServiceWorkerParams;
+        let live = self.liveness();
+        let page = live
+            .call(what, self.browser().new_page("about:blank"))
+            .await?;
+        if let Err(e) = live
+            .call(
+                "bypass service workers",
+                page.execute(SetBypassServiceWorkerParams::new(true)),
+            )
+            .await
+        {
+            let _ = live.call("close a page", page.close()).await;
+            return Err(e);
+        }
+        Ok(page)
+    }
+
     /// The liveness signal and call bound.
     pub fn liveness(&self) -> &Liveness {
         &self.liveness
