@@ -397,14 +397,13 @@ impl Cell {
             None => cmd.env_remove("ONCEPOST_FAILPOINT"),
         };
         let t0 = Instant::now();
-        let out = match tokio::time::timeout(COMMAND_BOUND, cmd.output()).await {
-            Ok(Ok(out)) => out,
-            Ok(Err(e)) => panic!("cannot run {BIN}: {e}"),
-            Err(_) => {
+        let out = match kit::cli::output_within(cmd, COMMAND_BOUND).await {
+            Ok(out) => out,
+            Err(why) => {
                 return Ran {
                     end: End::TimedOut,
                     stdout: String::new(),
-                    stderr: format!("{args:?} outlived {COMMAND_BOUND:?}"),
+                    stderr: format!("{args:?} outlived {COMMAND_BOUND:?}: {why}"),
                     took: t0.elapsed(),
                 };
             }
