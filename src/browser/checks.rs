@@ -20,8 +20,14 @@ use super::{BrowserError, Liveness};
 
 /// The check script. Takes `[{strategies, strict, frames}]`, an action (or `null`) and `{scroll}`; returns
 /// one result per locator and what the action did.
-pub const CHECK_JS: &str = r#"
-async (locs, act, opts) => {
+pub const CHECK_JS: &str = concat!(
+    r#"
+async (locs, act, opts) => {"#,
+    shadow_js!(),
+    r#"
+  // One evaluation's shadow scopes per document (each locator and strategy walks the same ones).
+  const scopeCache = new Map();
+  const scopesOf = doc => { if (!scopeCache.has(doc)) scopeCache.set(doc, shadowScopes(doc)); return scopeCache.get(doc); };
   const norm = s => (s || '').replace(/\s+/g, ' ').trim();
   const HEAD = { button: 'button', textarea: 'textbox', article: 'article', nav: 'navigation', main: 'main',
     form: 'form', img: 'img', ul: 'list', ol: 'list', li: 'listitem', h1: 'heading', h2: 'heading',
@@ -47,7 +53,8 @@ async (locs, act, opts) => {
   const NAME_FROM_CONTENT = ['button', 'link', 'heading', 'option', 'tab', 'menuitem', 'checkbox', 'radio',
     'switch', 'cell', 'columnheader', 'rowheader', 'treeitem', 'tooltip', 'menuitemcheckbox', 'menuitemradio'];
   const accName = el => {
-    const doc = el.ownerDocument;
+    // Ids name elements of the element's own tree (its shadow root, or the document).
+    const doc = el.getRootNode();
     const lb = el.getAttribute('aria-labelledby');
     if (lb) {
       const s = norm(lb.split(/\s+/).map(id => doc.getElementById(id)).filter(Boolean).map(e => e.textContent).join(' '));
@@ -63,8 +70,11 @@ async (locs, act, opts) => {
   };
   const SKIP = new Set(['script', 'style', 'head', 'title', 'meta', 'link', 'template', 'noscript']);
   const find = (doc, s) => {
-    if (s.css !== undefined) return Array.from(doc.querySelectorAll(s.css));
-    const every = Array.from(doc.querySelectorAll('body *')).filter(e => !SKIP.has(e.localName));
+    // The document and every open shadow root in it (web components): see `shadow_js!`.
+    const scopes = scopesOf(doc);
+    if (s.css !== undefined) return scopes.flatMap(r => Array.from(r.querySelectorAll(s.css)));
+    const every = scopes.flatMap(r => Array.from(r.querySelectorAll(r === doc ? 'body *' : '*')))
+      .filter(e => !SKIP.has(e.localName));
     if (s.role !== undefined) {
       const want = s.role.name == null ? null : norm(s.role.name);
       return every.filter(e => role(e) === s.role.role && (want === null || accName(e) === want));
@@ -79,7 +89,7 @@ async (locs, act, opts) => {
     let doc = document;
     const chain = [];
     for (const sel of frames) {
-      const fr = doc.querySelectorAll(sel);
+      const fr = scopesOf(doc).flatMap(r => Array.from(r.querySelectorAll(sel)));
       if (fr.length !== 1) throw new Error(`iframe selector ${JSON.stringify(sel)} matched ${fr.length} elements`);
       const f = fr[0];
       let d = null;
@@ -129,7 +139,7 @@ async (locs, act, opts) => {
     const st = win.getComputedStyle(el);
     const b = measure(el, ctx);
     const visible = el.isConnected && b.w > 0 && b.h > 0 && el.checkVisibility({ visibilityProperty: true, opacityProperty: false });
-    const disabled = el.matches(':disabled') || el.closest('[aria-disabled="true"]') !== null || el.closest('[inert]') !== null;
+    const disabled = el.matches(':disabled') || closestDeep(el, '[aria-disabled="true"]') !== null || closestDeep(el, '[inert]') !== null;
     const editableKind = el.localName === 'textarea' ||
       (el.localName === 'input' && !['button', 'submit', 'reset', 'image', 'checkbox', 'radio', 'file', 'hidden', 'range', 'color'].includes(el.type)) ||
       el.isContentEditable;
@@ -142,15 +152,16 @@ async (locs, act, opts) => {
     // Receives events: the hit test at its centre lands on it in its own document and, inside frames, on
     // the iframe holding it in every ancestor document (an overlay of the top document over the iframe
     // takes the click while the frame's own document sees nothing in the way). The first miss, innermost
-    // first, names what covers it.
+    // first, names what covers it. Each hit test goes down through open shadow roots, and "on it" includes
+    // its own shadow tree (a component's inner button).
     let hitEl = null;
-    if (visible && cx >= 0 && cy >= 0 && cx < win.innerWidth && cy < win.innerHeight) hitEl = ctx.doc.elementFromPoint(cx, cy);
-    let hits = hitEl !== null && (hitEl === el || el.contains(hitEl)) && st.pointerEvents !== 'none';
-    let cover = hitEl && !(hitEl === el || el.contains(hitEl)) ? hitEl : null;
+    if (visible && cx >= 0 && cy >= 0 && cx < win.innerWidth && cy < win.innerHeight) hitEl = deepHit(ctx.doc, cx, cy);
+    let hits = hitEl !== null && within(hitEl, el) && st.pointerEvents !== 'none';
+    let cover = hitEl && !within(hitEl, el) ? hitEl : null;
     for (let i = ctx.chain.length - 1; hits && i >= 0; i--) {
       const { doc, frame } = ctx.chain[i], p = b.v[i], w = doc.defaultView;
       const px = b.x + b.w / 2 - p.x, py = b.y + b.h / 2 - p.y;
-      const h = px >= 0 && py >= 0 && px < w.innerWidth && py < w.innerHeight ? doc.elementFromPoint(px, py) : null;
+      const h = px >= 0 && py >= 0 && px < w.innerWidth && py < w.innerHeight ? deepHit(doc, px, py) : null;
       if (h !== frame) { hits = false; cover = h; }
     }
     res.states = {
@@ -175,10 +186,10 @@ async (locs, act, opts) => {
   if (act) {
     const t = out[act.target], p = act.publish === null ? null : out[act.publish];
     const el = t._el;
-    const ctl = el ? el.closest('button, input') : null;
+    const ctl = el ? closestDeep(el, 'button, input') : null;
     if (!el) acted = 'refused: target not found';
     else if (locs[act.target].strict && t.count > 1) acted = 'refused: target matched ' + t.count + ' elements';
-    else if (p && p._el && (p._el === el || p._el.contains(el))) acted = 'refused: target is the publish control';
+    else if (p && p._el && within(el, p._el)) acted = 'refused: target is the publish control';
     else if (act.action === 'click' && ctl && ctl.form && ['submit', 'image'].includes(ctl.type)) acted = 'refused: target would submit a form';
     else {
       if (act.action === 'focus') el.focus({ preventScroll: true });
@@ -229,7 +240,8 @@ async (locs, act, opts) => {
   }
   return { checks: out, acted };
 }
-"#;
+"#
+);
 
 /// The measured states of one element.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -719,32 +719,39 @@ fn dotted(v: &serde_json::Value, path: &str) -> Option<String> {
     }
 }
 
-const ELEMENT_JS: &str = r#"
-(p) => {
-  // With p.text: only an element that shows that text (whitespace collapsed) counts.
+const ELEMENT_JS: &str = concat!(
+    "(p) => {",
+    shadow_js!(),
+    r#"
+  // With p.text: only an element that shows that text (whitespace collapsed) counts. In the document or
+  // any open shadow root.
   const norm = t => (t || '').replace(/\s+/g, ' ').trim();
   const want = p.text == null ? null : norm(p.text);
   for (const s of p.css) {
-    for (const e of document.querySelectorAll(s)) {
+    for (const e of deepAll(document, s)) {
       if (want !== null && !norm(e.innerText || e.textContent).includes(want)) continue;
       return { found: true, id: p.attr ? e.getAttribute(p.attr) : null };
     }
   }
   return { found: false, id: null };
 }
-"#;
+"#
+);
 
-const SYNCED_JS: &str = r#"
-(p) => {
-  // Whether the element (first match), or its attribute or class, is there. A bad selector is an answer of
-  // neither kind (null), so it never reads as "gone".
+const SYNCED_JS: &str = concat!(
+    "(p) => {",
+    shadow_js!(),
+    r#"
+  // Whether the element (first match, in the document or an open shadow root), or its attribute or class,
+  // is there. A bad selector is an answer of neither kind (null), so it never reads as "gone".
   let e;
-  try { e = document.querySelector(p.css); } catch (err) { return null; }
+  try { e = deepOne(document, p.css); } catch (err) { return null; }
   if (p.attr != null) return e !== null && e.hasAttribute(p.attr);
   if (p.class != null) return e !== null && e.classList.contains(p.class);
   return e !== null;
 }
-"#;
+"#
+);
 
 /// The CSS strategies of a locator in the top document (none for one inside iframes).
 fn css_of(l: &NamedLocator) -> Vec<String> {
@@ -761,11 +768,15 @@ fn css_of(l: &NamedLocator) -> Vec<String> {
         .collect()
 }
 
-const DOM_EXCERPT_JS: &str = r#"
-(p) => {
+const DOM_EXCERPT_JS: &str = concat!(
+    "(p) => {",
+    shadow_js!(),
+    r#"
   // The compose form: the smallest element holding the publish control and every field the contract's CSS
-  // finds (measured: a selector list picked the header's search form on two real apps).
-  const first = sels => { for (const s of sels) { try { const e = document.querySelector(s); if (e) return e; } catch (e) {} } return null; };
+  // finds (measured: a selector list picked the header's search form on two real apps). Found in the
+  // document or an open shadow root; the excerpt is that element's own tree (a shadow root's content shows
+  // when the form is inside it).
+  const first = sels => { for (const s of sels) { try { const e = deepOne(document, s); if (e) return e; } catch (e) {} } return null; };
   const pub = first(p.publish) || document.querySelector('button[type=submit]') || document.querySelector('form');
   const fields = p.fields.map(first).filter(e => e !== null);
   let root = null;
@@ -783,7 +794,8 @@ const DOM_EXCERPT_JS: &str = r#"
   textarea.forEach((t, i) => { t.textContent = live[i] ? live[i].value : ''; });
   return c.outerHTML.slice(0, 65536);
 }
-"#;
+"#
+);
 
 /// Screenshot `page` with `masks` blacked out.
 pub(crate) async fn masked_screenshot(

@@ -465,30 +465,35 @@ pub struct Readback {
     pub png: Option<Vec<u8>>,
 }
 
-const ITEMS_JS: &str = r#"
-(p) => {
+// Items, and what is inside each, are found in the document and in its open shadow roots (a feed rendered by
+// web components): see `shadow_js!`.
+const ITEMS_JS: &str = concat!(
+    "(p) => {",
+    shadow_js!(),
+    r#"
   let found = [];
-  for (const sel of p.item) { found = Array.from(document.querySelectorAll(sel)); if (found.length) break; }
-  const masks = p.masks.flatMap(s => { try { return Array.from(document.querySelectorAll(s)); } catch (e) { return []; } })
+  for (const sel of p.item) { found = deepAll(document, sel); if (found.length) break; }
+  const masks = p.masks.flatMap(s => { try { return deepAll(document, s); } catch (e) { return []; } })
     .map(e => { const r = e.getBoundingClientRect(); return { x: r.left, y: r.top, w: r.width, h: r.height }; });
   return { dpr: window.devicePixelRatio || 1, masks, items: found.map(el => {
-    const t = el.querySelector(p.text);
-    const a = el.querySelector('a[href]');
-    const au = p.author ? el.querySelector(p.author) : null;
+    const t = deepOne(el, p.text);
+    const a = deepOne(el, 'a[href]');
+    const au = p.author ? deepOne(el, p.author) : null;
     const author = au ? (p.author_attribute ? au.getAttribute(p.author_attribute) : au.textContent) : null;
     let marked = null;
     if (p.marker) {
       let m = null;
-      try { m = p.marker_css ? el.querySelector(p.marker_css) : el; } catch (e) { m = null; }
+      try { m = p.marker_css ? deepOne(el, p.marker_css) : el; } catch (e) { m = null; }
       marked = m !== null && (m.textContent || '').includes(p.marker);
     }
     let id = p.id_attribute ? el.getAttribute(p.id_attribute) : null;
-    if (p.id_text) { const e = el.querySelector(p.id_text); id = e ? (e.textContent || '').trim() || null : null; }
+    if (p.id_text) { const e = deepOne(el, p.id_text); id = e ? (e.textContent || '').trim() || null : null; }
     return { id,
              text: t ? t.textContent : null, href: a ? a.href : null, author, marked };
   }) };
 }
-"#;
+"#
+);
 
 #[derive(Deserialize)]
 struct Listed {

@@ -14,14 +14,20 @@ use super::BrowserError;
 use super::checks::{BoxRect, evaluate_json};
 use super::session::Liveness;
 
-/// Measures the device pixel ratio and the boxes of every element the mask selectors match.
-const MASK_JS: &str = r#"
-(sels) => ({
-  dpr: window.devicePixelRatio || 1,
-  boxes: sels.flatMap(s => { try { return Array.from(document.querySelectorAll(s)); } catch (e) { return []; } })
-    .map(e => { const r = e.getBoundingClientRect(); return { x: r.left, y: r.top, w: r.width, h: r.height }; })
-})
-"#;
+/// Measures the device pixel ratio and the boxes of every element the mask selectors match, in the document
+/// and in its open shadow roots (a mask the page renders inside a web component is still blacked out).
+const MASK_JS: &str = concat!(
+    "(sels) => {",
+    shadow_js!(),
+    r#"
+  return {
+    dpr: window.devicePixelRatio || 1,
+    boxes: sels.flatMap(s => { try { return deepAll(document, s); } catch (e) { return []; } })
+      .map(e => { const r = e.getBoundingClientRect(); return { x: r.left, y: r.top, w: r.width, h: r.height }; })
+  };
+}
+"#
+);
 
 /// A raw capture: Chromium's PNG, the device pixel ratio, and the boxes the contract masks (CSS pixels).
 #[derive(Debug, serde::Deserialize)]

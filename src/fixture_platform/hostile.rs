@@ -72,6 +72,11 @@ pub enum Misbehaviour {
     /// the post again (`POST /api/posts`) whenever a later page of the site announces a publish: the next
     /// post's press. One copy per post only if nothing of a send survives into the next (a warm browser).
     OutboxOutlivesPage,
+    /// The compose form lives two open shadow roots deep (`<fb-page>` holds `<fb-composer>`, whose shadow
+    /// root holds the form), where `document.querySelector` finds nothing and `document.elementFromPoint`
+    /// answers the outer host. Publishes as the compose page does. `?cover=1`: an element of the inner
+    /// shadow root (`#shadow-cover`) lies over `#publish`.
+    ShadowDom,
 }
 
 /// The counter key of a draft saved through `POST /api/posts` (`/hostile/one-endpoint`).
@@ -211,5 +216,9 @@ pub const HOSTILE_VARIANTS: &[HostileVariant] = &[
     HostileVariant {
         name: "outbox",
         misbehaviour: Misbehaviour::OutboxOutlivesPage,
+    },
+    HostileVariant {
+        name: "shadow",
+        misbehaviour: Misbehaviour::ShadowDom,
     },
 ];

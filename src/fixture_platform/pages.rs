@@ -49,6 +49,7 @@ const HOSTILE: &[&str] = &[
     "one-endpoint",
     "outbox",
     "outbox-relay",
+    "shadow",
 ];
 
 /// The content of a hostile page, by name (`fixtures/hostile/NAME.html`).
@@ -85,6 +86,7 @@ const HOSTILE: &[&str] = &[
 {%- when "one-endpoint" %}{% include "hostile/one-endpoint.html" %}
 {%- when "outbox" %}{% include "hostile/outbox.html" %}
 {%- when "outbox-relay" %}{% include "hostile/outbox-relay.html" %}
+{%- when "shadow" %}{% include "hostile/shadow.html" %}
 {%- when _ %}
 {%- endmatch -%}
 "#

@@ -108,7 +108,7 @@ pub(crate) async fn handle(
             match post {
                 Some(p) => html(
                     StatusCode::OK,
-                    alert_if_asked(&req, pages::permalink(&viewer, &p)),
+                    shadow_if_asked(&req, alert_if_asked(&req, pages::permalink(&viewer, &p))),
                 ),
                 None => html(StatusCode::NOT_FOUND, pages::not_found(&viewer, &path)),
             }
@@ -131,9 +131,12 @@ pub(crate) async fn handle(
             let results = search(&shared, &q, lag_ms(&req));
             html(
                 StatusCode::OK,
-                reload_if_asked(
+                shadow_if_asked(
                     &req,
-                    alert_if_asked(&req, pages::search(&viewer, &q, &results)),
+                    reload_if_asked(
+                        &req,
+                        alert_if_asked(&req, pages::search(&viewer, &q, &results)),
+                    ),
                 ),
             )
         }
@@ -693,6 +696,25 @@ fn reload_if_asked(req: &Request<Incoming>, page: String) -> String {
             page
         }
         None => page,
+    }
+}
+
+/// A post's page or the search with `?shadow=1`: each post is shown by a web component, moved while the page
+/// loads into the open shadow root of its own `<fb-post>` host (as design-system apps render their feeds),
+/// where `document.querySelectorAll('article.post')` finds nothing. A reader that looks only in the document
+/// sees no post: the look before writing would press again for a post that is there.
+fn shadow_if_asked(req: &Request<Incoming>, page: String) -> String {
+    const SHADOW: &str = "<script>document.querySelectorAll('article.post').forEach(function (a) {\n\
+        var host = document.createElement('fb-post'); a.replaceWith(host);\n\
+        var root = host.attachShadow({ mode: 'open' }); var css = document.createElement('link');\n\
+        css.rel = 'stylesheet'; css.href = '/static/style.css'; root.append(css, a); });</script>";
+    match page.rfind("</body>") {
+        Some(at) if query_param(req, "shadow").as_deref() == Some("1") => {
+            let mut page = page;
+            page.insert_str(at, SHADOW);
+            page
+        }
+        _ => page,
     }
 }
 

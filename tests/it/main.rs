@@ -47,6 +47,7 @@ mod redeliver;
 mod review;
 mod secrets;
 mod sessions;
+mod shadow;
 mod sources;
 mod store;
 mod store_triggers;

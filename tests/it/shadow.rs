@@ -1,0 +1,152 @@
+//! Web components: pages whose compose form, or whose posts, live in open shadow roots
+//! (`/hostile/shadow`, `?shadow=1` on Fixturebook's post and search pages). A script that looks only in the
+//! document finds no field, no publish control and no post; a hit test that stops at the outer host cannot
+//! tell the control from an overlay inside the component. Each test here went red with the page scripts
+//! looking only in the document.
+
+use oncepost::fixture_platform::Fault;
+use serde_json::Value;
+
+use crate::kit::{self, Env, unique};
+
+/// Which strategies the compose locators keep: each kind must reach into the shadow roots by itself.
+#[derive(Clone, Copy)]
+enum Kept {
+    Both,
+    CssOnly,
+    RoleOnly,
+}
+
+/// The bundled contract with its search and permalink pages asking for `?shadow=1` (posts rendered inside
+/// shadow roots) and, with `compose`, its compose page moved and its compose locators cut to `kept`.
+fn shadow_contract(env: &Env, name: &str, compose: Option<&str>, kept: Kept) -> std::path::PathBuf {
+    let mut text = std::fs::read_to_string(kit::fixture_contract())
+        .unwrap()
+        .replace(
+            r#"permalink = "{base_url}/p/{id}""#,
+            r#"permalink = "{base_url}/p/{id}?shadow=1""#,
+        )
+        .replace(
+            r#"search = "{base_url}/search?q={text}""#,
+            r#"search = "{base_url}/search?shadow=1&q={text}""#,
+        );
+    assert!(text.contains("?shadow=1\"") && text.contains("shadow=1&q="));
+    if let Some(url) = compose {
+        let moved = text.replace(
+            r#"url = "{base_url}/compose""#,
+            &format!(r#"url = "{{base_url}}{url}""#),
+        );
+        assert_ne!(moved, text);
+        text = moved;
+    }
+    let locators = [
+        (
+            r##"{ css = "#post-text" }"##,
+            r#"{ role = "textbox", name = "Post text" }"#,
+        ),
+        (
+            r##"{ css = "#post-title" }"##,
+            r#"{ role = "textbox", name = "Title" }"#,
+        ),
+        (
+            r##"{ css = "#publish" }"##,
+            r#"{ role = "button", name = "Publish" }"#,
+        ),
+    ];
+    for (css, role) in locators {
+        let both = format!("[{css}, {role}]");
+        assert!(text.contains(&both), "{both}");
+        match kept {
+            Kept::Both => {}
+            Kept::CssOnly => text = text.replace(&both, &format!("[{css}]")),
+            Kept::RoleOnly => text = text.replace(&both, &format!("[{role}]")),
+        }
+    }
+    env.write_file(&format!("{name}.toml"), &text)
+}
+
+/// Fixturebook with alice's account (her handle shown on her posts).
+async fn start() -> Env {
+    let env = Env::start(Fault::default()).await;
+    env.add_account("alice", &["--handle", "alice"]).await;
+    env
+}
+
+fn kinds(v: &Value) -> Vec<String> {
+    v["timeline"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|e| e["kind"].as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The compose form two open shadow roots deep, found by CSS alone: its fields are found and filled, its
+/// publish control is checked (the hit test goes down to it through both roots) and pressed once; the post is read back from
+/// its page, itself rendered inside a shadow root. A rerun presses nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compose_form_two_shadow_roots_deep_is_pressed_once_and_read_back() {
+    let env = start().await;
+    let contract = shadow_contract(&env, "shadow", Some("/hostile/shadow"), Kept::CssOnly);
+    let text = unique("web components");
+    let (code, v, err) = env.publish("alice", &contract, &text, &[]).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["state"], "published", "{v}");
+    assert_eq!(v["pressed"], true);
+    assert_eq!(env.arrivals(), 1);
+    assert_eq!(env.copies(&text), 1);
+    let (code2, v2, _) = env.publish("alice", &contract, &text, &[]).await;
+    assert_eq!(code2, 0);
+    assert_eq!(v2["pressed"], false);
+    assert_eq!(env.arrivals(), 1, "the rerun sent nothing");
+}
+
+/// `?cover=1`: an element of the component's own shadow root lies over the publish control (found by role
+/// and name alone). The hit test
+/// lands on it (not on the outer host, which would name the page's shell), so the control is not
+/// actionable: nothing is pressed and the intent settles failed, naming the cover.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_publish_control_covered_inside_its_shadow_root_is_never_pressed() {
+    let env = start().await;
+    let contract = shadow_contract(
+        &env,
+        "shadow-cover",
+        Some("/hostile/shadow?cover=1"),
+        Kept::RoleOnly,
+    );
+    let text = unique("covered in the shadow");
+    let (code, v, err) = env.publish("alice", &contract, &text, &[]).await;
+    assert_eq!(code, 11, "{v} {err}");
+    assert_eq!(v["state"], "failed", "{v}");
+    assert_eq!(v["pressed"], false, "{v}");
+    let intent = env.show(v["key"].as_str().unwrap()).await;
+    assert!(
+        intent
+            .to_string()
+            .contains("not receives_events (covered by div#shadow-cover)"),
+        "{intent}"
+    );
+    assert_eq!(env.arrivals(), 0);
+    assert_eq!(env.copies(&text), 0);
+}
+
+/// The post is already there (an earlier lost run of alice's), shown by the search inside web components.
+/// The look before writing finds it there, with alice as its author, and settles the intent without a
+/// press: a look that saw only the document would have found nothing and sent it a second time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_post_shown_inside_web_components_is_found_before_writing_and_never_sent_again() {
+    let env = start().await;
+    let contract = shadow_contract(&env, "shadow-feed", None, Kept::Both);
+    let text = unique("already there, in the shadow");
+    let r = kit::platform::post_directly(&env.base_url(), "alice", &text).await;
+    assert_eq!(r.status().as_u16(), 201);
+    assert_eq!(env.arrivals(), 1);
+    let (code, v, err) = env.publish("alice", &contract, &text, &[]).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["pressed"], false, "{v}");
+    assert!(kinds(&v).contains(&"found_before_write".to_string()), "{v}");
+    assert_eq!(env.arrivals(), 1, "nothing was sent again");
+    assert_eq!(env.copies(&text), 1);
+}
