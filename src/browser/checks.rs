@@ -139,7 +139,10 @@ async (locs, act, opts) => {"#,
     const st = win.getComputedStyle(el);
     const b = measure(el, ctx);
     const visible = el.isConnected && b.w > 0 && b.h > 0 && el.checkVisibility({ visibilityProperty: true, opacityProperty: false });
-    const disabled = el.matches(':disabled') || closestDeep(el, '[aria-disabled="true"]') !== null || closestDeep(el, '[inert]') !== null;
+    // A custom element (a design-system button, `<md-filled-button>`, `<sl-button>`) reflects `disabled` as
+    // an attribute of its host, where `:disabled` never matches (it is no form control).
+    const hostDisabled = el.localName.includes('-') && el.hasAttribute('disabled');
+    const disabled = el.matches(':disabled') || hostDisabled || closestDeep(el, '[aria-disabled="true"]') !== null || closestDeep(el, '[inert]') !== null;
     const editableKind = el.localName === 'textarea' ||
       (el.localName === 'input' && !['button', 'submit', 'reset', 'image', 'checkbox', 'radio', 'file', 'hidden', 'range', 'color'].includes(el.type)) ||
       el.isContentEditable;

@@ -150,3 +150,26 @@ async fn a_post_shown_inside_web_components_is_found_before_writing_and_never_se
     assert_eq!(env.arrivals(), 1, "nothing was sent again");
     assert_eq!(env.copies(&text), 1);
 }
+
+/// `?host_button=1`: the publish control is a design-system button (`<fb-button id="publish">`, a custom
+/// element whose own shadow root holds the real button) that reflects `disabled` on its host and enables
+/// itself 400 ms after the text is typed. The check waits until the host is no longer disabled (a check that
+/// read only `:disabled` pressed a disabled button: nothing was sent) and its hit test, landing on the inner
+/// button, counts as landing on the host: published once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_design_system_button_that_enables_itself_late_is_pressed_once_when_enabled() {
+    let env = start().await;
+    let contract = shadow_contract(
+        &env,
+        "shadow-host-button",
+        Some("/hostile/shadow?host_button=1"),
+        Kept::CssOnly,
+    );
+    let text = unique("design-system button");
+    let (code, v, err) = env.publish("alice", &contract, &text, &[]).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["state"], "published", "{v}");
+    assert_eq!(v["pressed"], true);
+    assert_eq!(env.arrivals(), 1);
+    assert_eq!(env.copies(&text), 1);
+}
