@@ -7,7 +7,8 @@
 # A worker batch: POSTS intents of one account are submitted, then one `oncepost worker --concurrency 1` runs
 # them. Per post: the median gap between consecutive posts' `published` times in the store (the steady state:
 # take, look before writing, compose, authorize, send, read back, settle), and the whole batch (worker start to
-# the last `published`) / POSTS. Goal (issue 12): warm per post <= 0.3x Playwright's whole process.
+# the last `published`) / POSTS. Goal (issue 12): warm per post <= 0.3x Playwright's whole process. A reference
+# line times plain Playwright warm too (scripts/bench/publish-playwright-warm.js: browser and login kept).
 # Usage: scripts/bench-warm.sh [ROUNDS] [POSTS]   (needs node + npm, python3). BENCH_PROFILE=debug for debug;
 # BENCH_BIN=PATH times that oncepost binary and builds nothing (two builds side by side: alternate runs).
 set -euo pipefail
@@ -77,18 +78,23 @@ try:
     same = subprocess.run(["node", "-e", "console.log(require('./browser').executablePath())"], cwd=bench,
                           check=True, capture_output=True, text=True).stdout.strip()
     full = "/usr/bin/chromium" if same != "/usr/bin/chromium" and os.access("/usr/bin/chromium", os.X_OK) else None
+    def playwright_warm():
+        out = subprocess.run(["node", f"{bench}/publish-playwright-warm.js", base, str(posts)], check=True,
+                             capture_output=True, text=True).stdout
+        return json.loads(out)["median_ms"] / 1000
     playwright()  # warm-up (page cache, npm module load), not counted
-    pw, pw_full, warm, cold = [], [], [], []
+    pw, pw_full, pw_warm, warm, cold = [], [], [], [], []
     for r in range(rounds):
         l0 = load()
         pw += [playwright() for _ in range(3)]
         if full:
             pw_full += [playwright(full) for _ in range(3)]
+        pw_warm.append(playwright_warm())
         warm.append(batch(True))
         cold.append(batch(False))
         print(f"round {r+1}: load {l0} -> {load()}  warm gap {warm[-1][0]*1000:.0f} ms, batch/post "
               f"{warm[-1][1]*1000:.0f} ms; cold gap {cold[-1][0]*1000:.0f} ms, batch/post {cold[-1][1]*1000:.0f} ms; "
-              f"playwright {', '.join(f'{x*1000:.0f}' for x in pw[-3:])} ms", flush=True)
+              f"playwright {', '.join(f'{x*1000:.0f}' for x in pw[-3:])} ms, warm loop {pw_warm[-1]*1000:.0f} ms", flush=True)
     mp = statistics.median(pw)
     wg, wb = statistics.median(x[0] for x in warm), statistics.median(x[1] for x in warm)
     cg, cb = statistics.median(x[0] for x in cold), statistics.median(x[1] for x in cold)
@@ -97,7 +103,11 @@ try:
     if pw_full:
         mf = statistics.median(pw_full)
         print(f"playwright on {full}: median {mf*1000:.0f} ms (reference: warm gap / it = {statistics.median(x[0] for x in warm)/mf:.2f})")
-    print(f"warm worker, per post (gap):     median {wg*1000:.0f} ms   ratio to playwright {wg/mp:.2f}  (goal <= 0.3)")
+    mw = statistics.median(pw_warm)
+    print(f"playwright warm loop, per post:  median {mw*1000:.0f} ms  (browser and login kept, fresh pages; "
+          f"reference: {mw/mp:.2f} of its whole process)")
+    print(f"warm worker, per post (gap):     median {wg*1000:.0f} ms   ratio to playwright {wg/mp:.2f}  (goal <= 0.3); "
+          f"to the warm loop {wg/mw:.2f}")
     print(f"warm worker, batch / posts:      median {wb*1000:.0f} ms   ratio {wb/mp:.2f}")
     print(f"cold worker, per post (gap):     median {cg*1000:.0f} ms   ratio {cg/mp:.2f}")
     print(f"cold worker, batch / posts:      median {cb*1000:.0f} ms   ratio {cb/mp:.2f}")
