@@ -179,7 +179,8 @@ async (locs, act, opts) => {"#,
     };
     res.covered_by = cover ? describe(cover) : null;
     res.box = { x: b.x, y: b.y, w: b.w, h: b.h };
-    res.text = ('value' in el && typeof el.value === 'string' && editableKind ? el.value : norm(el.innerText)).slice(0, 200);
+    // Cut to 200 characters for reports; whole when asked (`full_text`: what a filled field shows).
+    res.text = ('value' in el && typeof el.value === 'string' && editableKind ? el.value : norm(el.innerText)).slice(0, opts.full_text ? undefined : 200);
     res._ctx = ctx;
     return res;
   });
@@ -429,6 +430,29 @@ pub async fn check_all(
     Ok(check_and_act(page, live, locators, None, scroll).await?.0)
 }
 
+/// What each of `fields` shows now, whole (a field's value; an editable element's text), in one evaluation
+/// that neither scrolls nor waits; `None` for a field not found.
+pub(crate) async fn shown_texts(
+    page: &Page,
+    live: &Liveness,
+    fields: &[NamedLocator],
+) -> Result<Vec<Option<String>>, BrowserError> {
+    let locs = serde_json::Value::Array(fields.iter().map(script_arg).collect());
+    let opts = serde_json::json!({ "scroll": false, "frames": false, "full_text": true });
+    let js = format!("(locs) => ({CHECK_JS})(locs, null, {opts})");
+    let value = evaluate_json(page, live, "read what the fields show", &js, &locs).await?;
+    let raw: RawResult = serde_json::from_value(value)
+        .map_err(|e| BrowserError::Script(format!("unexpected check result: {e}")))?;
+    if raw.checks.len() != fields.len() {
+        return Err(BrowserError::Script(format!(
+            "{} results for {} fields",
+            raw.checks.len(),
+            fields.len()
+        )));
+    }
+    Ok(raw.checks.into_iter().map(|r| r.text).collect())
+}
+
 /// Check every locator in one evaluation, then perform `act` (if any) in the same evaluation.
 pub(crate) async fn check_and_act(
     page: &Page,
@@ -447,7 +471,7 @@ pub(crate) async fn check_and_act(
             .iter()
             .any(|l| l.states.contains(&ElementState::Stable));
     let act = serde_json::to_value(act).unwrap_or(serde_json::Value::Null);
-    let opts = serde_json::json!({ "scroll": scroll == Scroll::IntoView, "frames": frames });
+    let opts = serde_json::json!({ "scroll": scroll == Scroll::IntoView, "frames": frames, "full_text": false });
     let js = format!("(locs) => ({CHECK_JS})(locs, {act}, {opts})");
     let value = evaluate_json(page, live, "locator checks", &js, &locs).await?;
     let raw: RawResult = serde_json::from_value(value)

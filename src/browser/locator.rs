@@ -185,6 +185,9 @@ pub enum StepAction {
     ScrollIntoView,
     /// Click the target (never the publish control, never a submit control: checked again at run time).
     Click,
+    /// Read back what a filled field shows (no contract declares it: the fill's own check, reported like a
+    /// step).
+    Verify,
 }
 
 /// A step the contract declares non-publishing. Cannot target the publish control.

@@ -283,6 +283,8 @@ impl<'a> ProbePage<'a> {
             StepAction::Focus => "focus",
             StepAction::ScrollIntoView => "scroll_into_view",
             StepAction::Click => "click",
+            // Read-only, like a wait: nothing for the page script to do.
+            StepAction::Verify => "wait_for",
         };
         self.act_named(target, action, name).await
     }
@@ -295,7 +297,7 @@ impl<'a> ProbePage<'a> {
         name: &'static str,
     ) -> Result<StepOutcome, BrowserError> {
         match action {
-            StepAction::WaitFor => {
+            StepAction::WaitFor | StepAction::Verify => {
                 let c = self.wait_for(target, Duration::ZERO).await?;
                 return Ok(StepOutcome {
                     action,

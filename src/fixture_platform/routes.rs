@@ -100,7 +100,10 @@ pub(crate) async fn handle(
         }
         (&Method::GET, ["compose"]) => html(
             StatusCode::OK,
-            ignore_clicks_while_hidden_if_asked(&req, pages::compose(&viewer)),
+            maxlength_if_asked(
+                &req,
+                ignore_clicks_while_hidden_if_asked(&req, pages::compose(&viewer)),
+            ),
         ),
         (&Method::GET, ["login"]) => login(&req, &shared).await,
         (&Method::GET, ["p", id]) => {
@@ -660,6 +663,23 @@ fn respond(status: StatusCode, content_type: &'static str, body: Bytes) -> Resp 
 
 /// The compose page with `?visible_only=1`: a click while the page is hidden (a tab behind another, in a
 /// browser that draws only the tab in front) does nothing, as in apps that pause themselves when hidden.
+/// The compose page with `?maxlength=N` (1 to 100,000): the text field takes at most N characters, as posts
+/// with a length limit do. The browser cuts what is typed beyond it without a word; the page publishes what
+/// the field holds.
+fn maxlength_if_asked(req: &Request<Incoming>, page: String) -> String {
+    let Some(n) = query_param(req, "maxlength")
+        .and_then(|v| v.parse::<u32>().ok())
+        .filter(|n| (1..=100_000).contains(n))
+    else {
+        return page;
+    };
+    page.replacen(
+        r#"<textarea id="post-text""#,
+        &format!(r#"<textarea id="post-text" maxlength="{n}""#),
+        1,
+    )
+}
+
 fn ignore_clicks_while_hidden_if_asked(req: &Request<Incoming>, page: String) -> String {
     if query_param(req, "visible_only").as_deref() != Some("1") {
         return page;

@@ -785,3 +785,46 @@ async fn the_review_page_shows_the_platforms_answer_to_the_create_request() {
         "{line}"
     );
 }
+
+/// A text field with a length limit (`/compose?maxlength=40`) cuts a 60-character text without a word; the
+/// page would publish the 40 characters it kept. Each filled field is read back before the press: it shows
+/// other text than was typed, so nothing is pressed and the intent settles failed with nothing sent. Without
+/// that check the cut text went out (one arrival) and could only be found different after it was live.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_field_that_cuts_the_typed_text_is_never_pressed() {
+    let env = Env::start(Fault::default()).await;
+    let contract = env.write_file(
+        "maxlength.toml",
+        &std::fs::read_to_string(kit::fixture_contract())
+            .unwrap()
+            .replace(
+                r#"url = "{base_url}/compose""#,
+                r#"url = "{base_url}/compose?maxlength=40""#,
+            ),
+    );
+    let text = format!("{} and then some more", unique("cut short"));
+    assert!(text.chars().count() > 40, "{text}");
+    let (code, v, err) = env.publish_with(&contract, &text, &[]).await;
+    assert_eq!(code, 11, "{v} {err}");
+    assert_eq!(v["state"], "failed", "{v}");
+    assert_eq!(v["pressed"], false, "{v}");
+    let intent = env.show(v["key"].as_str().unwrap()).await;
+    assert!(
+        intent
+            .to_string()
+            .contains("the field shows other text than was typed (40 of"),
+        "{intent}"
+    );
+    assert_eq!(env.arrivals(), 0);
+    // A text within the limit is published as ever.
+    let short = format!("short enough {}", uuid_tail());
+    let (code, v, err) = env.publish_with(&contract, &short, &[]).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(env.arrivals(), 1);
+    assert_eq!(env.copies(&short), 1);
+}
+
+/// Eight characters that make a text unique within a test run.
+fn uuid_tail() -> String {
+    unique("").trim().chars().take(8).collect()
+}
