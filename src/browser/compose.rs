@@ -327,22 +327,8 @@ impl<'a> ComposePage<'a> {
         if filled.is_empty() {
             return Ok(());
         }
-        // Each filled field must show what was typed before anything is pressed: a field that cut it (a
-        // `maxlength`), an editor that rewrote it (smart quotes, a dropped line) would publish another text,
-        // which the read-back could only find different after the post is out.
-        let fields: Vec<NamedLocator> = filled.iter().map(|(f, _)| f.clone()).collect();
-        let shown =
-            super::checks::shown_texts(&self.page, self.session.liveness(), &fields).await?;
-        for ((f, typed), shown) in filled.iter().zip(shown) {
-            if let Some(why) = shows_other_text(typed, shown.as_deref()) {
-                out.push(StepOutcome {
-                    action: super::StepAction::Verify,
-                    target: f.name.clone(),
-                    ok: false,
-                    outcome: why,
-                });
-            }
-        }
+        // Each filled field must show what was typed before anything is pressed (see `verify_filled`).
+        out.extend(pp.verify_filled(&filled).await?);
         Ok(())
     }
 
@@ -743,38 +729,6 @@ fn dotted(v: &serde_json::Value, path: &str) -> Option<String> {
     }
 }
 
-/// Why a field that shows `shown` does not hold `typed`, or `None` when it does: its text, whitespace
-/// collapsed and in NFC, contains the typed text so treated (a field filled after what it held keeps that too).
-fn shows_other_text(typed: &str, shown: Option<&str>) -> Option<String> {
-    use unicode_normalization::UnicodeNormalization;
-    let norm = |t: &str| -> String {
-        let nfc: String = t.nfc().collect();
-        nfc.split_whitespace().collect::<Vec<_>>().join(" ")
-    };
-    let Some(shown) = shown else {
-        return Some("the field is gone after filling: nothing pressed".into());
-    };
-    let (want, got) = (norm(typed), norm(shown));
-    if got.contains(&want) {
-        return None;
-    }
-    let chars = |t: &str| t.chars().count();
-    let cut = |t: &str| -> String {
-        let head: String = t.chars().take(80).collect();
-        if chars(t) > 80 {
-            format!("{head}...")
-        } else {
-            head
-        }
-    };
-    Some(format!(
-        "the field shows other text than was typed ({} of {} characters: {:?}): nothing pressed",
-        chars(&got),
-        chars(&want),
-        crate::redact::text(&cut(&got))
-    ))
-}
-
 const ELEMENT_JS: &str = concat!(
     "(p) => {",
     shadow_js!(),
@@ -865,29 +819,4 @@ pub(crate) async fn masked_screenshot(
         return Ok(c.png);
     }
     super::screenshot::annotate(&c.png, c.dpr, &c.boxes, &[])
-}
-
-#[cfg(test)]
-mod tests {
-    use super::shows_other_text;
-
-    #[test]
-    fn a_field_holds_the_typed_text_up_to_whitespace_and_normal_form() {
-        // A textarea keeps line breaks; an editor's text may show them as spaces; é typed composed or not.
-        assert_eq!(
-            shows_other_text("one\ntwo  three", Some("one two three")),
-            None
-        );
-        assert_eq!(shows_other_text("caf\u{e9}", Some("cafe\u{301}")), None);
-        // Filled after what the field held (`fill = "append"`, a prefilled title).
-        assert_eq!(shows_other_text("more", Some("New item more")), None);
-    }
-
-    #[test]
-    fn a_cut_or_rewritten_or_missing_text_is_named() {
-        let cut = shows_other_text("a text of some length", Some("a text of")).unwrap();
-        assert!(cut.contains("(9 of 21 characters"), "{cut}");
-        assert!(shows_other_text("\"quoted\"", Some("\u{201c}quoted\u{201d}")).is_some());
-        assert!(shows_other_text("text", None).unwrap().contains("gone"));
-    }
 }

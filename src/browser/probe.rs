@@ -239,6 +239,33 @@ impl<'a> ProbePage<'a> {
         self.act(step.target(), step.action()).await
     }
 
+    /// Read back every filled field (`(field, typed)`) in one evaluation: each must show what was typed. A
+    /// field that cut it (a `maxlength`) or an editor that rewrote it (smart quotes, a dropped line) would
+    /// publish another text, which a read-back could only find different once the post is out. Returns a
+    /// failed `verify` outcome per field that does not; none when all do.
+    pub async fn verify_filled(
+        &self,
+        filled: &[(NamedLocator, &str)],
+    ) -> Result<Vec<StepOutcome>, BrowserError> {
+        if filled.is_empty() {
+            return Ok(Vec::new());
+        }
+        let fields: Vec<NamedLocator> = filled.iter().map(|(f, _)| f.clone()).collect();
+        let shown = super::checks::shown_texts(&self.page, self.live, &fields).await?;
+        Ok(filled
+            .iter()
+            .zip(shown)
+            .filter_map(|((f, typed), shown)| {
+                shows_other_text(typed, shown.as_deref()).map(|why| StepOutcome {
+                    action: StepAction::Verify,
+                    target: f.name.clone(),
+                    ok: false,
+                    outcome: why,
+                })
+            })
+            .collect())
+    }
+
     /// Focus a compose field and insert `text` (no key events: Enter can never be pressed).
     pub async fn fill(
         &self,
@@ -551,16 +578,60 @@ async fn fill_all(
     steps: &mut Vec<StepOutcome>,
 ) -> Result<(), BrowserError> {
     if let Some(text) = &opts.fill {
+        let mut filled = Vec::new();
         for f in &plan.fields {
             guard.watch_typed(text);
             let out = probe_page.fill(f, text).await?;
             if !out.ok && f.required {
                 problems.push(format!("fill {}: {}", f.name, out.outcome));
             }
+            if out.ok {
+                filled.push((f.clone(), text.as_str()));
+            }
             steps.push(out);
+        }
+        // What publishing would refuse before its press: a field that does not show what was typed.
+        for v in probe_page.verify_filled(&filled).await? {
+            let required = plan.fields.iter().any(|f| f.name == v.target && f.required);
+            if required {
+                problems.push(format!("fill {}: {}", v.target, v.outcome));
+            }
+            steps.push(v);
         }
     }
     Ok(())
+}
+
+/// Why a field that shows `shown` does not hold `typed`, or `None` when it does: its text, whitespace
+/// collapsed and in NFC, contains the typed text so treated (a field filled after what it held keeps that too).
+pub(crate) fn shows_other_text(typed: &str, shown: Option<&str>) -> Option<String> {
+    use unicode_normalization::UnicodeNormalization;
+    let norm = |t: &str| -> String {
+        let nfc: String = t.nfc().collect();
+        nfc.split_whitespace().collect::<Vec<_>>().join(" ")
+    };
+    let Some(shown) = shown else {
+        return Some("the field is gone after filling".into());
+    };
+    let (want, got) = (norm(typed), norm(shown));
+    if got.contains(&want) {
+        return None;
+    }
+    let chars = |t: &str| t.chars().count();
+    let cut = |t: &str| -> String {
+        let head: String = t.chars().take(80).collect();
+        if chars(t) > 80 {
+            format!("{head}...")
+        } else {
+            head
+        }
+    };
+    Some(format!(
+        "the field shows other text than was typed ({} of {} characters: {:?})",
+        chars(&got),
+        chars(&want),
+        crate::redact::text(&cut(&got))
+    ))
 }
 
 fn ms(t: Instant) -> u64 {
@@ -592,4 +663,29 @@ async fn annotated_screenshot(
         })
         .collect();
     screenshot::annotate(&c.png, c.dpr, &c.boxes, &marks)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shows_other_text;
+
+    #[test]
+    fn a_field_holds_the_typed_text_up_to_whitespace_and_normal_form() {
+        // A textarea keeps line breaks; an editor's text may show them as spaces; é typed composed or not.
+        assert_eq!(
+            shows_other_text("one\ntwo  three", Some("one two three")),
+            None
+        );
+        assert_eq!(shows_other_text("caf\u{e9}", Some("cafe\u{301}")), None);
+        // Filled after what the field held (`fill = "append"`, a prefilled title).
+        assert_eq!(shows_other_text("more", Some("New item more")), None);
+    }
+
+    #[test]
+    fn a_cut_or_rewritten_or_missing_text_is_named() {
+        let cut = shows_other_text("a text of some length", Some("a text of")).unwrap();
+        assert!(cut.contains("(9 of 21 characters"), "{cut}");
+        assert!(shows_other_text("\"quoted\"", Some("\u{201c}quoted\u{201d}")).is_some());
+        assert!(shows_other_text("text", None).unwrap().contains("gone"));
+    }
 }

@@ -745,3 +745,40 @@ async fn a_publish_control_below_the_fold_is_scrolled_into_view_and_passes() {
     assert_eq!(env.arrivals(), 0);
     assert_eq!(env.stats().other_writes_total, 0);
 }
+
+/// `probe --fill` reads every filled field back, as a publish does before its press: on a compose page whose
+/// text field takes at most 10 characters (`/compose?maxlength=10`) the typed 30 are cut, and the probe fails
+/// (exit 3) naming the field and what it shows. The same text on the unlimited page passes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn probe_fill_fails_on_a_field_that_cuts_the_typed_text() {
+    let env = crate::kit::Env::start(oncepost::fixture_platform::Fault::default()).await;
+    let src = std::fs::read_to_string(crate::kit::fixture_contract()).unwrap();
+    let limited = src.replace(
+        r#"url = "{base_url}/compose""#,
+        r#"url = "{base_url}/compose?maxlength=10""#,
+    );
+    assert_ne!(limited, src);
+    let base = env.base_url();
+    let fill = "thirty characters of some text";
+    for (name, text, want) in [("limited", &limited, 3), ("plain", &src, 0)] {
+        let contract = env.write_file(&format!("{name}.toml"), text);
+        let c = contract.to_string_lossy().into_owned();
+        let args = [
+            "probe",
+            "--json",
+            "--contract",
+            &c,
+            "--base-url",
+            &base,
+            "--observe-ms",
+            "300",
+            "--fill",
+            fill,
+        ];
+        let (code, out, err) = env.run(&args).await;
+        assert_eq!(code, want, "{name}: {out} {err}");
+        let shows =
+            out.contains("fill field:text: the field shows other text than was typed (10 of 30");
+        assert_eq!(shows, want == 3, "{name}: {out}");
+    }
+}
