@@ -10,4 +10,12 @@ function executablePath() {
   }
   return '/usr/bin/chromium';
 }
-module.exports = { executablePath };
+// Every Playwright side launches the same way: that browser, with the switches a plain script would give it.
+function launchOptions() {
+  return {
+    executablePath: executablePath(),
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+           '--disable-component-update', '--disable-sync'],
+  };
+}
+module.exports = { executablePath, launchOptions };

@@ -8,11 +8,7 @@ const { chromium } = require('playwright-core');
 const [app, base, cookiesFile, name, text] = process.argv.slice(2);
 const words = s => (s || '').normalize('NFC').match(/[\p{L}\p{N}]+/gu) || [];
 (async () => {
-  const browser = await chromium.launch({
-    executablePath: require('./browser').executablePath(),
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-           '--disable-component-update', '--disable-sync'],
-  });
+  const browser = await chromium.launch(require('./browser').launchOptions());
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   await context.addCookies(JSON.parse(require('fs').readFileSync(cookiesFile, 'utf8'))
     .map(c => ({ name: c.name, value: c.value, domain: c.domain, path: c.path, expires: c.expires, httpOnly: !!c.httpOnly })));

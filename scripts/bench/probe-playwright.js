@@ -4,11 +4,7 @@
 const { chromium } = require('playwright-core');
 const [url, rounds] = [process.argv[2], Number(process.argv[3] || 20)];
 (async () => {
-  const browser = await chromium.launch({
-    executablePath: require('./browser').executablePath(),
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-           '--disable-component-update', '--disable-sync'],
-  });
+  const browser = await chromium.launch(require('./browser').launchOptions());
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   await page.goto(url);
   const locs = [

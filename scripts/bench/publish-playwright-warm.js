@@ -6,11 +6,7 @@
 const { chromium } = require('playwright-core');
 const [base, posts] = [process.argv[2], Number(process.argv[3] || 8)];
 (async () => {
-  const browser = await chromium.launch({
-    executablePath: require('./browser').executablePath(),
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-           '--disable-component-update', '--disable-sync'],
-  });
+  const browser = await chromium.launch(require('./browser').launchOptions());
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   const login = await context.newPage();
   await login.goto(`${base}/login?account=bench`);

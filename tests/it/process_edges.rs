@@ -178,14 +178,7 @@ impl Env {
 }
 
 fn kinds(show: &Value) -> Vec<String> {
-    show["events"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|e| e["kind"].as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default()
+    crate::kit::event_kinds(&show["events"])
 }
 
 fn count(kinds: &[String], kind: &str) -> usize {

@@ -55,14 +55,7 @@ impl Env {
 }
 
 fn kinds(v: &Value) -> Vec<String> {
-    v["timeline"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|e| e["kind"].as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default()
+    kit::event_kinds(&v["timeline"])
 }
 
 /// A page with its own retry timer re-sends the create request after an error answer, with no click: the

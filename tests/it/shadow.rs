@@ -73,14 +73,7 @@ async fn start() -> Env {
 }
 
 fn kinds(v: &Value) -> Vec<String> {
-    v["timeline"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|e| e["kind"].as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default()
+    kit::event_kinds(&v["timeline"])
 }
 
 /// The compose form two open shadow roots deep, found by CSS alone: its fields are found and filled, its

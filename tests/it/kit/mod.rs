@@ -54,6 +54,18 @@ pub fn hostile_contract_text(variant: &str, frame: Option<&str>) -> String {
     lines.join("\n") + "\n"
 }
 
+/// The `kind` of every event in `events` (a timeline or `intents show`'s events), in order.
+pub fn event_kinds(events: &serde_json::Value) -> Vec<String> {
+    events
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|e| e["kind"].as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// `label` and a fresh uuid: a text no other test (or earlier run) posts, so duplicate-text windows and
 /// server-side counts see only this test's posts.
 pub fn unique(label: &str) -> String {
