@@ -249,19 +249,13 @@ async fn a_compose_form_in_a_covered_iframe_is_never_pressed() {
     );
     let text = unique("covered iframe");
     // The field is waited for (the 10 s step bound) before the flow gives up on it.
-    let (code, v, err) = env.publish_with(&contract, &text, &[]).await;
-    assert_eq!(code, 11, "{v} {err}");
-    assert_eq!(v["state"], "failed", "{v}");
-    assert_eq!(v["pressed"], false, "{v}");
+    let run = env.publish_with(&contract, &text, &[]).await;
     // The failure's report (in the intent's history) names the overlay.
-    let intent = env.show(v["key"].as_str().unwrap()).await;
-    assert!(
-        intent
-            .to_string()
-            .contains("not receives_events (covered by div#frame-cover.overlay-promo)"),
-        "{intent}"
-    );
-    assert_eq!(env.arrivals(), 0);
+    env.assert_failed_before_the_press(
+        run,
+        "not receives_events (covered by div#frame-cover.overlay-promo)",
+    )
+    .await;
     assert_eq!(env.copies(&text), 0);
 }
 
@@ -797,18 +791,9 @@ async fn a_field_that_cuts_the_typed_text_is_never_pressed() {
     );
     let text = format!("{} and then some more", unique("cut short"));
     assert!(text.chars().count() > 40, "{text}");
-    let (code, v, err) = env.publish_with(&contract, &text, &[]).await;
-    assert_eq!(code, 11, "{v} {err}");
-    assert_eq!(v["state"], "failed", "{v}");
-    assert_eq!(v["pressed"], false, "{v}");
-    let intent = env.show(v["key"].as_str().unwrap()).await;
-    assert!(
-        intent
-            .to_string()
-            .contains("the field shows other text than was typed (40 of"),
-        "{intent}"
-    );
-    assert_eq!(env.arrivals(), 0);
+    let run = env.publish_with(&contract, &text, &[]).await;
+    env.assert_failed_before_the_press(run, "the field shows other text than was typed (40 of")
+        .await;
     // A text within the limit is published as ever.
     let short = format!("short enough {}", uuid_tail());
     let (code, v, err) = env.publish_with(&contract, &short, &[]).await;

@@ -159,6 +159,18 @@ impl Env {
         self.oncepost.show(key).await
     }
 
+    /// A publish (`run`: its exit code, JSON report and stderr) that was refused before its press: exit 11,
+    /// `failed`, nothing pressed, the intent's history saying `why`, and no create request at the platform.
+    pub async fn assert_failed_before_the_press(&self, run: (i32, Value, String), why: &str) {
+        let (code, v, err) = run;
+        assert_eq!(code, 11, "{v} {err}");
+        assert_eq!(v["state"], "failed", "{v}");
+        assert_eq!(v["pressed"], false, "{v}");
+        let intent = self.show(v["key"].as_str().unwrap_or_default()).await;
+        assert!(intent.to_string().contains(why), "{why:?} not in {intent}");
+        assert_eq!(self.arrivals(), 0, "nothing reached the platform");
+    }
+
     pub fn stats(&self) -> Stats {
         self.platform.stats()
     }
