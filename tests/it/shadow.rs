@@ -157,3 +157,41 @@ async fn a_design_system_button_that_enables_itself_late_is_pressed_once_when_en
     assert_eq!(env.arrivals(), 1);
     assert_eq!(env.copies(&text), 1);
 }
+
+/// The longest run of pure black pixels in any row of the PNG at `path`: the contract's masks are filled
+/// pure black on evidence screenshots, which Fixturebook's pages otherwise never show.
+fn longest_black_run(path: &std::path::Path) -> u32 {
+    let img = image::open(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .to_rgba8();
+    let mut longest = 0;
+    for y in 0..img.height() {
+        let mut run = 0;
+        for x in 0..img.width() {
+            let p = img.get_pixel(x, y).0;
+            run = if p[..3] == [0, 0, 0] { run + 1 } else { 0 };
+            longest = longest.max(run);
+        }
+    }
+    longest
+}
+
+/// The read-back's screenshot of a post page that shows its posts inside web components still has the
+/// contract's mask (`.post-author`, inside each post's shadow root) blacked out: the masks reach into open
+/// shadow roots like the items do. Looking for the mask only in the document left the author's name on the
+/// evidence (no black box at all).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_read_back_evidence_masks_what_is_inside_web_components() {
+    let env = start().await;
+    let contract = shadow_contract(&env, "shadow-mask", None, Kept::Both);
+    let text = unique("masked in the shadow");
+    let (code, v, err) = env.publish("alice", &contract, &text, &[]).await;
+    assert_eq!(code, 0, "{v} {err}");
+    let shot = v["evidence"]
+        .as_array()
+        .and_then(|e| e.iter().find(|i| i["kind"] == "screenshot_readback"))
+        .and_then(|i| i["path"].as_str())
+        .unwrap_or_else(|| panic!("no read-back screenshot in {v}"));
+    let run = longest_black_run(&env.home().join(shot));
+    assert!(run >= 24, "the author's mask: a black run of {run} px");
+}
