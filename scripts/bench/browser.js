@@ -18,4 +18,20 @@ function launchOptions() {
            '--disable-component-update', '--disable-sync'],
   };
 }
-module.exports = { executablePath, launchOptions };
+// The plain Playwright publish both publish scripts time: on `page` (logged in), open the compose page, fill
+// the text, click Publish, wait for the permalink, read the post back in a fresh page of `context` (closed
+// after) and compare. Resolves to the permalink; rejects on a read-back mismatch.
+async function publishAndReadBack(context, page, base, text) {
+  await page.goto(`${base}/compose`);
+  await page.locator('#post-text').fill(text);
+  await page.locator('#publish').click();
+  await page.waitForURL(/\/p\/[a-z0-9]+$/, { timeout: 20000 });
+  const permalink = page.url();
+  const check = await context.newPage();
+  await check.goto(permalink);
+  const shown = await check.locator('article.post .post-text').first().textContent();
+  await check.close();
+  if ((shown || '').trim().normalize('NFC') !== text.trim().normalize('NFC')) throw new Error('read-back mismatch');
+  return permalink;
+}
+module.exports = { executablePath, launchOptions, publishAndReadBack };

@@ -16,19 +16,8 @@ const [base, posts] = [process.argv[2], Number(process.argv[3] || 8)];
     const text = `bench playwright warm ${i} ${Date.now()} ${Math.random().toString(36).slice(2)}`;
     const t0 = process.hrtime.bigint();
     const page = await context.newPage();
-    await page.goto(`${base}/compose`);
-    await page.locator('#post-text').fill(text);
-    await page.locator('#publish').click();
-    await page.waitForURL(/\/p\/[a-z0-9]+$/, { timeout: 20000 });
-    const permalink = page.url();
-    const check = await context.newPage();
-    await check.goto(permalink);
-    const shown = await check.locator('article.post .post-text').first().textContent();
-    await check.close();
+    await require('./browser').publishAndReadBack(context, page, base, text);
     await page.close();
-    if ((shown || '').trim().normalize('NFC') !== text.trim().normalize('NFC')) {
-      console.error('read-back mismatch'); process.exit(1);
-    }
     each.push(Number(process.hrtime.bigint() - t0) / 1e6);
   }
   await browser.close();

@@ -10,17 +10,7 @@ const [base, text] = [process.argv[2], process.argv[3]];
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   const page = await context.newPage();
   await page.goto(`${base}/login?account=bench`);
-  await page.goto(`${base}/compose`);
-  await page.locator('#post-text').fill(text);
-  await page.locator('#publish').click();
-  await page.waitForURL(/\/p\/[a-z0-9]+$/, { timeout: 20000 });
-  const permalink = page.url();
-  const check = await context.newPage();
-  await check.goto(permalink);
-  const shown = await check.locator('article.post .post-text').first().textContent();
+  const permalink = await require('./browser').publishAndReadBack(context, page, base, text);
   await browser.close();
-  if ((shown || '').trim().normalize('NFC') !== text.trim().normalize('NFC')) {
-    console.error('read-back mismatch'); process.exit(1);
-  }
   console.log(JSON.stringify({ permalink }));
 })().catch(e => { console.error(e); process.exit(1); });

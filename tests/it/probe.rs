@@ -662,6 +662,18 @@ async fn probe_hostile(
         &format!("{variant}.toml"),
         &crate::kit::hostile_contract_text(variant, frame),
     );
+    let (code, out, err) = probe_contract(env, &contract, fill.then_some(None)).await;
+    let report = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out} {err}"));
+    (code, report)
+}
+
+/// `oncepost probe --json` (observing 300 ms) of `contract` on Fixturebook, with `fill`: `--fill` (`None`
+/// inside: its default text): (exit code, stdout, stderr).
+async fn probe_contract(
+    env: &crate::kit::Env,
+    contract: &std::path::Path,
+    fill: Option<Option<&str>>,
+) -> (i32, String, String) {
     let c = contract.to_string_lossy().into_owned();
     let base = env.base_url();
     let mut args = vec![
@@ -674,12 +686,11 @@ async fn probe_hostile(
         "--observe-ms",
         "300",
     ];
-    if fill {
+    if let Some(text) = fill {
         args.push("--fill");
+        args.extend(text);
     }
-    let (code, out, err) = env.run(&args).await;
-    let report = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out} {err}"));
-    (code, report)
+    env.run(&args).await
 }
 
 fn located<'a>(report: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
@@ -758,24 +769,10 @@ async fn probe_fill_fails_on_a_field_that_cuts_the_typed_text() {
         r#"url = "{base_url}/compose?maxlength=10""#,
     );
     assert_ne!(limited, src);
-    let base = env.base_url();
     let fill = "thirty characters of some text";
     for (name, text, want) in [("limited", &limited, 3), ("plain", &src, 0)] {
         let contract = env.write_file(&format!("{name}.toml"), text);
-        let c = contract.to_string_lossy().into_owned();
-        let args = [
-            "probe",
-            "--json",
-            "--contract",
-            &c,
-            "--base-url",
-            &base,
-            "--observe-ms",
-            "300",
-            "--fill",
-            fill,
-        ];
-        let (code, out, err) = env.run(&args).await;
+        let (code, out, err) = probe_contract(&env, &contract, Some(Some(fill))).await;
         assert_eq!(code, want, "{name}: {out} {err}");
         let shows =
             out.contains("fill field:text: the field shows other text than was typed (10 of 30");
