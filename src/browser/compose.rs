@@ -328,7 +328,7 @@ impl<'a> ComposePage<'a> {
             return Ok(());
         }
         // Each filled field must show what was typed before anything is pressed (see `verify_filled`).
-        out.extend(pp.verify_filled(&filled).await?);
+        out.extend(pp.verify_filled(&filled, self.plan.text_compare).await?);
         Ok(())
     }
 

@@ -47,6 +47,10 @@ pub struct ProbePlan {
     /// The create request (with no post's values): never counted among the declared writes, whatever
     /// they say.
     pub create_request: super::CreatePattern,
+    /// How the read-back compares a post's text (`readback.compare`): a filled field is checked by the same
+    /// rule before the press, so an editor may rewrite what the rule lets the read-back accept, and nothing
+    /// more.
+    pub text_compare: super::TextRule,
 }
 
 /// Probe settings.
@@ -246,6 +250,7 @@ impl<'a> ProbePage<'a> {
     pub async fn verify_filled(
         &self,
         filled: &[(NamedLocator, &str)],
+        rule: super::TextRule,
     ) -> Result<Vec<StepOutcome>, BrowserError> {
         if filled.is_empty() {
             return Ok(Vec::new());
@@ -256,7 +261,7 @@ impl<'a> ProbePage<'a> {
             .iter()
             .zip(shown)
             .filter_map(|((f, typed), shown)| {
-                shows_other_text(typed, shown.as_deref()).map(|why| StepOutcome {
+                shows_other_text(typed, shown.as_deref(), rule).map(|why| StepOutcome {
                     action: StepAction::Verify,
                     target: f.name.clone(),
                     ok: false,
@@ -591,7 +596,7 @@ async fn fill_all(
             steps.push(out);
         }
         // What publishing would refuse before its press: a field that does not show what was typed.
-        for v in probe_page.verify_filled(&filled).await? {
+        for v in probe_page.verify_filled(&filled, plan.text_compare).await? {
             let required = plan.fields.iter().any(|f| f.name == v.target && f.required);
             if required {
                 problems.push(format!("fill {}: {}", v.target, v.outcome));
@@ -604,7 +609,17 @@ async fn fill_all(
 
 /// Why a field that shows `shown` does not hold `typed`, or `None` when it does: its text, whitespace
 /// collapsed and in NFC, contains the typed text so treated (a field filled after what it held keeps that too).
-pub(crate) fn shows_other_text(typed: &str, shown: Option<&str>) -> Option<String> {
+///
+/// Under [`TextRule::VisibleWords`](super::TextRule::VisibleWords) (a platform that renders markup) the field
+/// must show the typed text's visible words, in order and side by side: an editor that turns `**bold**` into
+/// bold or straight quotes into curly ones shows the same words, and the read-back will accept what it
+/// publishes; a cut or changed word is still refused. Every other rule compares characters, so such an
+/// editor is refused there (the read-back could not find its post either).
+pub(crate) fn shows_other_text(
+    typed: &str,
+    shown: Option<&str>,
+    rule: super::TextRule,
+) -> Option<String> {
     use unicode_normalization::UnicodeNormalization;
     let norm = |t: &str| -> String {
         let nfc: String = t.nfc().collect();
@@ -616,6 +631,17 @@ pub(crate) fn shows_other_text(typed: &str, shown: Option<&str>) -> Option<Strin
     let (want, got) = (norm(typed), norm(shown));
     if got.contains(&want) {
         return None;
+    }
+    if rule == super::TextRule::VisibleWords {
+        use super::readback::visible_words;
+        let (typed_words, shown_words) = (visible_words(typed), visible_words(shown));
+        let side_by_side = !typed_words.is_empty()
+            && shown_words
+                .windows(typed_words.len())
+                .any(|w| w == typed_words.as_slice());
+        if side_by_side {
+            return None;
+        }
     }
     let chars = |t: &str| t.chars().count();
     let cut = |t: &str| -> String {
@@ -667,7 +693,16 @@ async fn annotated_screenshot(
 
 #[cfg(test)]
 mod tests {
-    use super::shows_other_text;
+    use super::super::TextRule;
+
+    /// Under every rule but visible words, as filled.
+    fn shows_other_text(typed: &str, shown: Option<&str>) -> Option<String> {
+        super::shows_other_text(typed, shown, TextRule::ExactNfc)
+    }
+
+    fn shows_other_words(typed: &str, shown: &str) -> Option<String> {
+        super::shows_other_text(typed, Some(shown), TextRule::VisibleWords)
+    }
 
     #[test]
     fn a_field_holds_the_typed_text_up_to_whitespace_and_normal_form() {
@@ -687,5 +722,41 @@ mod tests {
         assert!(cut.contains("(9 of 21 characters"), "{cut}");
         assert!(shows_other_text("\"quoted\"", Some("\u{201c}quoted\u{201d}")).is_some());
         assert!(shows_other_text("text", None).unwrap().contains("gone"));
+        for rule in [TextRule::CollapseWhitespace, TextRule::Prefix] {
+            assert!(super::shows_other_text("**bold** x", Some("bold x"), rule).is_some());
+        }
+    }
+
+    #[test]
+    fn under_visible_words_an_editor_may_rewrite_markup_but_not_words() {
+        // What a rich editor does to what it is given: markup rendered, quotes and dashes made typographic.
+        assert_eq!(
+            shows_other_words(
+                "say \"hi\" -- **now**",
+                "say \u{201c}hi\u{201d} \u{2014} now"
+            ),
+            None
+        );
+        // After what the field held, as with characters.
+        assert_eq!(shows_other_words("*one* two", "Draft: one two"), None);
+        // A cut, a changed, a dropped or a reordered word is refused; so is a field showing no word at all.
+        for shown in [
+            "say hi",
+            "say hello now",
+            "say now",
+            "hi say now",
+            "",
+            "** --",
+        ] {
+            assert!(
+                shows_other_words("say \"hi\" -- **now**", shown).is_some(),
+                "{shown:?}"
+            );
+        }
+        // The typed words must stand side by side, not scattered through the field.
+        assert!(shows_other_words("one two", "one and two").is_some());
+        // A text with no word at all is compared by its characters.
+        assert_eq!(shows_other_words("--", "--"), None);
+        assert!(shows_other_words("--", "\u{2014}").is_some());
     }
 }

@@ -249,7 +249,18 @@ impl Contract {
             publish,
             masks: self.evidence.mask.clone(),
             non_publish_writes,
+            text_compare: text_rule(self.readback.compare),
         })
+    }
+}
+
+/// The browser's rule for the contract's `readback.compare`.
+fn text_rule(c: format::TextCompare) -> browser::TextRule {
+    match c {
+        format::TextCompare::ExactNfc => browser::TextRule::ExactNfc,
+        format::TextCompare::CollapseWhitespace => browser::TextRule::CollapseWhitespace,
+        format::TextCompare::Prefix => browser::TextRule::Prefix,
+        format::TextCompare::VisibleWords => browser::TextRule::VisibleWords,
     }
 }
 
@@ -383,12 +394,7 @@ impl Contract {
                 None => None,
             },
             id_text_css: rb.id_text.clone(),
-            compare: match rb.compare {
-                format::TextCompare::ExactNfc => browser::TextRule::ExactNfc,
-                format::TextCompare::CollapseWhitespace => browser::TextRule::CollapseWhitespace,
-                format::TextCompare::Prefix => browser::TextRule::Prefix,
-                format::TextCompare::VisibleWords => browser::TextRule::VisibleWords,
-            },
+            compare: text_rule(rb.compare),
             propagation_ms: rb.propagation_ms,
             masks: self.evidence.mask.clone(),
             author_css: rb.author.clone(),

@@ -100,9 +100,12 @@ pub(crate) async fn handle(
         }
         (&Method::GET, ["compose"]) => html(
             StatusCode::OK,
-            maxlength_if_asked(
+            rewrite_if_asked(
                 &req,
-                ignore_clicks_while_hidden_if_asked(&req, pages::compose(&viewer)),
+                maxlength_if_asked(
+                    &req,
+                    ignore_clicks_while_hidden_if_asked(&req, pages::compose(&viewer)),
+                ),
             ),
         ),
         (&Method::GET, ["login"]) => login(&req, &shared).await,
@@ -661,8 +664,6 @@ fn respond(status: StatusCode, content_type: &'static str, body: Bytes) -> Resp 
     r
 }
 
-/// The compose page with `?visible_only=1`: a click while the page is hidden (a tab behind another, in a
-/// browser that draws only the tab in front) does nothing, as in apps that pause themselves when hidden.
 /// The compose page with `?maxlength=N` (1 to 100,000): the text field takes at most N characters, as posts
 /// with a length limit do. The browser cuts what is typed beyond it without a word; the page publishes what
 /// the field holds.
@@ -680,22 +681,45 @@ fn maxlength_if_asked(req: &Request<Incoming>, page: String) -> String {
     )
 }
 
-fn ignore_clicks_while_hidden_if_asked(req: &Request<Incoming>, page: String) -> String {
-    if query_param(req, "visible_only").as_deref() != Some("1") {
+/// The compose page with `?visible_only=1`: a click while the page is hidden (a tab behind another, in a
+/// browser that draws only the tab in front) does nothing, as in apps that pause themselves when hidden.
+/// The compose page with `?rewrite=1`: the text field is an editor that rewrites what it is given, as rich
+/// editors do while one types: `**bold**` loses its asterisks (rendered bold), straight quotes turn curly and
+/// `--` an em dash. The page publishes what the field then holds: the same words, other characters.
+fn rewrite_if_asked(req: &Request<Incoming>, page: String) -> String {
+    if query_param(req, "rewrite").as_deref() != Some("1") {
         return page;
     }
+    before_body_end(
+        page,
+        "<script>(function () { var t = document.getElementById('post-text'); if (!t) { return; } \
+         t.addEventListener('input', function () { var v = t.value.replace(/\\*\\*([^*]+)\\*\\*/g, '$1') \
+         .replace(/\"([^\"]*)\"/g, '\\u201c$1\\u201d').replace(/--/g, '\\u2014'); \
+         if (v !== t.value) { t.value = v; } }); })();</script>",
+    )
+}
+
+/// `page` with `script` inserted before its `</body>` (as it was without one).
+fn before_body_end(page: String, script: &str) -> String {
     match page.find("</body>") {
         Some(at) => {
             let mut page = page;
-            page.insert_str(
-                at,
-                "<script>document.addEventListener('click', e => { if (document.visibilityState !== \
-                 'visible') { e.preventDefault(); e.stopImmediatePropagation(); } }, true)</script>",
-            );
+            page.insert_str(at, script);
             page
         }
         None => page,
     }
+}
+
+fn ignore_clicks_while_hidden_if_asked(req: &Request<Incoming>, page: String) -> String {
+    if query_param(req, "visible_only").as_deref() != Some("1") {
+        return page;
+    }
+    before_body_end(
+        page,
+        "<script>document.addEventListener('click', e => { if (document.visibilityState !== \
+         'visible') { e.preventDefault(); e.stopImmediatePropagation(); } }, true)</script>",
+    )
 }
 
 /// The search with `?reload_ms=N` (50 to 10,000): the page reloads itself every N ms while it is open, as a

@@ -779,3 +779,29 @@ async fn probe_fill_fails_on_a_field_that_cuts_the_typed_text() {
         assert_eq!(shows, want == 3, "{name}: {out}");
     }
 }
+
+/// `probe --fill` checks a filled field by the contract's read-back rule, as a publish does before its
+/// press: an editor that rewrites markup (`/compose?rewrite=1`) fails it under `exact-nfc` and passes under
+/// `visible-words`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn probe_fill_checks_a_rewriting_editor_by_the_contracts_text_rule() {
+    let env = crate::kit::Env::start(oncepost::fixture_platform::Fault::default()).await;
+    let exact = std::fs::read_to_string(crate::kit::fixture_contract())
+        .unwrap()
+        .replace(
+            r#"url = "{base_url}/compose""#,
+            r#"url = "{base_url}/compose?rewrite=1""#,
+        );
+    let words = exact
+        .replace(r#"compare = "exact-nfc""#, r#"compare = "visible-words""#)
+        .replace("format = 1", "format = 2");
+    assert_ne!(words, exact);
+    for (name, text, want) in [("exact", &exact, 3), ("words", &words, 0)] {
+        let contract = env.write_file(&format!("{name}.toml"), text);
+        let fill = "a \"quoted\" and **bold** text";
+        let (code, out, err) = probe_contract(&env, &contract, Some(Some(fill))).await;
+        assert_eq!(code, want, "{name}: {out} {err}");
+        let shows = out.contains("fill field:text: the field shows other text than was typed");
+        assert_eq!(shows, want == 3, "{name}: {out}");
+    }
+}

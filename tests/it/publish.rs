@@ -802,6 +802,43 @@ async fn a_field_that_cuts_the_typed_text_is_never_pressed() {
     assert_eq!(env.copies(&short), 1);
 }
 
+/// An editor that rewrites what it is given (`/compose?rewrite=1`: `**bold**` rendered, quotes made curly,
+/// `--` a dash) publishes the same words in other characters. The field check before the press follows the
+/// contract's read-back rule: under `exact-nfc` the field shows other text and nothing is pressed (the
+/// read-back could never find the post); under `visible-words`, the rule of platforms that render markup, the
+/// words are the same, the post goes out once and the read-back settles it `published`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_editor_that_rewrites_markup_publishes_when_the_contract_compares_words() {
+    let env = Env::start(Fault::default()).await;
+    let src = std::fs::read_to_string(kit::fixture_contract())
+        .unwrap()
+        .replace(
+            r#"url = "{base_url}/compose""#,
+            r#"url = "{base_url}/compose?rewrite=1""#,
+        );
+    let words = src
+        .replace(r#"compare = "exact-nfc""#, r#"compare = "visible-words""#)
+        .replace("format = 1", "format = 2");
+    assert_ne!(words, src);
+    let (exact, words) = (
+        env.write_file("rewrite-exact.toml", &src),
+        env.write_file("rewrite-words.toml", &words),
+    );
+    let tail = uuid_tail();
+    let text = format!("say \"hi\" -- **now** {tail}");
+    let run = env.publish_with(&exact, &text, &[]).await;
+    env.assert_failed_before_the_press(run, "the field shows other text than was typed")
+        .await;
+
+    let text = format!("say \"hello\" -- **now** {tail}");
+    let (code, v, err) = env.publish_with(&words, &text, &[]).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["state"], "published", "{v}");
+    assert_eq!(env.arrivals(), 1);
+    let shown = format!("say \u{201c}hello\u{201d} \u{2014} now {tail}");
+    assert_eq!(env.copies(&shown), 1, "the editor's text went out once");
+}
+
 /// Eight characters that make a text unique within a test run.
 fn uuid_tail() -> String {
     unique("").trim().chars().take(8).collect()
