@@ -18,8 +18,8 @@ pub const HOSTILE_SW_JS: &str = include_str!("../../fixtures/hostile/sw.js");
 const COMPOSE_SCRIPT: Constant = Constant(r#"<script src="/static/compose.js"></script>"#);
 
 /// The hostile pages served at `/hostile/{name}`; what each does is catalogued in `super::hostile`.
-/// `iframe-inner` and `covered-iframe-inner` are the framed pages of the `iframe` and `covered-iframe`
-/// variants; `outbox-relay` is the window `outbox` opens. Each name has its arm in [`HostileMain`].
+/// `iframe-inner`, `covered-iframe-inner` and `cross-origin-inner` are the framed pages of the `iframe`,
+/// `covered-iframe` and `cross-origin` variants; `outbox-relay` is the window `outbox` opens. Each name has its arm in [`HostileMain`].
 const HOSTILE: &[&str] = &[
     "write-on-load",
     "write-on-focus",
@@ -50,6 +50,8 @@ const HOSTILE: &[&str] = &[
     "outbox",
     "outbox-relay",
     "shadow",
+    "cross-origin",
+    "cross-origin-inner",
 ];
 
 /// The content of a hostile page, by name (`fixtures/hostile/NAME.html`).
@@ -87,6 +89,8 @@ const HOSTILE: &[&str] = &[
 {%- when "outbox" %}{% include "hostile/outbox.html" %}
 {%- when "outbox-relay" %}{% include "hostile/outbox-relay.html" %}
 {%- when "shadow" %}{% include "hostile/shadow.html" %}
+{%- when "cross-origin" %}{% include "hostile/cross-origin.html" %}
+{%- when "cross-origin-inner" %}{% include "hostile/cross-origin-inner.html" %}
 {%- when _ %}
 {%- endmatch -%}
 "#
@@ -445,8 +449,8 @@ mod tests {
         }
         assert_eq!(
             HOSTILE.len(),
-            super::super::HOSTILE_VARIANTS.len() + 3,
-            "iframe-inner, covered-iframe-inner and outbox-relay"
+            super::super::HOSTILE_VARIANTS.len() + 4,
+            "iframe-inner, covered-iframe-inner, cross-origin-inner and outbox-relay"
         );
     }
 

@@ -509,3 +509,52 @@ async fn the_profile_keeps_no_visited_url_with_its_token() {
         "the visited URL's token is kept in {hits:?}"
     );
 }
+
+/// A compose page framed from another site (`/hostile/cross-origin`: `localhost` for `127.0.0.1`), which
+/// Chromium runs as an out-of-process iframe with a target of its own, writes as soon as it loads (a fetch
+/// and a beacon). The door is browser-wide: a probe reports both writes from the frame, and neither reached
+/// the platform. A contract that declares its compose locators inside that frame cannot have them checked
+/// (a cross-origin document is out of a page script's reach): the publish fails before its press, naming
+/// why, and nothing is created.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cross_origin_frame_is_behind_the_door_and_its_form_is_never_pressed() {
+    let env = Env::start(Fault::new(FaultMode::Normal)).await;
+    let framed = env.write_file(
+        "cross-origin-framed.toml",
+        &kit::hostile_contract_text("cross-origin", Some("iframe#compose-frame")),
+    );
+    let report = env.probe_fill(&framed).await;
+    let from_frame: Vec<&Value> = report["writes"]
+        .as_array()
+        .map(|w| {
+            w.iter()
+                .filter(|a| {
+                    a["url"].as_str().is_some_and(|u| {
+                        u.starts_with("http://localhost:") && u.ends_with("/api/sink/cross-origin")
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let kinds: Vec<&str> = from_frame
+        .iter()
+        .filter_map(|a| a["resource_type"].as_str())
+        .collect();
+    assert!(
+        kinds.contains(&"Xhr") && kinds.contains(&"Ping"),
+        "the frame's fetch and beacon are reported: {report}"
+    );
+    assert!(from_frame.iter().all(|a| a["blocked"] == true), "{report}");
+    assert!(
+        report["problems"].to_string().contains("cross-origin"),
+        "{report}"
+    );
+    assert_eq!(env.stats().other_writes_total, 0, "{:?}", env.stats());
+
+    let text = unique("framed from another site");
+    let run = env.publish(&framed, &text).await;
+    env.assert_failed_before_the_press(run, "cross-origin")
+        .await;
+    assert_eq!(env.stats().other_writes_total, 0, "{:?}", env.stats());
+    assert_no_live_traffic(&env.stats(), "publish");
+}
