@@ -37,6 +37,7 @@ use tokio::sync::oneshot;
 
 use super::door::Door;
 use super::door::reads::ReadAnswer;
+use super::door::typed::Watched;
 use super::session::BrowserHandle;
 use super::transport::{
     CreatePattern, RequestFacts, fulfill_params, request_body, request_headers,
@@ -102,7 +103,7 @@ struct Log {
     paused: usize,
     takeover: Option<Takeover>,
     /// What oncepost typed into the page, watched from the fill until the press (see `watch_typed`).
-    typed: Vec<String>,
+    typed: Vec<Watched>,
     /// Declared non-publish writes let through (set by a publish; a probe never sets it).
     declared: Option<Declared>,
     forwarded: Vec<ForwardedWrite>,
@@ -271,19 +272,16 @@ impl WriteGuard {
             .into())
     }
 
-    /// Watch `value`, just typed into the page: until the press, a GET/HEAD whose URL carries it is a write
-    /// (the page sending the draft by a "read") and is failed before it leaves. Values under
-    /// [`MIN_WATCHED_CHARS`] are not watched (too likely in an ordinary URL).
+    /// Watch `value`, just typed into the page: until the press, a GET/HEAD whose URL carries it (as typed,
+    /// JSON-escaped or in base64; a short value as a whole path segment or query value: `door/typed.rs`) is
+    /// a write (the page sending the draft by a "read") and is failed before it leaves.
     pub(crate) fn watch_typed(&self, value: &str) {
-        let v = value.trim();
-        if v.chars().count() < MIN_WATCHED_CHARS {
+        let Some(w) = Watched::of(value) else {
             return;
-        }
-        // A long text is recognised by its beginning: a URL may carry a cut copy.
-        let needle: String = v.chars().take(WATCHED_PREFIX_CHARS).collect();
+        };
         // A poisoned log keeps nothing: then the answerer fails every read, watched or not.
         if let Ok(mut l) = self.log.lock() {
-            l.typed.push(needle);
+            l.typed.push(w);
         }
     }
 
@@ -388,25 +386,9 @@ fn read_log<'a>(log: &'a Mutex<Log>, during: &str) -> Result<MutexGuard<'a, Log>
     })
 }
 
-/// Typed values shorter than this are not watched in URLs.
-pub const MIN_WATCHED_CHARS: usize = 8;
-/// How much of a typed value is looked for in a URL.
-const WATCHED_PREFIX_CHARS: usize = 32;
-
-/// Whether `url` carries one of `typed` (raw, percent-decoded, or form-decoded with `+` as space).
-fn carries_typed(url: &str, typed: &[String]) -> bool {
-    if typed.is_empty() {
-        return false;
-    }
-    let decoded = percent_encoding::percent_decode_str(url)
-        .decode_utf8_lossy()
-        .into_owned();
-    let form = percent_encoding::percent_decode_str(&url.replace('+', " "))
-        .decode_utf8_lossy()
-        .into_owned();
-    typed.iter().any(|t| {
-        url.contains(t.as_str()) || decoded.contains(t.as_str()) || form.contains(t.as_str())
-    })
+/// Whether `url` carries one of `typed`.
+fn carries_typed(url: &str, typed: &[Watched]) -> bool {
+    typed.iter().any(|w| w.carried_by(url))
 }
 
 /// Whether a method is a read the guard lets through.
@@ -708,19 +690,6 @@ impl Answerer {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_url_carrying_typed_text_is_recognised_in_every_encoding() {
-        let typed = vec!["Quarterly results".to_string()];
-        assert!(carries_typed(
-            "http://x/p?d=Quarterly%20results%20are",
-            &typed
-        ));
-        assert!(carries_typed("http://x/p?d=Quarterly+results", &typed));
-        assert!(carries_typed("http://x/Quarterly results", &typed));
-        assert!(!carries_typed("http://x/p?d=Quarterly", &typed));
-        assert!(!carries_typed("http://x/p?d=Quarterly+results", &[]));
-    }
-
     fn poisoned(log: &Mutex<Log>) {
         // Another thread panics holding the lock, as a guard task would.
         std::thread::scope(|s| {
@@ -788,7 +757,10 @@ mod tests {
             route(&log, req("POST", "http://x/api/posts", true), take),
             Route::ContinueResponse
         );
-        log.lock().unwrap().typed.push("Quarterly results".into());
+        log.lock()
+            .unwrap()
+            .typed
+            .extend(Watched::of("Quarterly results"));
         assert_eq!(
             route(
                 &log,
@@ -1001,7 +973,10 @@ mod tests {
     fn a_poisoned_log_fails_every_request_and_hands_nothing_over() {
         let log = Mutex::new(Log::default());
         let _rx = armed(&log);
-        log.lock().unwrap().typed.push("Quarterly results".into());
+        log.lock()
+            .unwrap()
+            .typed
+            .extend(Watched::of("Quarterly results"));
         poisoned(&log);
         let mut handed = 0;
         // A plain read is not fetched (whether it carries the draft is unknown), the armed create request

@@ -510,6 +510,33 @@ async fn the_profile_keeps_no_visited_url_with_its_token() {
     );
 }
 
+/// The pixel in other clothes: the draft as base64 of a JSON object (`/hostile/pixel?encode=base64`), and a
+/// text too short to look for inside a URL (7 characters) sent as the whole query value. Each is a write:
+/// failed before it leaves, the post still goes out once, the platform saw no pixel with a draft.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_get_that_carries_the_typed_text_packed_or_short_never_leaves() {
+    let env = Env::start(Fault::new(FaultMode::Normal)).await;
+    let packed = env.contract(Some("pixel?encode=base64"), None);
+    let plain = env.contract(Some("pixel"), None);
+    for (contract, text) in [
+        (&packed, unique("packed for the tracker")),
+        (&plain, "hey you".to_string()),
+    ] {
+        let (code, v, err) = env.publish(contract, &text).await;
+        assert_eq!(code, 0, "{text}: {v} {err}");
+        assert_eq!(v["state"], "published", "{v}");
+        assert_eq!(env.copies(&text), 1);
+        assert_eq!(env.stats().writes_to("GET /api/pixel"), 0, "{text}");
+        let intent = env.show(v["key"].as_str().unwrap()).await;
+        assert!(
+            alarms(&intent)
+                .iter()
+                .any(|a| a.to_string().contains("/api/pixel")),
+            "{intent}"
+        );
+    }
+}
+
 /// A compose page framed from another site (`/hostile/cross-origin`: `localhost` for `127.0.0.1`), which
 /// Chromium runs as an out-of-process iframe with a target of its own, writes as soon as it loads (a fetch
 /// and a beacon). The door is browser-wide: a probe reports both writes from the frame, and neither reached

@@ -23,6 +23,7 @@
 pub mod no_udp;
 pub mod reads;
 pub mod sinkhole;
+pub mod typed;
 
 pub use reads::{MAX_READ_BODY, ReadFetcher};
 pub use sinkhole::{Knock, Sinkhole};
