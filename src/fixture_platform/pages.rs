@@ -576,7 +576,7 @@ mod tests {
             if *name == "outbox-relay" {
                 // Not a compose page: the window `outbox` opens.
                 assert!(html.contains(r#"id="outbox-state""#), "{name}");
-            } else if !["iframe", "covered-iframe"].contains(name) {
+            } else if !["iframe", "covered-iframe", "cross-origin"].contains(name) {
                 assert!(html.contains(r#"id="post-text""#), "{name}");
                 assert!(html.contains(r#"id="publish""#), "{name}");
             } else {
