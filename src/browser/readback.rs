@@ -4,7 +4,9 @@
 //!
 //! A read-back page only reads: it is opened under the session's write guard like every page, navigated,
 //! and one evaluation lists the post items (CSS) with their id, text (`textContent`, so line breaks and long
-//! texts come back whole), author and first link. Text is compared by the contract's rule after trim + NFC + LF.
+//! texts come back whole; and `innerText` when it differs, for a page that renders lines as `<br>` and `<p>`
+//! with nothing between them), author and first link. Text is compared by the contract's rule after trim +
+//! NFC + LF: the item shows the post when either of its texts does.
 //!
 //! A text match is not enough: another account may have posted the same text. A search match settles only
 //! when the item shows the account's own handle (the contract says where an item shows its author, the
@@ -406,6 +408,11 @@ pub struct ShownItem {
     pub id: Option<String>,
     /// Its text (`textContent` of the text element), if any.
     pub text: Option<String>,
+    /// The same element's text as laid out (`innerText`), when it differs: the line breaks of `<br>` and
+    /// of paragraphs, which `textContent` drops when the page puts nothing between them
+    /// (`<p>one<br>two</p><p>three</p>` is "onetwothree" there), as single-page apps render posts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub laid_out: Option<String>,
     /// Its first link (absolute), if any.
     pub href: Option<String>,
     /// The author it shows (text or attribute of the contract's author element), if any.
@@ -414,6 +421,18 @@ pub struct ShownItem {
     /// Whether it shows the intent's marker (None: no marker was looked for).
     #[serde(default)]
     pub marked: Option<bool>,
+}
+
+impl ShownItem {
+    /// Whether this item shows `sent` under `rule`: its text as in the document, or as laid out (a page
+    /// that renders line breaks as elements with nothing between them). Both are the one element's text,
+    /// so either is what the post shows; the authorship and id checks come on top, as ever.
+    pub fn shows(&self, rule: TextRule, sent: &str) -> bool {
+        [&self.text, &self.laid_out]
+            .into_iter()
+            .flatten()
+            .any(|t| rule.matches(sent, t))
+    }
 }
 
 /// What a read-back concluded.
@@ -488,8 +507,10 @@ const ITEMS_JS: &str = concat!(
     }
     let id = p.id_attribute ? el.getAttribute(p.id_attribute) : null;
     if (p.id_text) { const e = deepOne(el, p.id_text); id = e ? (e.textContent || '').trim() || null : null; }
-    return { id,
-             text: t ? t.textContent : null, href: a ? a.href : null, author, marked };
+    const text = t ? t.textContent : null;
+    const laid = t && typeof t.innerText === 'string' ? t.innerText : null;
+    return { id, text, laid_out: laid !== null && laid !== text ? laid : null,
+             href: a ? a.href : null, author, marked };
   }) };
 }
 "#
@@ -709,12 +730,10 @@ impl ReadbackPlan {
         let mut alarms = Vec::new();
         // With a marker, an item without it is another post (someone's identical text, or an earlier post
         // of the same account): not even a lead.
-        for i in items.iter().filter(|i| {
-            self.marked(i)
-                && i.text
-                    .as_deref()
-                    .is_some_and(|t| self.compare.matches(sent, t))
-        }) {
+        for i in items
+            .iter()
+            .filter(|i| self.marked(i) && i.shows(self.compare, sent))
+        {
             let authorship = self.authorship(i);
             let author = authorship.author();
             let why = match self.link_of(i) {
@@ -804,7 +823,7 @@ impl ReadbackPlan {
                 Vec::new(),
             );
         }
-        if !self.compare.matches(sent, &shown) {
+        if !i.shows(self.compare, sent) {
             return (
                 ReadVerdict::Mismatch {
                     id: Some(id.to_string()),
@@ -1005,6 +1024,7 @@ async fn read_until(
                 .into_iter()
                 .map(|mut i| {
                     i.text = i.text.map(|t| t.chars().take(500).collect());
+                    i.laid_out = i.laid_out.map(|t| t.chars().take(500).collect());
                     i.author = i.author.map(|t| t.chars().take(200).collect());
                     i
                 })
@@ -1181,10 +1201,43 @@ mod tests {
         ShownItem {
             id: id.map(String::from),
             text: Some(text.into()),
+            laid_out: None,
             href: href.map(String::from),
             author: author.map(String::from),
             marked: None,
         }
+    }
+
+    #[test]
+    fn an_item_shows_the_text_as_in_the_document_or_as_laid_out() {
+        let sent = "first line\nsecond line\n\nnew paragraph";
+        // `<p>first line<br>second line</p><p>new paragraph</p>`: nothing between the elements.
+        let glued = item(None, "first linesecond linenew paragraph", None, None);
+        let laid_out = ShownItem {
+            laid_out: Some("first line\nsecond line\n\nnew paragraph".into()),
+            ..glued.clone()
+        };
+        for rule in [
+            TextRule::ExactNfc,
+            TextRule::CollapseWhitespace,
+            TextRule::VisibleWords,
+        ] {
+            assert!(!glued.shows(rule, sent), "{rule:?}");
+            assert!(laid_out.shows(rule, sent), "{rule:?}");
+        }
+        // Either text of the element, never another's: a different text laid out is still different.
+        let other = ShownItem {
+            laid_out: Some("first line\nsecond line\n\nanother paragraph".into()),
+            ..glued
+        };
+        assert!(!other.shows(TextRule::VisibleWords, sent));
+        // As in the document still counts (a page that styles its text `text-transform: uppercase`
+        // lays it out in capitals).
+        let upper = ShownItem {
+            laid_out: Some("FIRST LINE".into()),
+            ..item(None, "first line", None, None)
+        };
+        assert!(upper.shows(TextRule::ExactNfc, "first line"));
     }
 
     #[test]

@@ -114,7 +114,13 @@ pub(crate) async fn handle(
             match post {
                 Some(p) => html(
                     StatusCode::OK,
-                    shadow_if_asked(&req, alert_if_asked(&req, pages::permalink(&viewer, &p))),
+                    shadow_if_asked(
+                        &req,
+                        paragraphs_if_asked(
+                            &req,
+                            alert_if_asked(&req, pages::permalink(&viewer, &p)),
+                        ),
+                    ),
                 ),
                 None => html(StatusCode::NOT_FOUND, pages::not_found(&viewer, &path)),
             }
@@ -139,9 +145,12 @@ pub(crate) async fn handle(
                 StatusCode::OK,
                 shadow_if_asked(
                     &req,
-                    reload_if_asked(
+                    paragraphs_if_asked(
                         &req,
-                        alert_if_asked(&req, pages::search(&viewer, &q, &results)),
+                        reload_if_asked(
+                            &req,
+                            alert_if_asked(&req, pages::search(&viewer, &q, &results)),
+                        ),
                     ),
                 ),
             )
@@ -760,6 +769,25 @@ fn shadow_if_asked(req: &Request<Incoming>, page: String) -> String {
         }
         _ => page,
     }
+}
+
+/// A post's page or the search with `?paragraphs=1`: each post's text is rendered as a single-page app
+/// renders it, a `<p>` per paragraph (blank-line separated) and a `<br>` per line break inside one, with
+/// nothing between the elements and no preserved white space. A person sees the lines; the element's
+/// `textContent` glues them together ("onetwo").
+fn paragraphs_if_asked(req: &Request<Incoming>, page: String) -> String {
+    if query_param(req, "paragraphs").as_deref() != Some("1") {
+        return page;
+    }
+    before_body_end(
+        page,
+        "<script>document.querySelectorAll('.post-text').forEach(function (t) {\n\
+         var div = document.createElement('div'); div.className = 'post-text'; div.style.whiteSpace = 'normal';\n\
+         t.textContent.split(/\\n\\s*\\n/).forEach(function (para) { var p = document.createElement('p');\n\
+         para.split('\\n').forEach(function (line, i) { if (i > 0) { p.appendChild(document.createElement('br')); }\n\
+         p.appendChild(document.createTextNode(line)); }); div.appendChild(p); });\n\
+         t.replaceWith(div); });</script>",
+    )
 }
 
 /// A post's page or the search with `?alert=1`: the page opens an `alert()` while it loads, as sites do

@@ -839,6 +839,45 @@ async fn an_editor_that_rewrites_markup_publishes_when_the_contract_compares_wor
     assert_eq!(env.copies(&shown), 1, "the editor's text went out once");
 }
 
+/// A platform that renders a post's lines as elements with nothing between them (`?paragraphs=1` on the
+/// post and search pages: a `<p>` per paragraph, a `<br>` per line, as single-page apps render posts): the
+/// text element's `textContent` glues the lines together ("first linesecond line..."). The read-back also
+/// reads the text as laid out, so a post of three lines in two paragraphs is settled `published` by its
+/// permalink, and the look before writing finds the account's own post of that text by the search. Before,
+/// the post went out and was left in doubt (exit 10), and the look saw nothing and pressed again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_post_whose_lines_the_platform_renders_as_elements_is_read_back() {
+    let env = Env::start(Fault::default()).await;
+    let src = std::fs::read_to_string(&env.contract).unwrap();
+    let paragraphs = src
+        .replace(
+            r#"permalink = "{base_url}/p/{id}""#,
+            r#"permalink = "{base_url}/p/{id}?paragraphs=1""#,
+        )
+        .replace(
+            r#"search = "{base_url}/search?q={text}""#,
+            r#"search = "{base_url}/search?paragraphs=1&q={text}""#,
+        );
+    assert_eq!(paragraphs.matches("paragraphs=1").count(), 2);
+    let contract = env.write_file("paragraphs.toml", &paragraphs);
+    let tail = uuid_tail();
+    let text = format!("first line {tail}\nsecond line\n\nnew paragraph");
+    let (code, v, err) = env.publish_with(&contract, &text, &[]).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["state"], "published", "{v}");
+    assert_eq!(v["pressed"], true, "{v}");
+    assert_eq!((env.arrivals(), env.copies(&text)), (1, 1));
+
+    // Alice's own post of a text in lines, made before (another run): found by the search, nothing pressed.
+    let earlier = format!("an earlier post {tail}\nin two lines");
+    let id = kit::platform::post_as(&env.base_url(), "alice", &earlier).await;
+    let (code, v, err) = env.publish_with(&contract, &earlier, &[]).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["pressed"], false, "{v}");
+    assert_eq!(v["platform_id"], id.as_str(), "{v}");
+    assert_eq!((env.arrivals(), env.copies(&earlier)), (2, 1));
+}
+
 /// Eight characters that make a text unique within a test run.
 fn uuid_tail() -> String {
     unique("").trim().chars().take(8).collect()
