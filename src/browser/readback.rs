@@ -14,7 +14,7 @@
 //! finding. By permalink, the id came from this attempt's own create answer, so an item that does not show
 //! its author is taken as ours, but one showing another author is a lead. Ids and links taken from a page
 //! must be http(s) inside the contract's `origins.allowed`; anything else is an [`Alarm`], never a finding.
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use base64::Engine;
 use serde::{Deserialize, Serialize};
@@ -564,32 +564,33 @@ async fn read_once(
             page.goto(url),
         )
         .await?;
-        let v = evaluate_json(
-            &page,
-            live,
-            "list post items",
-            ITEMS_JS,
-            &serde_json::json!({
-                "item": plan.item_css, "text": plan.text_css,
-                "id_attribute": plan.id_attribute, "id_text": plan.id_text_css, "masks": plan.masks,
-                "author": plan.author_css, "author_attribute": plan.author_attribute,
-                "marker": plan.marker, "marker_css": plan.marker_css,
-            }),
-        )
-        .await?;
-        let mut listed: Listed = serde_json::from_value(v)
-            .map_err(|e| BrowserError::Script(format!("read-back result: {e}")))?;
-        if let Some(re) = &plan.id_from_link {
-            for it in &mut listed.items {
-                if it.id.is_none()
-                    && let Some(h) = &it.href
-                    && let Some(c) = re.captures(h)
-                {
-                    it.id = c.name("id").map(|m| m.as_str().to_string());
+        let mut listed_at = Instant::now();
+        let (mut listed, mut verdict) = list_items(&page, live, plan, judge).await?;
+        // A page that fetches its posts after it loaded (a single-page app: its load event does not wait for
+        // them) shows none yet. Unless the post is already there, wait for the page's own data reads (fetch
+        // and XHR, every one of which the door answers) to end and stay quiet, then list again, until a
+        // listing came after they had settled. A page that made none (a server-rendered page) costs nothing.
+        let frame = page.target_id().inner().clone();
+        let until = Instant::now() + navigation_timeout.min(DATA_SETTLE_MAX);
+        while !matches!(verdict.0, ReadVerdict::Match { .. }) {
+            let reads = session.write_guard().data_reads(&frame);
+            let settled_before = |t: Instant| t + DATA_QUIET <= listed_at;
+            if reads.in_flight == 0 && reads.last.is_none_or(settled_before) {
+                break;
+            }
+            let quiet_now =
+                reads.in_flight == 0 && reads.last.is_some_and(|t| t.elapsed() >= DATA_QUIET);
+            let out_of_time = Instant::now() >= until;
+            if quiet_now || out_of_time {
+                listed_at = Instant::now();
+                (listed, verdict) = list_items(&page, live, plan, judge).await?;
+                if out_of_time {
+                    break;
                 }
+            } else {
+                tokio::time::sleep(DATA_POLL).await;
             }
         }
-        let verdict = judge(&listed.items);
         if !shoot(&verdict.0) {
             return Ok((listed.items, verdict, None));
         }
@@ -625,6 +626,49 @@ async fn read_once(
         let _ = live.call("close the read-back page", page.close()).await;
     }
     result
+}
+
+/// How long a page's data reads must have been quiet before a listing is trusted to show what they brought.
+const DATA_QUIET: Duration = Duration::from_millis(100);
+/// How long a read waits at most for a page's data reads to settle (within the navigation bound).
+const DATA_SETTLE_MAX: Duration = Duration::from_secs(5);
+/// How often the data reads are looked at while they are out.
+const DATA_POLL: Duration = Duration::from_millis(20);
+
+/// List the post items of `page` in one evaluation (ids from links filled in) and judge them.
+async fn list_items(
+    page: &chromiumoxide::Page,
+    live: &super::Liveness,
+    plan: &ReadbackPlan,
+    judge: &(dyn Fn(&[ShownItem]) -> Judged + Sync),
+) -> Result<(Listed, Judged), BrowserError> {
+    let v = evaluate_json(
+        page,
+        live,
+        "list post items",
+        ITEMS_JS,
+        &serde_json::json!({
+            "item": plan.item_css, "text": plan.text_css,
+            "id_attribute": plan.id_attribute, "id_text": plan.id_text_css, "masks": plan.masks,
+            "author": plan.author_css, "author_attribute": plan.author_attribute,
+            "marker": plan.marker, "marker_css": plan.marker_css,
+        }),
+    )
+    .await?;
+    let mut listed: Listed = serde_json::from_value(v)
+        .map_err(|e| BrowserError::Script(format!("read-back result: {e}")))?;
+    if let Some(re) = &plan.id_from_link {
+        for it in &mut listed.items {
+            if it.id.is_none()
+                && let Some(h) = &it.href
+                && let Some(c) = re.captures(h)
+            {
+                it.id = c.name("id").map(|m| m.as_str().to_string());
+            }
+        }
+    }
+    let verdict = judge(&listed.items);
+    Ok((listed, verdict))
 }
 
 /// What becomes of the read page after a read.

@@ -24,12 +24,14 @@
 //! unknown), and every reader of the log gets [`BrowserError::GuardPoisoned`] (or, for the faults, a fault
 //! line) instead of an empty list, so a probe reports it and a publish can neither call a press "not sent"
 //! nor miss an alarm.
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
 
 use chromiumoxide::cdp::browser_protocol::fetch::{
     ContinueRequestParams, EnableParams, EventRequestPaused, FailRequestParams, RequestPattern,
 };
-use chromiumoxide::cdp::browser_protocol::network::ErrorReason;
+use chromiumoxide::cdp::browser_protocol::network::{ErrorReason, ResourceType};
 use futures::StreamExt;
 use serde::Serialize;
 
@@ -107,6 +109,19 @@ struct Log {
     /// Declared non-publish writes let through (set by a publish; a probe never sets it).
     declared: Option<Declared>,
     forwarded: Vec<ForwardedWrite>,
+    /// The data reads (fetch and XHR GETs) of each frame, by frame id: what a page that renders its posts
+    /// after loading waits on (see [`WriteGuard::data_reads`]).
+    data_reads: HashMap<String, DataReads>,
+}
+
+/// A frame's data reads (fetch and XHR, fetched by the door): how many are out now and when one last
+/// started or ended.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DataReads {
+    /// Started and not yet handed to the page.
+    pub in_flight: u32,
+    /// When one last started or ended (`None`: never).
+    pub last: Option<Instant>,
 }
 
 /// The create-request takeover, armed by one press (see `transport.rs`): the first paused request matching
@@ -184,6 +199,19 @@ impl WriteGuard {
     /// 0: only a position, and every read from it fails anyway.
     pub fn mark(&self) -> usize {
         self.log.lock().map(|l| l.writes.len()).unwrap_or_default()
+    }
+
+    /// The data reads (fetch and XHR) of frame `frame_id` so far: a read-back waits for them to end before
+    /// it trusts a page that shows no post (a single-page app renders its posts from them). A poisoned log
+    /// answers "one out, just now", so a reader waits out its bound rather than trust a page too early.
+    pub fn data_reads(&self, frame_id: &str) -> DataReads {
+        match self.log.lock() {
+            Ok(l) => l.data_reads.get(frame_id).copied().unwrap_or_default(),
+            Err(_) => DataReads {
+                in_flight: 1,
+                last: Some(Instant::now()),
+            },
+        }
     }
 
     /// Writes recorded after `mark` (`Err` when the log is poisoned: what the page attempted is unknown).
@@ -476,6 +504,38 @@ enum Route {
     },
 }
 
+/// One data read out, counted in its frame's [`DataReads`] until it is dropped (also when the answer task
+/// ends early).
+struct DataRead<'a> {
+    log: &'a Mutex<Log>,
+    frame_id: String,
+}
+
+impl<'a> DataRead<'a> {
+    fn start(log: &'a Mutex<Log>, frame_id: &str) -> DataRead<'a> {
+        if let Ok(mut l) = log.lock() {
+            let r = l.data_reads.entry(frame_id.to_string()).or_default();
+            r.in_flight += 1;
+            r.last = Some(Instant::now());
+        }
+        DataRead {
+            log,
+            frame_id: frame_id.to_string(),
+        }
+    }
+}
+
+impl Drop for DataRead<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut l) = self.log.lock()
+            && let Some(r) = l.data_reads.get_mut(&self.frame_id)
+        {
+            r.in_flight = r.in_flight.saturating_sub(1);
+            r.last = Some(Instant::now());
+        }
+    }
+}
+
 /// Decide what happens to a paused request, counting it, and hand it over (through `hand_over`, which says
 /// whether the receiver took it) when it is the armed create request.
 fn route(
@@ -566,7 +626,11 @@ impl Answerer {
                     return;
                 }
                 Route::Fetch => {
+                    // A page's data (fetch, XHR) is counted while it is out: see `data_reads`.
+                    let data = matches!(ev.resource_type, ResourceType::Fetch | ResourceType::Xhr)
+                        .then(|| DataRead::start(log, ev.frame_id.inner()));
                     self.fetch_read(ev, &method, log).await;
+                    drop(data);
                     return;
                 }
                 Route::Declared => {

@@ -70,6 +70,11 @@ pub(crate) async fn handle(
     {
         tokio::time::sleep(Duration::from_millis(ms.min(5_000))).await;
     }
+    // The data request of a page asked for with `?spa=1` (see `spa_if_asked`): answered after a while, as
+    // an app's API is.
+    if renders_page && query_param(&req, "spa_data").as_deref() == Some("1") {
+        tokio::time::sleep(SPA_DATA_DELAY).await;
+    }
     // Under per-page tokens a page rendered for a visitor without a (known) session opens one, as such
     // frameworks do: two pages loaded at once by a new visitor get two sessions, and the cookie jar keeps
     // whichever answer came last.
@@ -114,11 +119,14 @@ pub(crate) async fn handle(
             match post {
                 Some(p) => html(
                     StatusCode::OK,
-                    shadow_if_asked(
+                    spa_if_asked(
                         &req,
-                        paragraphs_if_asked(
+                        shadow_if_asked(
                             &req,
-                            alert_if_asked(&req, pages::permalink(&viewer, &p)),
+                            paragraphs_if_asked(
+                                &req,
+                                alert_if_asked(&req, pages::permalink(&viewer, &p)),
+                            ),
                         ),
                     ),
                 ),
@@ -143,13 +151,16 @@ pub(crate) async fn handle(
             let results = search(&shared, &q, lag_ms(&req));
             html(
                 StatusCode::OK,
-                shadow_if_asked(
+                spa_if_asked(
                     &req,
-                    paragraphs_if_asked(
+                    shadow_if_asked(
                         &req,
-                        reload_if_asked(
+                        paragraphs_if_asked(
                             &req,
-                            alert_if_asked(&req, pages::search(&viewer, &q, &results)),
+                            reload_if_asked(
+                                &req,
+                                alert_if_asked(&req, pages::search(&viewer, &q, &results)),
+                            ),
                         ),
                     ),
                 ),
@@ -769,6 +780,26 @@ fn shadow_if_asked(req: &Request<Incoming>, page: String) -> String {
         }
         _ => page,
     }
+}
+
+/// How long the data request of a `?spa=1` page takes.
+const SPA_DATA_DELAY: Duration = Duration::from_millis(300);
+
+/// A post's page or the search with `?spa=1`: the page shows its posts as a single-page app does, only
+/// after its own data request (a `fetch` of the same page with `spa_data=1`, answered after
+/// [`SPA_DATA_DELAY`]) has come back, well after the page's load event. Until then it shows no post.
+fn spa_if_asked(req: &Request<Incoming>, page: String) -> String {
+    if query_param(req, "spa").as_deref() != Some("1") {
+        return page;
+    }
+    before_body_end(
+        page,
+        "<script>(function () { var posts = Array.prototype.slice.call(document.querySelectorAll('article.post'));\n\
+         var spots = posts.map(function (a) { var m = document.createComment('post'); a.replaceWith(m); return m; });\n\
+         fetch(location.pathname + location.search + '&spa_data=1', { credentials: 'same-origin' })\n\
+         .then(function (r) { return r.text(); }).then(function () { requestAnimationFrame(function () {\n\
+         spots.forEach(function (m, i) { m.replaceWith(posts[i]); }); }); }); })();</script>",
+    )
 }
 
 /// A post's page or the search with `?paragraphs=1`: each post's text is rendered as a single-page app

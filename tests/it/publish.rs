@@ -878,6 +878,42 @@ async fn a_post_whose_lines_the_platform_renders_as_elements_is_read_back() {
     assert_eq!((env.arrivals(), env.copies(&earlier)), (2, 1));
 }
 
+/// A platform whose post and search pages are single-page apps (`?spa=1`): each shows its posts only after
+/// its own data request comes back, 300 ms after the page's load event. A read-back waits for the page's
+/// data reads (which the door answers) to end and lists again: the post is settled `published` by its
+/// permalink, and the look before writing finds the account's own post by the search. Before, the read-back
+/// listed an empty page: the post went out and was left in doubt, and the look saw nothing and pressed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn posts_a_single_page_app_renders_after_loading_are_read_back() {
+    let env = Env::start(Fault::default()).await;
+    let src = std::fs::read_to_string(&env.contract).unwrap();
+    let spa = src
+        .replace(
+            r#"permalink = "{base_url}/p/{id}""#,
+            r#"permalink = "{base_url}/p/{id}?spa=1""#,
+        )
+        .replace(
+            r#"search = "{base_url}/search?q={text}""#,
+            r#"search = "{base_url}/search?spa=1&q={text}""#,
+        );
+    assert_eq!(spa.matches("spa=1").count(), 2);
+    let contract = env.write_file("spa.toml", &spa);
+    let text = unique("rendered by the app");
+    let (code, v, err) = env.publish_with(&contract, &text, &[]).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["state"], "published", "{v}");
+    assert_eq!(v["pressed"], true, "{v}");
+    assert_eq!((env.arrivals(), env.copies(&text)), (1, 1));
+
+    let earlier = unique("an earlier post the app renders");
+    let id = kit::platform::post_as(&env.base_url(), "alice", &earlier).await;
+    let (code, v, err) = env.publish_with(&contract, &earlier, &[]).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["pressed"], false, "{v}");
+    assert_eq!(v["platform_id"], id.as_str(), "{v}");
+    assert_eq!((env.arrivals(), env.copies(&earlier)), (2, 1));
+}
+
 /// Eight characters that make a text unique within a test run.
 fn uuid_tail() -> String {
     unique("").trim().chars().take(8).collect()
