@@ -65,7 +65,7 @@ async (locs, act, opts) => {"#,
     if (el.labels && el.labels.length) return norm(Array.from(el.labels).map(l => l.textContent).join(' '));
     if (el.localName === 'input' && ['button', 'submit', 'reset'].includes(el.type)) return norm(el.value);
     if (el.localName === 'img') return norm(el.getAttribute('alt'));
-    if (NAME_FROM_CONTENT.includes(role(el))) return norm(el.textContent);
+    if (NAME_FROM_CONTENT.includes(role(el))) return norm(flatText(el));
     return norm(el.getAttribute('title') || el.getAttribute('placeholder'));
   };
   const SKIP = new Set(['script', 'style', 'head', 'title', 'meta', 'link', 'template', 'noscript']);

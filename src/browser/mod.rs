@@ -19,8 +19,12 @@
 /// element's own included), `deepAll(root, css)` / `deepOne(root, css)` query all of them (the light tree
 /// first, then each shadow root in the order found; a selector does not cross a boundary, as in the
 /// browser's own), `deepHit(root, x, y)` is the element at a point down through every shadow root
-/// (`elementFromPoint` answers the outermost host), and `within(node, el)` / `closestDeep(el, css)` walk up
-/// through hosts. Closed shadow roots are out of any page script's reach. Measured as the class of page it
+/// (`elementFromPoint` answers the outermost host; a point on a host's own text that a `<slot>` shows
+/// inside its shadow tree answers that slot), `within(node, el)` walks up as the page is shown (a slotted
+/// node through its slot, a shadow root through its host), `closestDeep(el, css)` up the DOM through hosts
+/// (form association follows the DOM, not the slots), and `flatText(node)` is a node's text as shown (its
+/// shadow tree's, each slot's assigned nodes': a design-system button labelled through a slot has an empty
+/// `textContent` inside). Closed shadow roots are out of any page script's reach. Measured as the class of page it
 /// serves: a compose form two shadow roots deep was not found at all, and a feed rendered by web components
 /// showed no post to the look before writing, which would have pressed again (`/hostile/shadow`,
 /// `?shadow=1` on Fixturebook's post and search pages).
@@ -39,16 +43,37 @@ macro_rules! shadow_js {
   const deepAll = (root, sel) => shadowScopes(root).flatMap(r => Array.from(r.querySelectorAll(sel)));
   const deepOne = (root, sel) => { for (const r of shadowScopes(root)) { const e = r.querySelector(sel); if (e) return e; } return null; };
   const upOne = n => n.parentNode || (n instanceof ShadowRoot ? n.host : null);
-  const within = (node, el) => { for (let n = node; n; n = upOne(n)) if (n === el) return true; return false; };
+  const upShown = n => n.assignedSlot || upOne(n);
+  const within = (node, el) => { for (let n = node; n; n = upShown(n)) if (n === el) return true; return false; };
   const closestDeep = (el, sel) => { for (let n = el; n; n = upOne(n)) if (n.nodeType === 1 && n.matches(sel)) return n; return null; };
+  const onPoint = (rects, x, y) => Array.from(rects).some(b => x >= b.left && x <= b.right && y >= b.top && y <= b.bottom);
+  const slotAt = (h, x, y) => {
+    for (const c of h.childNodes) {
+      if (!c.assignedSlot) continue;
+      let rects = null;
+      if (c.nodeType === 3) { const r = h.ownerDocument.createRange(); r.selectNodeContents(c); rects = r.getClientRects(); }
+      else if (c.nodeType === 1) rects = c.getClientRects();
+      if (rects && onPoint(rects, x, y)) return c.assignedSlot;
+    }
+    return null;
+  };
   const deepHit = (root, x, y) => {
     let h = root.elementFromPoint(x, y);
     while (h && h.shadowRoot) {
       const inner = h.shadowRoot.elementFromPoint(x, y);
-      if (!inner || inner === h) break;
+      if (!inner) break;
+      if (inner === h) { h = slotAt(h, x, y) || h; break; }
       h = inner;
     }
     return h;
+  };
+  const flatText = n => {
+    if (n.nodeType === 3) return n.data;
+    if (n.nodeType !== 1 && n.nodeType !== 11) return '';
+    if (['script', 'style', 'template'].includes(n.localName)) return '';
+    let kids = n.shadowRoot ? n.shadowRoot.childNodes : n.childNodes;
+    if (n.localName === 'slot') { const a = n.assignedNodes({ flatten: true }); if (a.length) kids = a; }
+    return Array.from(kids).map(flatText).join('');
   };
 "#
     };

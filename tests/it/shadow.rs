@@ -158,6 +158,32 @@ async fn a_design_system_button_that_enables_itself_late_is_pressed_once_when_en
     assert_eq!(env.copies(&text), 1);
 }
 
+/// `&slotted=text` and `&slotted=element`: the design-system button's label is the host's own text, or a
+/// `<span>` of the host, shown through a `<slot>` (as Shoelace's, Material's and Ionic's buttons are
+/// labelled), so the inner button's DOM text is empty and a click on the label hits the host's own content.
+/// Found by role and name alone: the name is read through the slot (what the button shows), the hit test
+/// follows the label into the slot and the button, and it is pressed once, when enabled. Before, no button
+/// was named "Publish": nothing could be pressed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_design_system_button_labelled_through_a_slot_is_found_by_its_name_and_pressed_once() {
+    let env = start().await;
+    for (n, label) in ["text", "element"].into_iter().enumerate() {
+        let contract = shadow_contract(
+            &env,
+            &format!("shadow-slotted-{label}"),
+            Some(&format!("/hostile/shadow?host_button=1&slotted={label}")),
+            Kept::RoleOnly,
+        );
+        let text = unique(&format!("slotted {label} label"));
+        let (code, v, err) = env.publish("alice", &contract, &text, &[]).await;
+        assert_eq!(code, 0, "{label}: {v} {err}");
+        assert_eq!(v["state"], "published", "{v}");
+        assert_eq!(v["pressed"], true);
+        assert_eq!(env.arrivals(), n as u64 + 1);
+        assert_eq!(env.copies(&text), 1);
+    }
+}
+
 /// The longest run of pure black pixels in any row of the PNG at `path`: the contract's masks are filled
 /// pure black on evidence screenshots, which Fixturebook's pages otherwise never show.
 fn longest_black_run(path: &std::path::Path) -> u32 {
