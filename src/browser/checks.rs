@@ -94,7 +94,7 @@ async (locs, act, opts) => {"#,
       const f = fr[0];
       let d = null;
       try { d = f.contentDocument; } catch (e) { d = null; }
-      if (!d) throw new Error(`iframe ${JSON.stringify(sel)} is cross-origin or not loaded; probes check same-origin iframes only`);
+      if (!d) throw new Error(`iframe ${JSON.stringify(sel)} is cross-origin or not loaded: locators are checked in same-origin iframes only`);
       chain.push({ doc, frame: f });
       doc = d;
     }

@@ -119,16 +119,7 @@ pub(crate) async fn handle(
             match post {
                 Some(p) => html(
                     StatusCode::OK,
-                    spa_if_asked(
-                        &req,
-                        shadow_if_asked(
-                            &req,
-                            paragraphs_if_asked(
-                                &req,
-                                alert_if_asked(&req, pages::permalink(&viewer, &p)),
-                            ),
-                        ),
-                    ),
+                    as_asked(&req, alert_if_asked(&req, pages::permalink(&viewer, &p))),
                 ),
                 None => html(StatusCode::NOT_FOUND, pages::not_found(&viewer, &path)),
             }
@@ -151,17 +142,11 @@ pub(crate) async fn handle(
             let results = search(&shared, &q, lag_ms(&req));
             html(
                 StatusCode::OK,
-                spa_if_asked(
+                as_asked(
                     &req,
-                    shadow_if_asked(
+                    reload_if_asked(
                         &req,
-                        paragraphs_if_asked(
-                            &req,
-                            reload_if_asked(
-                                &req,
-                                alert_if_asked(&req, pages::search(&viewer, &q, &results)),
-                            ),
-                        ),
+                        alert_if_asked(&req, pages::search(&viewer, &q, &results)),
                     ),
                 ),
             )
@@ -761,6 +746,12 @@ fn reload_if_asked(req: &Request<Incoming>, page: String) -> String {
         }
         None => page,
     }
+}
+
+/// A post's page or the search rendered as the request asks: `?paragraphs=1`, `?shadow=1`, `?spa=1` (each
+/// script runs in that order as the page loads).
+fn as_asked(req: &Request<Incoming>, page: String) -> String {
+    spa_if_asked(req, shadow_if_asked(req, paragraphs_if_asked(req, page)))
 }
 
 /// A post's page or the search with `?shadow=1`: each post is shown by a web component, moved while the page

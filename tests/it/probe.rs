@@ -764,11 +764,7 @@ async fn a_publish_control_below_the_fold_is_scrolled_into_view_and_passes() {
 async fn probe_fill_fails_on_a_field_that_cuts_the_typed_text() {
     let env = crate::kit::Env::start(oncepost::fixture_platform::Fault::default()).await;
     let src = std::fs::read_to_string(crate::kit::fixture_contract()).unwrap();
-    let limited = src.replace(
-        r#"url = "{base_url}/compose""#,
-        r#"url = "{base_url}/compose?maxlength=10""#,
-    );
-    assert_ne!(limited, src);
+    let limited = crate::kit::compose_asking("maxlength=10");
     let fill = "thirty characters of some text";
     for (name, text, want) in [("limited", &limited, 3), ("plain", &src, 0)] {
         let contract = env.write_file(&format!("{name}.toml"), text);
@@ -786,16 +782,8 @@ async fn probe_fill_fails_on_a_field_that_cuts_the_typed_text() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn probe_fill_checks_a_rewriting_editor_by_the_contracts_text_rule() {
     let env = crate::kit::Env::start(oncepost::fixture_platform::Fault::default()).await;
-    let exact = std::fs::read_to_string(crate::kit::fixture_contract())
-        .unwrap()
-        .replace(
-            r#"url = "{base_url}/compose""#,
-            r#"url = "{base_url}/compose?rewrite=1""#,
-        );
-    let words = exact
-        .replace(r#"compare = "exact-nfc""#, r#"compare = "visible-words""#)
-        .replace("format = 1", "format = 2");
-    assert_ne!(words, exact);
+    let exact = crate::kit::compose_asking("rewrite=1");
+    let words = crate::kit::comparing_visible_words(&exact);
     for (name, text, want) in [("exact", &exact, 3), ("words", &words, 0)] {
         let contract = env.write_file(&format!("{name}.toml"), text);
         let fill = "a \"quoted\" and **bold** text";

@@ -780,15 +780,7 @@ async fn the_review_page_shows_the_platforms_answer_to_the_create_request() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_field_that_cuts_the_typed_text_is_never_pressed() {
     let env = Env::start(Fault::default()).await;
-    let contract = env.write_file(
-        "maxlength.toml",
-        &std::fs::read_to_string(kit::fixture_contract())
-            .unwrap()
-            .replace(
-                r#"url = "{base_url}/compose""#,
-                r#"url = "{base_url}/compose?maxlength=40""#,
-            ),
-    );
+    let contract = env.write_file("maxlength.toml", &kit::compose_asking("maxlength=40"));
     let text = format!("{} and then some more", unique("cut short"));
     assert!(text.chars().count() > 40, "{text}");
     let run = env.publish_with(&contract, &text, &[]).await;
@@ -810,16 +802,8 @@ async fn a_field_that_cuts_the_typed_text_is_never_pressed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_editor_that_rewrites_markup_publishes_when_the_contract_compares_words() {
     let env = Env::start(Fault::default()).await;
-    let src = std::fs::read_to_string(kit::fixture_contract())
-        .unwrap()
-        .replace(
-            r#"url = "{base_url}/compose""#,
-            r#"url = "{base_url}/compose?rewrite=1""#,
-        );
-    let words = src
-        .replace(r#"compare = "exact-nfc""#, r#"compare = "visible-words""#)
-        .replace("format = 1", "format = 2");
-    assert_ne!(words, src);
+    let src = kit::compose_asking("rewrite=1");
+    let words = kit::comparing_visible_words(&src);
     let (exact, words) = (
         env.write_file("rewrite-exact.toml", &src),
         env.write_file("rewrite-words.toml", &words),
@@ -848,34 +832,12 @@ async fn an_editor_that_rewrites_markup_publishes_when_the_contract_compares_wor
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_post_whose_lines_the_platform_renders_as_elements_is_read_back() {
     let env = Env::start(Fault::default()).await;
-    let src = std::fs::read_to_string(&env.contract).unwrap();
-    let paragraphs = src
-        .replace(
-            r#"permalink = "{base_url}/p/{id}""#,
-            r#"permalink = "{base_url}/p/{id}?paragraphs=1""#,
-        )
-        .replace(
-            r#"search = "{base_url}/search?q={text}""#,
-            r#"search = "{base_url}/search?paragraphs=1&q={text}""#,
-        );
-    assert_eq!(paragraphs.matches("paragraphs=1").count(), 2);
-    let contract = env.write_file("paragraphs.toml", &paragraphs);
+    let contract = env.write_file("paragraphs.toml", &kit::read_pages_asking("paragraphs=1"));
     let tail = uuid_tail();
     let text = format!("first line {tail}\nsecond line\n\nnew paragraph");
-    let (code, v, err) = env.publish_with(&contract, &text, &[]).await;
-    assert_eq!(code, 0, "{v} {err}");
-    assert_eq!(v["state"], "published", "{v}");
-    assert_eq!(v["pressed"], true, "{v}");
-    assert_eq!((env.arrivals(), env.copies(&text)), (1, 1));
-
-    // Alice's own post of a text in lines, made before (another run): found by the search, nothing pressed.
+    // Alice's own post of a text in lines, made before (another run), is found by the search.
     let earlier = format!("an earlier post {tail}\nin two lines");
-    let id = kit::platform::post_as(&env.base_url(), "alice", &earlier).await;
-    let (code, v, err) = env.publish_with(&contract, &earlier, &[]).await;
-    assert_eq!(code, 0, "{v} {err}");
-    assert_eq!(v["pressed"], false, "{v}");
-    assert_eq!(v["platform_id"], id.as_str(), "{v}");
-    assert_eq!((env.arrivals(), env.copies(&earlier)), (2, 1));
+    read_back_then_found_before_writing(&env, &contract, &text, &earlier).await;
 }
 
 /// A platform whose post and search pages are single-page apps (`?spa=1`): each shows its posts only after
@@ -886,32 +848,32 @@ async fn a_post_whose_lines_the_platform_renders_as_elements_is_read_back() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn posts_a_single_page_app_renders_after_loading_are_read_back() {
     let env = Env::start(Fault::default()).await;
-    let src = std::fs::read_to_string(&env.contract).unwrap();
-    let spa = src
-        .replace(
-            r#"permalink = "{base_url}/p/{id}""#,
-            r#"permalink = "{base_url}/p/{id}?spa=1""#,
-        )
-        .replace(
-            r#"search = "{base_url}/search?q={text}""#,
-            r#"search = "{base_url}/search?spa=1&q={text}""#,
-        );
-    assert_eq!(spa.matches("spa=1").count(), 2);
-    let contract = env.write_file("spa.toml", &spa);
+    let contract = env.write_file("spa.toml", &kit::read_pages_asking("spa=1"));
     let text = unique("rendered by the app");
-    let (code, v, err) = env.publish_with(&contract, &text, &[]).await;
+    let earlier = unique("an earlier post the app renders");
+    read_back_then_found_before_writing(&env, &contract, &text, &earlier).await;
+}
+
+/// Publish `text` with `contract` (pressed once, read back `published`), then publish `earlier`, alice's
+/// own post made on the platform before (as by a lost run): the look before writing finds it, nothing is
+/// pressed.
+async fn read_back_then_found_before_writing(
+    env: &Env,
+    contract: &Path,
+    text: &str,
+    earlier: &str,
+) {
+    let (code, v, err) = env.publish_with(contract, text, &[]).await;
     assert_eq!(code, 0, "{v} {err}");
     assert_eq!(v["state"], "published", "{v}");
     assert_eq!(v["pressed"], true, "{v}");
-    assert_eq!((env.arrivals(), env.copies(&text)), (1, 1));
-
-    let earlier = unique("an earlier post the app renders");
-    let id = kit::platform::post_as(&env.base_url(), "alice", &earlier).await;
-    let (code, v, err) = env.publish_with(&contract, &earlier, &[]).await;
+    assert_eq!((env.arrivals(), env.copies(text)), (1, 1));
+    let id = kit::platform::post_as(&env.base_url(), "alice", earlier).await;
+    let (code, v, err) = env.publish_with(contract, earlier, &[]).await;
     assert_eq!(code, 0, "{v} {err}");
     assert_eq!(v["pressed"], false, "{v}");
     assert_eq!(v["platform_id"], id.as_str(), "{v}");
-    assert_eq!((env.arrivals(), env.copies(&earlier)), (2, 1));
+    assert_eq!((env.arrivals(), env.copies(earlier)), (2, 1));
 }
 
 /// Eight characters that make a text unique within a test run.

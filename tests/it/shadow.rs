@@ -20,17 +20,7 @@ enum Kept {
 /// The bundled contract with its search and permalink pages asking for `?shadow=1` (posts rendered inside
 /// shadow roots) and, with `compose`, its compose page moved and its compose locators cut to `kept`.
 fn shadow_contract(env: &Env, name: &str, compose: Option<&str>, kept: Kept) -> std::path::PathBuf {
-    let mut text = std::fs::read_to_string(kit::fixture_contract())
-        .unwrap()
-        .replace(
-            r#"permalink = "{base_url}/p/{id}""#,
-            r#"permalink = "{base_url}/p/{id}?shadow=1""#,
-        )
-        .replace(
-            r#"search = "{base_url}/search?q={text}""#,
-            r#"search = "{base_url}/search?shadow=1&q={text}""#,
-        );
-    assert!(text.contains("?shadow=1\"") && text.contains("shadow=1&q="));
+    let mut text = kit::read_pages_asking("shadow=1");
     if let Some(url) = compose {
         let moved = text.replace(
             r#"url = "{base_url}/compose""#,

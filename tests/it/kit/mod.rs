@@ -54,6 +54,49 @@ pub fn hostile_contract_text(variant: &str, frame: Option<&str>) -> String {
     lines.join("\n") + "\n"
 }
 
+/// The bundled Fixturebook contract's text with its compose page asking for `query` (`maxlength=40`,
+/// `rewrite=1`: docs/fixture-platform.md).
+pub fn compose_asking(query: &str) -> String {
+    let src = std::fs::read_to_string(fixture_contract()).expect("the fixture contract");
+    let asked = src.replace(
+        r#"url = "{base_url}/compose""#,
+        &format!(r#"url = "{{base_url}}/compose?{query}""#),
+    );
+    assert_ne!(asked, src, "the fixture contract's compose url moved");
+    asked
+}
+
+/// The bundled Fixturebook contract's text with its post and search pages asking for `query` (`shadow=1`,
+/// `paragraphs=1`, `spa=1`: docs/fixture-platform.md).
+pub fn read_pages_asking(query: &str) -> String {
+    let src = std::fs::read_to_string(fixture_contract()).expect("the fixture contract");
+    let asked = src
+        .replace(
+            r#"permalink = "{base_url}/p/{id}""#,
+            &format!(r#"permalink = "{{base_url}}/p/{{id}}?{query}""#),
+        )
+        .replace(
+            r#"search = "{base_url}/search?q={text}""#,
+            &format!(r#"search = "{{base_url}}/search?{query}&q={{text}}""#),
+        );
+    assert_eq!(
+        asked.matches(query).count(),
+        2,
+        "{query}: permalink and search"
+    );
+    asked
+}
+
+/// `contract` (the bundled contract's format 1 text, comparing `exact-nfc`) in format 2, comparing the
+/// visible words (the rule of platforms that render markup).
+pub fn comparing_visible_words(contract: &str) -> String {
+    let words = contract
+        .replace(r#"compare = "exact-nfc""#, r#"compare = "visible-words""#)
+        .replace("format = 1", "format = 2");
+    assert!(words.contains("visible-words") && words.contains("format = 2"));
+    words
+}
+
 /// The `kind` of every event in `events` (a timeline or `intents show`'s events), in order.
 pub fn event_kinds(events: &serde_json::Value) -> Vec<String> {
     events
