@@ -439,3 +439,24 @@ async fn url_fields_and_id_text_are_checked_and_a_missing_page_name_is_bad_input
         "nothing was recorded: {listed}"
     );
 }
+
+/// A page of two paragraphs, the second with a line broken in two (which the wiki joins): saved once, as
+/// typed, and the read-back finds its words on the page (`visible-words`).
+#[tokio::test]
+async fn a_page_in_paragraphs_is_saved_once_and_read_back() {
+    let lab = Lab::new("oncepost").await;
+    let text = format!(
+        "First paragraph from oncepost {}\n\nSecond paragraph, and a line\nbroken in two",
+        lab.ns
+    );
+    let (code, report, err) = lab
+        .publish_at(&lab.wiki.base_url, "paragraphs", &text)
+        .await;
+    assert_eq!(code, 0, "{report} {err}");
+    assert_eq!(report["state"], "published", "{report}");
+    assert_eq!(lab.wiki.saves_of(&lab.ns, "paragraphs"), 1);
+    assert_eq!(
+        lab.wiki.page_text(&lab.ns, "paragraphs").as_deref(),
+        Some(text.as_str())
+    );
+}
