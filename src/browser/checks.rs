@@ -141,8 +141,14 @@ async (locs, act, opts) => {"#,
     const visible = el.isConnected && b.w > 0 && b.h > 0 && el.checkVisibility({ visibilityProperty: true, opacityProperty: false });
     // A custom element (a design-system button, `<md-filled-button>`, `<sl-button>`) reflects `disabled` as
     // an attribute of its host, where `:disabled` never matches (it is no form control).
-    const hostDisabled = el.localName.includes('-') && el.hasAttribute('disabled');
-    const disabled = el.matches(':disabled') || hostDisabled || closestDeep(el, '[aria-disabled="true"]') !== null || closestDeep(el, '[inert]') !== null;
+    // And an element inside a control (a label <span> in a <button>, found by its text; the text a
+    // design-system button shows through its slot) is as disabled as that control: a click on it sends
+    // nothing while the control is disabled.
+    const offControl = n => n.nodeType === 1 && ((n.matches('button, input, select, textarea') && n.matches(':disabled')) ||
+      (n.localName.includes('-') && n.hasAttribute('disabled')));
+    let inOff = false;
+    for (let n = el; n && !inOff; n = upShown(n)) inOff = offControl(n);
+    const disabled = el.matches(':disabled') || inOff || closestDeep(el, '[aria-disabled="true"]') !== null || closestDeep(el, '[inert]') !== null;
     const editableKind = el.localName === 'textarea' ||
       (el.localName === 'input' && !['button', 'submit', 'reset', 'image', 'checkbox', 'radio', 'file', 'hidden', 'range', 'color'].includes(el.type)) ||
       el.isContentEditable;

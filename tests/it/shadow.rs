@@ -174,6 +174,36 @@ async fn a_design_system_button_labelled_through_a_slot_is_found_by_its_name_and
     }
 }
 
+/// The design-system button found by its label's text (`{ text = "Publish" }`): the match is the label, a
+/// `<span>` inside the inner button, which is disabled until 400 ms after typing (the host reflects it). A
+/// label is as disabled as the control it is in: the check waits for the control, then presses once. Before,
+/// the label counted as enabled at once, the press hit a disabled button, nothing was sent, and the post that
+/// could be made failed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_control_found_by_its_label_text_is_pressed_only_once_the_control_is_enabled() {
+    let env = start().await;
+    let css = shadow_contract(
+        &env,
+        "shadow-by-text-css",
+        Some("/hostile/shadow?host_button=1"),
+        Kept::CssOnly,
+    );
+    let by_css = std::fs::read_to_string(&css).unwrap();
+    let by_text = by_css.replace(
+        r##"locator = { strategies = [{ css = "#publish" }] }"##,
+        r#"locator = { strategies = [{ text = "Publish" }] }"#,
+    );
+    assert_ne!(by_text, by_css);
+    let contract = env.write_file("shadow-by-text.toml", &by_text);
+    let text = unique("found by its label");
+    let (code, v, err) = env.publish("alice", &contract, &text, &[]).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["state"], "published", "{v}");
+    assert_eq!(v["pressed"], true);
+    assert_eq!(env.arrivals(), 1);
+    assert_eq!(env.copies(&text), 1);
+}
+
 /// The longest run of pure black pixels in any row of the PNG at `path`: the contract's masks are filled
 /// pure black on evidence screenshots, which Fixturebook's pages otherwise never show.
 fn longest_black_run(path: &std::path::Path) -> u32 {
