@@ -62,6 +62,16 @@ async fn start() -> Env {
     env
 }
 
+/// Publish `text` as alice with `contract`: published, pressed, one copy, `arrivals` create requests so far.
+async fn published_once(env: &Env, contract: &std::path::Path, text: &str, arrivals: u64) {
+    let (code, v, err) = env.publish("alice", contract, text, &[]).await;
+    assert_eq!(code, 0, "{text}: {v} {err}");
+    assert_eq!(v["state"], "published", "{v}");
+    assert_eq!(v["pressed"], true, "{v}");
+    assert_eq!(env.arrivals(), arrivals);
+    assert_eq!(env.copies(text), 1);
+}
+
 fn kinds(v: &Value) -> Vec<String> {
     kit::event_kinds(&v["timeline"])
 }
@@ -74,12 +84,7 @@ async fn a_compose_form_two_shadow_roots_deep_is_pressed_once_and_read_back() {
     let env = start().await;
     let contract = shadow_contract(&env, "shadow", Some("/hostile/shadow"), Kept::CssOnly);
     let text = unique("web components");
-    let (code, v, err) = env.publish("alice", &contract, &text, &[]).await;
-    assert_eq!(code, 0, "{v} {err}");
-    assert_eq!(v["state"], "published", "{v}");
-    assert_eq!(v["pressed"], true);
-    assert_eq!(env.arrivals(), 1);
-    assert_eq!(env.copies(&text), 1);
+    published_once(&env, &contract, &text, 1).await;
     let (code2, v2, _) = env.publish("alice", &contract, &text, &[]).await;
     assert_eq!(code2, 0);
     assert_eq!(v2["pressed"], false);
@@ -140,12 +145,7 @@ async fn a_design_system_button_that_enables_itself_late_is_pressed_once_when_en
         Kept::CssOnly,
     );
     let text = unique("design-system button");
-    let (code, v, err) = env.publish("alice", &contract, &text, &[]).await;
-    assert_eq!(code, 0, "{v} {err}");
-    assert_eq!(v["state"], "published", "{v}");
-    assert_eq!(v["pressed"], true);
-    assert_eq!(env.arrivals(), 1);
-    assert_eq!(env.copies(&text), 1);
+    published_once(&env, &contract, &text, 1).await;
 }
 
 /// `&slotted=text` and `&slotted=element`: the design-system button's label is the host's own text, or a
@@ -165,12 +165,7 @@ async fn a_design_system_button_labelled_through_a_slot_is_found_by_its_name_and
             Kept::RoleOnly,
         );
         let text = unique(&format!("slotted {label} label"));
-        let (code, v, err) = env.publish("alice", &contract, &text, &[]).await;
-        assert_eq!(code, 0, "{label}: {v} {err}");
-        assert_eq!(v["state"], "published", "{v}");
-        assert_eq!(v["pressed"], true);
-        assert_eq!(env.arrivals(), n as u64 + 1);
-        assert_eq!(env.copies(&text), 1);
+        published_once(&env, &contract, &text, n as u64 + 1).await;
     }
 }
 
@@ -196,12 +191,7 @@ async fn a_control_found_by_its_label_text_is_pressed_only_once_the_control_is_e
     assert_ne!(by_text, by_css);
     let contract = env.write_file("shadow-by-text.toml", &by_text);
     let text = unique("found by its label");
-    let (code, v, err) = env.publish("alice", &contract, &text, &[]).await;
-    assert_eq!(code, 0, "{v} {err}");
-    assert_eq!(v["state"], "published", "{v}");
-    assert_eq!(v["pressed"], true);
-    assert_eq!(env.arrivals(), 1);
-    assert_eq!(env.copies(&text), 1);
+    published_once(&env, &contract, &text, 1).await;
 }
 
 /// The longest run of pure black pixels in any row of the PNG at `path`: the contract's masks are filled
