@@ -398,6 +398,8 @@ impl WriteGuard {
         l.declared = None;
         l.writes.clear();
         l.forwarded.clear();
+        // A warm browser opens a page (a frame id) per send: what the last send's pages read is not kept.
+        l.data_reads.clear();
         Ok(())
     }
 
