@@ -44,6 +44,9 @@ pub struct ProbePlan {
     /// Writes the contract declares non-publishing. A probe still blocks them (it sends nothing) and
     /// reports them apart from the alarms; a publish lets them through.
     pub non_publish_writes: Vec<super::CreatePattern>,
+    /// Requests the contract declares as reads sent with a write method (a GraphQL query): sent by oncepost
+    /// in a probe too, since they read (`read_requests`).
+    pub read_requests: Vec<super::CreatePattern>,
     /// The create request (with no post's values): never counted among the declared writes, whatever
     /// they say.
     pub create_request: super::CreatePattern,
@@ -168,6 +171,9 @@ pub struct ProbeReport {
     /// probe sends nothing, but expected: they are no alarm and do not make the verdict. How the page took
     /// the refusal shows in the screenshot.
     pub declared_writes: Vec<WriteAttempt>,
+    /// How many requests the contract declares reads (`read_requests`: a GraphQL query) were sent: a probe
+    /// sends those, since they only read.
+    pub read_requests_sent: usize,
     /// Channels the page tried that oncepost's door refuses (WebSocket, WebTransport, TURN: through the
     /// sinkhole; nothing left): live side-effect alarms too.
     pub refused_channels: Vec<Knock>,
@@ -378,6 +384,9 @@ pub async fn run(
     let guard = session.write_guard();
     // Declared writes are recognised, never let through: a probe sends nothing.
     guard.recognise_declared(plan.non_publish_writes.clone(), plan.create_request.clone());
+    // Declared reads are sent: a page may need its GraphQL query answered to show its form at all.
+    guard.let_reads_through(plan.read_requests.clone(), plan.create_request.clone());
+    let reads_mark = guard.reads_sent();
     let mark = guard.mark();
     let knock_mark = guard.door().sinkhole().mark();
     let page = session.open_page("open a page").await?;
@@ -562,6 +571,7 @@ pub async fn run(
         filled: opts.fill.is_some(),
         writes,
         declared_writes,
+        read_requests_sent: guard.reads_sent().saturating_sub(reads_mark),
         refused_channels,
         guard_faults,
         requests_seen: guard.paused_count(),

@@ -108,6 +108,11 @@ struct Log {
     typed: Vec<Watched>,
     /// Declared non-publish writes let through (set by a publish; a probe never sets it).
     declared: Option<Declared>,
+    /// Declared read requests (a write method that only reads: a GraphQL query), sent wherever the page may
+    /// read (set by a publish, a probe and a lookup).
+    reads: Option<Declared>,
+    /// How many declared read requests were sent.
+    reads_sent: usize,
     forwarded: Vec<ForwardedWrite>,
     /// The data reads (fetch and XHR GETs) of each frame, by frame id: what a page that renders its posts
     /// after loading waits on (see [`WriteGuard::data_reads`]).
@@ -326,6 +331,25 @@ impl WriteGuard {
         self.declare(rules, create, false);
     }
 
+    /// Send the contract's declared read requests from now on (a publish, a probe and a lookup call this):
+    /// requests with a write method that only read (a GraphQL query), which a page may need to show its
+    /// compose form or its posts. Never one matching `create`, never one whose body carries the typed text
+    /// (from the fill until the press), never while it could be the armed create request.
+    pub(crate) fn let_reads_through(&self, rules: Vec<CreatePattern>, create: CreatePattern) {
+        if let Ok(mut l) = self.log.lock() {
+            l.reads = (!rules.is_empty()).then_some(Declared {
+                rules,
+                create,
+                pass: true,
+            });
+        }
+    }
+
+    /// How many declared read requests were sent so far.
+    pub fn reads_sent(&self) -> usize {
+        self.log.lock().map(|l| l.reads_sent).unwrap_or(0)
+    }
+
     fn declare(&self, rules: Vec<CreatePattern>, create: CreatePattern, pass: bool) {
         if let Ok(mut l) = self.log.lock() {
             l.declared = (!rules.is_empty()).then_some(Declared {
@@ -396,6 +420,8 @@ impl WriteGuard {
         l.takeover = None;
         l.typed.clear();
         l.declared = None;
+        l.reads = None;
+        l.reads_sent = 0;
         l.writes.clear();
         l.forwarded.clear();
         // A warm browser opens a page (a frame id) per send: what the last send's pages read is not kept.
@@ -419,6 +445,15 @@ fn read_log<'a>(log: &'a Mutex<Log>, during: &str) -> Result<MutexGuard<'a, Log>
 /// Whether `url` carries one of `typed`.
 fn carries_typed(url: &str, typed: &[Watched]) -> bool {
     typed.iter().any(|w| w.carried_by(url))
+}
+
+/// Whether a request body carries one of `typed` (read as UTF-8, lossy).
+fn body_carries_typed(body: &[u8], typed: &[Watched]) -> bool {
+    if typed.is_empty() {
+        return false;
+    }
+    let body = String::from_utf8_lossy(body);
+    typed.iter().any(|w| w.carried_by_body(&body))
 }
 
 /// Whether a method is a read the guard lets through.
@@ -495,6 +530,9 @@ enum Route {
     Fetch,
     /// A write the contract declares non-publishing, during a publish: sent by oncepost, answer fulfilled.
     Declared,
+    /// A request the contract declares a read although its method writes (a GraphQL query): sent by
+    /// oncepost, answer fulfilled, counted as the page's data.
+    DeclaredRead,
     /// Failed before it leaves and recorded as a write attempt.
     Fail {
         /// A GET/HEAD whose URL carries the typed text.
@@ -583,9 +621,20 @@ fn route(
     if response_stage {
         return Route::ContinueResponse;
     }
-    let carries = is_read(method) && carries_typed(url, &l.typed);
+    let carries = if is_read(method) {
+        carries_typed(url, &l.typed)
+    } else {
+        // A declared read whose body carries the draft (a "query" sending it between the fill and the
+        // press) is a write like a GET whose URL carries it.
+        facts.body.is_some_and(|b| body_carries_typed(b, &l.typed))
+    };
     if (is_read(method) && !carries) || preflight {
         return Route::Fetch;
+    }
+    if !is_read(method) && !extra && !carries && l.reads.as_ref().is_some_and(|r| r.covers(&facts))
+    {
+        l.reads_sent += 1;
+        return Route::DeclaredRead;
     }
     let declared = if !is_read(method) && !extra {
         l.declared
@@ -637,6 +686,16 @@ impl Answerer {
                 }
                 Route::Declared => {
                     self.let_through(ev, log).await;
+                    return;
+                }
+                Route::DeclaredRead => {
+                    // Counted like a GET the page fetches for its data: a page that renders its posts from
+                    // a GraphQL query is read only once that query came back (see `data_reads`).
+                    let data = matches!(ev.resource_type, ResourceType::Fetch | ResourceType::Xhr)
+                        .then(|| DataRead::start(log, ev.frame_id.inner()));
+                    let answer = self.door.reads().send_declared(ev).await;
+                    self.hand_to_page(ev, &ev.request.method, answer, log).await;
+                    drop(data);
                     return;
                 }
                 Route::Fail {
@@ -937,6 +996,83 @@ mod tests {
             body: body.map(|b| b.as_bytes().to_vec()),
             ..req(method, url, false)
         }
+    }
+
+    #[test]
+    fn declared_reads_are_sent_in_a_probe_too_but_never_the_create_request_nor_the_typed_text() {
+        // A GraphQL app: its queries and its create are the same request line, told apart by the body.
+        let mut create = create();
+        create.body = Some(regex::Regex::new(r#""operationName":\s*"CreatePost""#).unwrap());
+        let mut queries = rule("POST", "^http://x/api/posts$", None);
+        queries.body = Some(regex::Regex::new(r#""operationName":\s*"(Viewer|Posts)""#).unwrap());
+        let log = Mutex::new(Log::default());
+        let take = |_tx: oneshot::Sender<EventRequestPaused>| true;
+        let url = "http://x/api/posts";
+        let query = r#"{"operationName":"Posts","variables":{"q":"first words"}}"#;
+        assert_eq!(
+            route(&log, with_body("POST", url, Some(query)), take),
+            FAILED,
+            "undeclared, a query is a write like any other"
+        );
+        let guard_reads = |l: &Mutex<Log>| {
+            l.lock().unwrap().reads = Some(Declared {
+                rules: vec![queries.clone()],
+                create: create.clone(),
+                pass: true,
+            });
+        };
+        guard_reads(&log);
+        assert_eq!(
+            route(&log, with_body("POST", url, Some(query)), take),
+            Route::DeclaredRead,
+            "declared, it is sent (no declared writes are let through: a probe)"
+        );
+        // A body naming both operations is the create request: never a read.
+        let both =
+            r#"{"operationName":"CreatePost","query":"query Posts","x":{"operationName":"Posts"}}"#;
+        assert_eq!(
+            route(&log, with_body("POST", url, Some(both)), take),
+            FAILED,
+            "the create request is never sent as a read"
+        );
+        assert_eq!(
+            route(&log, with_body("POST", url, None), take),
+            FAILED,
+            "an unknown body is never a read"
+        );
+        // From the fill until the press, a query carrying the draft is a write (failed, carrying it).
+        log.lock()
+            .unwrap()
+            .typed
+            .push(Watched::of("first words of the draft").unwrap());
+        let draft =
+            r#"{"operationName":"Posts","variables":{"q":"first words of the draft, typed"}}"#;
+        assert_eq!(
+            route(&log, with_body("POST", url, Some(draft)), take),
+            Route::Fail {
+                carries: true,
+                extra: false,
+                declared: false
+            }
+        );
+        assert_eq!(
+            route(&log, with_body("POST", url, Some(query)), take),
+            Route::DeclaredRead,
+            "a query without the draft still reads"
+        );
+        // Once the press armed the takeover, a create request goes to it, and a query still reads.
+        let _rx = armed(&log);
+        log.lock().unwrap().takeover.as_mut().unwrap().pattern = create.clone();
+        let publish = r#"{"operationName":"CreatePost","variables":{"text":"x"}}"#;
+        assert_eq!(
+            route(&log, with_body("POST", url, Some(publish)), take),
+            Route::HandedOver
+        );
+        assert_eq!(
+            route(&log, with_body("POST", url, Some(query)), take),
+            Route::DeclaredRead
+        );
+        assert_eq!(log.lock().unwrap().reads_sent, 3);
     }
 
     #[test]

@@ -77,7 +77,8 @@ pub struct Cell {
     pub after_rerun: String,
     /// Forwarded writes matching the contract's create request, over the whole run.
     pub copies: u64,
-    /// Every write forwarded to the site: during the publish, the reconcile, the rerun.
+    /// Every write forwarded to the site: during the publish, the reconcile, the rerun (a declared read
+    /// request is a read, not counted).
     pub writes_forwarded: [u64; 3],
     /// Whether every rule held.
     pub pass: bool,
@@ -153,12 +154,29 @@ async fn conform(cli: &Cli, args: &ConformArgs, log: LogFormat) -> Result<Vec<Ce
     let base = running.base_url();
     let upstream_origin = running.upstream_origin().to_owned();
     let plan_of = |fault: ProxyFaultMode| plan_at(&base, fault);
+    let at_proxy = |w: &ProxyWrite| match w.url.strip_prefix(&upstream_origin) {
+        Some(rest) => format!("{base}{rest}"),
+        None => w.url.clone(),
+    };
     let is_create = |plan: &crate::contract::PublishPlan, w: &ProxyWrite| {
-        let at_proxy = match w.url.strip_prefix(&upstream_origin) {
-            Some(rest) => format!("{base}{rest}"),
-            None => w.url.clone(),
-        };
-        plan.create.matches(&w.facts(&at_proxy))
+        plan.create.matches(&w.facts(&at_proxy(w)))
+    };
+    // A request the contract declares a read (`read_requests`: a GraphQL query) reaches the site wherever
+    // the page reads, the probe and the lookup included: it is not a write forwarded. Never one that is the
+    // create request, as in the browser's door.
+    let reads_plan = plan_of(ProxyFaultMode::Normal)?;
+    let declared_read = |w: &ProxyWrite| {
+        let at = at_proxy(w);
+        let f = w.facts(&at);
+        f.body.is_some()
+            && !reads_plan.create.matches(&f)
+            && reads_plan.probe.read_requests.iter().any(|r| r.matches(&f))
+    };
+    let sent_writes = |from: usize| -> Vec<ProxyWrite> {
+        forwarded(&running, from)
+            .into_iter()
+            .filter(|w| !declared_read(w))
+            .collect()
     };
     errln!("oncepost conform: proxy {base} in front of {upstream_origin}");
     let mut cells = Vec::new();
@@ -188,7 +206,7 @@ async fn conform(cli: &Cli, args: &ConformArgs, log: LogFormat) -> Result<Vec<Ce
         Ok(r) => format!("{:?}", r.verdict).to_lowercase(),
         Err(e) => format!("error: {e:#}"),
     };
-    let w = forwarded(&running, seen).len() as u64;
+    let w = sent_writes(seen).len() as u64;
     let mut broken = Vec::new();
     if w != 0 {
         broken.push(format!(
@@ -240,7 +258,7 @@ async fn conform(cli: &Cli, args: &ConformArgs, log: LogFormat) -> Result<Vec<Ce
         errln!("oncepost conform: publish under {fault}");
         let r = super::publish::publish_once(&ctx, &request(fault), false, wait, log).await;
         running.set_fault(ProxyFault::new(ProxyFaultMode::Normal));
-        let writes = forwarded(&running, seen);
+        let writes = sent_writes(seen);
         runs.push((fault, r, writes));
     }
 
@@ -266,14 +284,14 @@ async fn conform(cli: &Cli, args: &ConformArgs, log: LogFormat) -> Result<Vec<Ce
             }
             Err(e) => format!("error: {}", e.message),
         };
-        after.push((state, forwarded(&running, seen)));
+        after.push((state, sent_writes(seen)));
     }
 
     // 4. Every publish again: answered from the store, nothing may be forwarded.
     for ((fault, first, writes), (state, reconcile_writes)) in runs.into_iter().zip(after) {
         let seen = running.stats().writes.len();
         let rerun = super::publish::publish_once(&ctx, &request(fault), false, wait, log).await;
-        let rerun_writes = forwarded(&running, seen);
+        let rerun_writes = sent_writes(seen);
         let after_rerun = match &rerun {
             Ok(o) => o.state.to_string(),
             Err(e) => format!("error: {}", e.message),

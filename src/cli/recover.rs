@@ -114,6 +114,7 @@ pub(super) fn lookup_for(
     let lookup = BrowserLookup::new(
         plan.readback,
         plan.create,
+        plan.probe.read_requests,
         binding,
         store.clone(),
         &ctx.data_dir,

@@ -42,6 +42,11 @@ pub struct Contract {
     /// Writes the page makes that are not the publish (draft autosave and the like).
     #[serde(default)]
     pub non_publish_writes: Vec<RequestMatcher>,
+    /// Requests that use a write method only to read (a GraphQL query, a search sent by POST), told apart
+    /// from the create request; sent by oncepost wherever the page may read: publish, probe, lookup
+    /// (format 2).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub read_requests: Vec<RequestMatcher>,
     /// How a successful create is recognised and where the post id comes from.
     #[schemars(length(min = 1))]
     pub success: Vec<SuccessSignal>,
@@ -306,7 +311,7 @@ pub struct RequestMatcher {
     /// A regex that excludes a request whose body matches it (the same endpoint saving a draft, format 2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_body_regex: Option<String>,
-    /// Why this request exists (for declared non-publish writes).
+    /// Why this request exists (for declared non-publish writes and read requests).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub why: String,
 }

@@ -233,6 +233,12 @@ impl Contract {
             .enumerate()
             .map(|(i, w)| request_pattern(&url_vars, &format!("non_publish_writes[{i}]"), w))
             .collect::<Result<Vec<_>, _>>()?;
+        let read_requests = self
+            .read_requests
+            .iter()
+            .enumerate()
+            .map(|(i, r)| request_pattern(&url_vars, &format!("read_requests[{i}]"), r))
+            .collect::<Result<Vec<_>, _>>()?;
         let create_request = request_pattern(
             &url_vars,
             "publish.create_request",
@@ -249,6 +255,7 @@ impl Contract {
             publish,
             masks: self.evidence.mask.clone(),
             non_publish_writes,
+            read_requests,
             text_compare: text_rule(self.readback.compare),
         })
     }

@@ -285,6 +285,43 @@ impl Checker {
     }
 }
 
+/// A declared request (a non-publish write, a read request) must never be the create request: not the same
+/// method and URL unless both tell themselves apart by what is inside, and, when the create request is told
+/// apart by its headers or body, never a rule that is not (a publish whose body the create rule misses would
+/// be let through as this).
+fn apart_from_create(
+    k: &mut Checker,
+    p: KeyPath,
+    w: &RequestMatcher,
+    create: &RequestMatcher,
+    what: &str,
+) {
+    let told_apart_inside = looks_inside(create) && names_inside(w);
+    if w.method == create.method
+        && !told_apart_inside
+        && ((w.url.is_some() && w.url == create.url)
+            || (w.url_regex.is_some() && w.url_regex == create.url_regex))
+    {
+        k.err(
+            p,
+            format!("this {what} is the create request"),
+            format!(
+                "the create request is never let through as a {what}; narrow the URL, add not_url_regex, or \
+                 tell the two apart by body_regex/headers on both"
+            ),
+        );
+    } else if w.method == create.method && looks_inside(create) && !names_inside(w) {
+        k.err(
+            p,
+            format!("the create request is told apart by its headers or body, but this {what} is not"),
+            format!(
+                "give this {what} its own body_regex or headers: otherwise a publish whose body the create \
+                 request's rule misses would be let through as a {what}"
+            ),
+        );
+    }
+}
+
 /// Whether a request matcher looks at headers or the body at all.
 fn looks_inside(r: &RequestMatcher) -> bool {
     !r.headers.is_empty() || r.body_regex.is_some() || r.not_body_regex.is_some()
@@ -636,27 +673,20 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
                 "reads (and CORS preflights) always pass; declare only the writes the page makes",
             );
         }
-        let create = &c.publish.create_request;
-        let told_apart_inside = looks_inside(create) && names_inside(w);
-        if w.method == create.method
-            && !told_apart_inside
-            && ((w.url.is_some() && w.url == create.url)
-                || (w.url_regex.is_some() && w.url_regex == create.url_regex))
-        {
+        apart_from_create(&mut k, p, w, &c.publish.create_request, "non-publish write");
+    }
+    for (i, r) in c.read_requests.iter().enumerate() {
+        let p = root.key("read_requests").index(i);
+        format2(&mut k, p.clone(), "read_requests");
+        k.request(p.clone(), r, &["base_url"]);
+        if matches!(r.method.as_str(), "GET" | "HEAD") {
             k.err(
-                p.clone(),
-                "this non-publish write is the create request",
-                "the create request is never let through as a non-publish write; narrow the URL, add \
-                 not_url_regex, or tell the two apart by body_regex/headers on both",
-            );
-        } else if w.method == create.method && looks_inside(create) && !names_inside(w) {
-            k.err(
-                p.clone(),
-                "the create request is told apart by its headers or body, but this write is not",
-                "give this write its own body_regex or headers: otherwise a publish whose body the create \
-                 request's rule misses would be let through as a non-publish write",
+                p.key("method"),
+                format!("a {} is read without being declared", r.method),
+                "declare only the requests that read with a write method (POST for a GraphQL query)",
             );
         }
+        apart_from_create(&mut k, p, r, &c.publish.create_request, "read request");
     }
     if let Some(ms) = c.publish.create_wait_ms
         && !(100..=120_000).contains(&ms)

@@ -44,7 +44,8 @@ pub(crate) async fn handle(
     let path = req.uri().path().to_owned();
     let is_read = matches!(method, Method::GET | Method::HEAD | Method::OPTIONS);
     let is_admin = path.starts_with("/__admin/");
-    if !is_read && !is_admin {
+    // `POST /graphql` is counted by what its body asks (see `graphql`): a query and the create share it.
+    if !is_read && !is_admin && path != "/graphql" {
         let mut stats = shared.lock_stats();
         if (method == Method::POST && path == "/api/posts")
             || (method == Method::PUT && path.starts_with("/api/items/"))
@@ -232,6 +233,7 @@ pub(crate) async fn handle(
             }
         }
         // The title-keyed create of `/hostile/title-put`: `PUT /api/items/{title}` with `{"text"}`.
+        (&Method::POST, ["graphql"]) => graphql(req, shared, control, session, viewer).await,
         (&Method::PUT, ["api", "items", title]) => {
             let title = decode_segment(title);
             create(req, shared, control, session, viewer, Some(title)).await
@@ -310,21 +312,121 @@ async fn create(
         control.end(ConnAction::Reset);
         return std::future::pending().await;
     }
-    let csrf_ok = req
-        .headers()
-        .get("x-csrf-token")
-        .is_some_and(|t| crate::secret::same(t.as_bytes(), viewer.csrf.as_bytes()));
+    let csrf_ok = csrf_ok(&req, &viewer);
     let body = match read_body(req).await {
         Ok(b) => b,
         Err(e) => return json(StatusCode::BAD_REQUEST, &serde_json::json!({"error": e})),
     };
+    create_from(
+        &body,
+        csrf_ok,
+        shared,
+        control,
+        session,
+        viewer,
+        title_from_path,
+    )
+    .await
+}
+
+/// Whether the request carries the viewer's CSRF token in `x-csrf-token`.
+fn csrf_ok(req: &Request<Incoming>, viewer: &Viewer) -> bool {
+    req.headers()
+        .get("x-csrf-token")
+        .is_some_and(|t| crate::secret::same(t.as_bytes(), viewer.csrf.as_bytes()))
+}
+
+/// The operation a `POST /graphql` body names, and its variables.
+#[derive(Debug, Deserialize)]
+struct GraphqlOp {
+    #[serde(rename = "operationName")]
+    operation_name: String,
+    #[serde(default)]
+    variables: serde_json::Value,
+}
+
+/// `POST /graphql`: one endpoint and one method for the reads and the create, told apart only by the
+/// `operationName` of the JSON body, as GraphQL apps do (`/compose?graphql=1`, pages with `?spa=graphql`).
+/// `Viewer` (the compose page's account) and `Posts` (a page's posts, answered after [`SPA_DATA_DELAY`]) read;
+/// the platform cannot tell them from writes by their method, so they are counted under other writes as
+/// `POST /graphql NAME`. `CreatePost` creates from its `variables` as `POST /api/posts` does (a create
+/// arrival, fault modes applied).
+async fn graphql(
+    req: Request<Incoming>,
+    shared: Arc<Shared>,
+    control: Arc<ConnControl>,
+    session: Option<String>,
+    viewer: Viewer,
+) -> Resp {
+    let csrf_ok = csrf_ok(&req, &viewer);
+    let body = match read_body(req).await {
+        Ok(b) => b,
+        Err(e) => return json(StatusCode::BAD_REQUEST, &serde_json::json!({"error": e})),
+    };
+    let op: GraphqlOp = match serde_json::from_slice(&body) {
+        Ok(op) => op,
+        Err(e) => {
+            shared
+                .lock_stats()
+                .record_other_write("POST /graphql (not an operation)".into());
+            return json(
+                StatusCode::BAD_REQUEST,
+                &serde_json::json!({"errors": [{"message": format!("body must be {{\"operationName\", \"variables\"}}: {e}")}]}),
+            );
+        }
+    };
+    match op.operation_name.as_str() {
+        "CreatePost" => {
+            shared.lock_stats().create_arrivals += 1;
+            if shared.fault().mode == FaultMode::ResetBeforeRead {
+                control.end(ConnAction::Reset);
+                return std::future::pending().await;
+            }
+            let vars = serde_json::to_vec(&op.variables).unwrap_or_default();
+            create_from(&vars, csrf_ok, shared, control, session, viewer, None).await
+        }
+        "Viewer" | "Posts" => {
+            shared
+                .lock_stats()
+                .record_other_write(format!("POST /graphql {}", op.operation_name));
+            if op.operation_name == "Posts" {
+                tokio::time::sleep(SPA_DATA_DELAY).await;
+            }
+            json(
+                StatusCode::OK,
+                &serde_json::json!({"data": {"viewer": {"account": viewer.account}}}),
+            )
+        }
+        other => {
+            shared
+                .lock_stats()
+                .record_other_write(format!("POST /graphql {other}"));
+            json(
+                StatusCode::BAD_REQUEST,
+                &serde_json::json!({"errors": [{"message": format!("unknown operation {other:?}")}]}),
+            )
+        }
+    }
+}
+
+/// The create from its body (JSON `{text, title?, status?}`), once the request is read.
+async fn create_from(
+    body: &[u8],
+    csrf_ok: bool,
+    shared: Arc<Shared>,
+    control: Arc<ConnControl>,
+    session: Option<String>,
+    viewer: Viewer,
+    title_from_path: Option<String>,
+) -> Resp {
+    let fault: Fault = shared.fault();
     if !csrf_ok {
         return json(
             StatusCode::FORBIDDEN,
             &serde_json::json!({"error": "missing or wrong x-csrf-token (take it from <meta name=\"csrf-token\">)"}),
         );
     }
-    let parsed: CreateBody = match serde_json::from_slice(&body) {
+    let parsed: CreateBody = match serde_json::from_slice(body) {
         Ok(b) => b,
         Err(e) => {
             return json(
@@ -779,17 +881,29 @@ const SPA_DATA_DELAY: Duration = Duration::from_millis(300);
 /// A post's page or the search with `?spa=1`: the page shows its posts as a single-page app does, only
 /// after its own data request (a `fetch` of the same page with `spa_data=1`, answered after
 /// [`SPA_DATA_DELAY`]) has come back, well after the page's load event. Until then it shows no post.
+/// With `?spa=graphql` the data request is a GraphQL query, `POST /graphql` `{"operationName":"Posts"}`
+/// (answered after the same delay): a read the browser sends with a write method.
 fn spa_if_asked(req: &Request<Incoming>, page: String) -> String {
-    if query_param(req, "spa").as_deref() != Some("1") {
-        return page;
-    }
+    let data_request = match query_param(req, "spa").as_deref() {
+        Some("1") => {
+            "fetch(location.pathname + location.search + '&spa_data=1', { credentials: 'same-origin' })"
+        }
+        Some("graphql") => {
+            "fetch('/graphql', { method: 'POST', credentials: 'same-origin', headers: { 'content-type': \
+             'application/json' }, body: JSON.stringify({ operationName: 'Posts', query: 'query Posts($page: \
+             String!) { posts(page: $page) { id text author } }', variables: { page: location.pathname + location.search } }) })"
+        }
+        _ => return page,
+    };
     before_body_end(
         page,
-        "<script>(function () { var posts = Array.prototype.slice.call(document.querySelectorAll('article.post'));\n\
-         var spots = posts.map(function (a) { var m = document.createComment('post'); a.replaceWith(m); return m; });\n\
-         fetch(location.pathname + location.search + '&spa_data=1', { credentials: 'same-origin' })\n\
-         .then(function (r) { return r.text(); }).then(function () { requestAnimationFrame(function () {\n\
-         spots.forEach(function (m, i) { m.replaceWith(posts[i]); }); }); }); })();</script>",
+        &format!(
+            "<script>(function () {{ var posts = Array.prototype.slice.call(document.querySelectorAll('article.post'));\n\
+         var spots = posts.map(function (a) {{ var m = document.createComment('post'); a.replaceWith(m); return m; }});\n\
+         {data_request}\n\
+         .then(function (r) {{ return r.text(); }}).then(function () {{ requestAnimationFrame(function () {{\n\
+         spots.forEach(function (m, i) {{ m.replaceWith(posts[i]); }}); }}); }}); }})();</script>"
+        ),
     )
 }
 

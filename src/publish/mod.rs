@@ -1021,6 +1021,11 @@ async fn with_session(
     session
         .write_guard()
         .let_declared_through(plan.probe.non_publish_writes.clone(), plan.create.clone());
+    // Requests the contract declares reads by a write method (a GraphQL query) are sent like any read: the
+    // look, the compose page and the read-back may all need them.
+    session
+        .write_guard()
+        .let_reads_through(plan.probe.read_requests.clone(), plan.create.clone());
     // Look-before-write runs between the login and the compose page, never beside them: a page loaded at
     // the same time as the compose page can open a second session or mint a newer token (measured on a real
     // tracker: two CSRF tokens, the form posted with the stale one, 400: 10 of 35 posts lost). So the order

@@ -1,6 +1,7 @@
 //! The production lookup: the contract's read-back search in headless Chromium, one browser profile per
 //! account (logged-in sessions survive), evidence stored content-addressed. It only reads: the write guard
-//! of every session stays armed, so a page that tries to write during a lookup is blocked.
+//! of every session stays armed, so a page that tries to write during a lookup is blocked; only the requests
+//! the contract declares reads sent with a write method (`read_requests`: a GraphQL query) are sent.
 //!
 //! Each lookup takes the account's profile lock (as a publish does), launches Chromium, reads, and closes
 //! it: a long-running worker never holds a profile that a publish on this host needs.
@@ -22,6 +23,9 @@ pub struct BrowserLookup {
     /// The contract's create request: when its `url_regex` names the post (`(?P<id>...)`), the request
     /// an attempt sent says which post to read first.
     create: browser::CreatePattern,
+    /// The contract's declared read requests (a GraphQL query): a lookup sends them, as a page that reads
+    /// its posts that way shows nothing without them. Every other write stays blocked.
+    reads: Vec<browser::CreatePattern>,
     binding: Binding,
     store: Store,
     profiles: PathBuf,
@@ -35,6 +39,7 @@ impl BrowserLookup {
     pub fn new(
         plan: ReadbackPlan,
         create: browser::CreatePattern,
+        reads: Vec<browser::CreatePattern>,
         binding: Binding,
         store: Store,
         data_dir: &std::path::Path,
@@ -43,6 +48,7 @@ impl BrowserLookup {
         BrowserLookup {
             plan,
             create,
+            reads,
             binding,
             store,
             profiles: data_dir.join("profiles"),
@@ -104,6 +110,9 @@ impl PlatformLookup for BrowserLookup {
         let session = BrowserSession::launch(&opts)
             .await
             .map_err(|e| e.to_string())?;
+        session
+            .write_guard()
+            .let_reads_through(self.reads.clone(), self.create.clone());
         let sent_id = self.sent_id(intent).await?;
         let r = self.look(&session, &plan, &text, sent_id.as_deref()).await;
         session.close().await;

@@ -410,3 +410,8 @@ async fn conform_passes_every_cell_on_one_endpoint_told_apart_by_body() {
 async fn conform_passes_every_cell_on_a_control_below_the_fold() {
     conform_variant("below-fold", &[]).await;
 }
+
+#[tokio::test]
+async fn conform_passes_every_cell_on_a_graphql_app() {
+    conform_variant("graphql", &[]).await;
+}

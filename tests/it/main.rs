@@ -28,6 +28,7 @@ mod declared_writes;
 mod door;
 mod fixture_platform;
 mod format2;
+mod graphql;
 mod guard;
 mod lab_dokuwiki;
 mod lab_wordpress;

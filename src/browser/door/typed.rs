@@ -95,6 +95,25 @@ impl Watched {
     }
 }
 
+impl Watched {
+    /// Whether a request body (as UTF-8) carries this value: as a URL would (typed, percent- or
+    /// form-decoded, JSON-escaped, base64); a short value when a JSON string or a form value is it.
+    pub fn carried_by_body(&self, body: &str) -> bool {
+        match &self.whole {
+            Some(short) => {
+                let json = serde_json::to_string(short).unwrap_or_default();
+                body.contains(&json)
+                    || body.split('&').any(|pair| {
+                        pair.split_once('=').is_some_and(|(_, v)| {
+                            percent_decoded(&v.replace('+', " ")).trim() == short
+                        })
+                    })
+            }
+            None => self.carried_by(body),
+        }
+    }
+}
+
 fn percent_decoded(s: &str) -> String {
     percent_encoding::percent_decode_str(s)
         .decode_utf8_lossy()
@@ -124,6 +143,27 @@ mod tests {
 
     fn b64(s: &str) -> String {
         base64::engine::general_purpose::STANDARD.encode(s)
+    }
+
+    #[test]
+    fn a_body_carries_the_draft_as_a_url_would_and_a_short_one_as_a_whole_value() {
+        let long = Watched::of("first words of the draft").unwrap();
+        assert!(long.carried_by_body(r#"{"variables":{"q":"first words of the draft"}}"#));
+        assert!(long.carried_by_body("q=first+words+of+the+draft&x=1"));
+        assert!(!long.carried_by_body(r#"{"operationName":"Posts"}"#));
+        let short = Watched::of("hi \"x\"").unwrap();
+        assert!(
+            short.carried_by_body(r#"{"text":"hi \"x\""}"#),
+            "as a JSON string"
+        );
+        assert!(
+            short.carried_by_body("a=1&text=hi+%22x%22"),
+            "as a form value"
+        );
+        assert!(
+            !short.carried_by_body(r#"{"text":"hi \"x\" there"}"#),
+            "inside a longer value"
+        );
     }
 
     #[test]
