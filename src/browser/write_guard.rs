@@ -621,18 +621,20 @@ fn route(
     if response_stage {
         return Route::ContinueResponse;
     }
-    let carries = if is_read(method) {
-        carries_typed(url, &l.typed)
-    } else {
-        // A declared read whose body carries the draft (a "query" sending it between the fill and the
-        // press) is a write like a GET whose URL carries it.
-        facts.body.is_some_and(|b| body_carries_typed(b, &l.typed))
-    };
+    let carries = is_read(method) && carries_typed(url, &l.typed);
     if (is_read(method) && !carries) || preflight {
         return Route::Fetch;
     }
-    if !is_read(method) && !extra && !carries && l.reads.as_ref().is_some_and(|r| r.covers(&facts))
-    {
+    if !is_read(method) && !extra && l.reads.as_ref().is_some_and(|r| r.covers(&facts)) {
+        // A declared read whose body carries the draft (a "query" sending it between the fill and the
+        // press) is a write like a GET whose URL carries it: failed, never let through as a declared write.
+        if facts.body.is_some_and(|b| body_carries_typed(b, &l.typed)) {
+            return Route::Fail {
+                carries: true,
+                extra,
+                declared: false,
+            };
+        }
         l.reads_sent += 1;
         return Route::DeclaredRead;
     }

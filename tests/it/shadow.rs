@@ -194,6 +194,32 @@ async fn a_control_found_by_its_label_text_is_pressed_only_once_the_control_is_e
     published_once(&env, &contract, &text, 1).await;
 }
 
+/// The same design-system button labelled through a slot (`&slotted=text`: the host's own text node;
+/// `&slotted=element`: a `<span>` of the host), found by its label's text: the text shows once on the page,
+/// so it is one match (the element that holds it), never the host and the inner button as well, and the
+/// press lands once, when the button is enabled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_label_shown_through_a_slot_found_by_its_text_is_one_match_pressed_once() {
+    let env = start().await;
+    for (n, label) in ["text", "element"].into_iter().enumerate() {
+        let css = shadow_contract(
+            &env,
+            &format!("shadow-slotted-by-text-{label}-css"),
+            Some(&format!("/hostile/shadow?host_button=1&slotted={label}")),
+            Kept::CssOnly,
+        );
+        let by_css = std::fs::read_to_string(&css).unwrap();
+        let by_text = by_css.replace(
+            r##"locator = { strategies = [{ css = "#publish" }] }"##,
+            r#"locator = { strategies = [{ text = "Publish" }] }"#,
+        );
+        assert_ne!(by_text, by_css);
+        let contract = env.write_file(&format!("shadow-slotted-by-text-{label}.toml"), &by_text);
+        let text = unique(&format!("slotted {label} label found by its text"));
+        published_once(&env, &contract, &text, n as u64 + 1).await;
+    }
+}
+
 /// The longest run of pure black pixels in any row of the PNG at `path`: the contract's masks are filled
 /// pure black on evidence screenshots, which Fixturebook's pages otherwise never show.
 fn longest_black_run(path: &std::path::Path) -> u32 {
