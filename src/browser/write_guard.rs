@@ -679,9 +679,13 @@ impl Answerer {
                     return;
                 }
                 Route::Fetch => {
-                    // A page's data (fetch, XHR) is counted while it is out: see `data_reads`.
-                    let data = matches!(ev.resource_type, ResourceType::Fetch | ResourceType::Xhr)
-                        .then(|| DataRead::start(log, ev.frame_id.inner()));
+                    // A page's data (fetch, XHR, an event stream's piece) is counted while it is out: see
+                    // `data_reads`.
+                    let data = matches!(
+                        ev.resource_type,
+                        ResourceType::Fetch | ResourceType::Xhr | ResourceType::EventSource
+                    )
+                    .then(|| DataRead::start(log, ev.frame_id.inner()));
                     self.fetch_read(ev, &method, log).await;
                     drop(data);
                     return;

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use http_body_util::BodyExt;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -107,7 +108,15 @@ async fn serve_connection(
     let service = service_fn(move |req| {
         let shared = shared.clone();
         let control = svc_control.clone();
-        async move { Ok::<_, std::convert::Infallible>(routes::handle(req, shared, control).await) }
+        async move {
+            // The live feed's event stream (`?spa=sse`) is the one answer that streams: it stays open.
+            if req.method() == hyper::Method::GET && req.uri().path() == "/api/stream" {
+                return Ok::<_, std::convert::Infallible>(routes::event_stream());
+            }
+            Ok(routes::handle(req, shared, control)
+                .await
+                .map(BodyExt::boxed_unsync))
+        }
     });
     let conn = http1::Builder::new()
         .keep_alive(true)

@@ -875,6 +875,33 @@ fn shadow_if_asked(req: &Request<Incoming>, page: String) -> String {
     }
 }
 
+/// `GET /api/stream`: a live feed's server-sent event stream (`?spa=sse` pages). One `posts` event after
+/// [`SPA_DATA_DELAY`], then the stream stays open (25 s) as a live feed's does, sending nothing more.
+pub(crate) fn event_stream()
+-> Response<http_body_util::combinators::UnsyncBoxBody<Bytes, std::convert::Infallible>> {
+    let events = futures::stream::unfold(true, |first| async move {
+        if first {
+            tokio::time::sleep(SPA_DATA_DELAY).await;
+            let event = Bytes::from_static(b"event: posts\ndata: {\"ok\":true}\n\n");
+            Some((
+                Ok::<_, std::convert::Infallible>(hyper::body::Frame::data(event)),
+                false,
+            ))
+        } else {
+            tokio::time::sleep(Duration::from_secs(25)).await;
+            None
+        }
+    });
+    let mut r = Response::new(http_body_util::StreamBody::new(events).boxed_unsync());
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    r.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    r
+}
+
 /// How long the data request of a `?spa=1` page takes.
 const SPA_DATA_DELAY: Duration = Duration::from_millis(300);
 
@@ -882,7 +909,9 @@ const SPA_DATA_DELAY: Duration = Duration::from_millis(300);
 /// after its own data request (a `fetch` of the same page with `spa_data=1`, answered after
 /// [`SPA_DATA_DELAY`]) has come back, well after the page's load event. Until then it shows no post.
 /// With `?spa=graphql` the data request is a GraphQL query, `POST /graphql` `{"operationName":"Posts"}`
-/// (answered after the same delay): a read the browser sends with a write method.
+/// (answered after the same delay): a read the browser sends with a write method. With `?spa=sse` the posts
+/// come on a live feed's server-sent event stream (`GET /api/stream`, see [`event_stream`]), which stays open
+/// and which the page opens once it has loaded, as an app does when it has booted.
 fn spa_if_asked(req: &Request<Incoming>, page: String) -> String {
     let data_request = match query_param(req, "spa").as_deref() {
         Some("1") => {
@@ -892,6 +921,11 @@ fn spa_if_asked(req: &Request<Incoming>, page: String) -> String {
             "fetch('/graphql', { method: 'POST', credentials: 'same-origin', headers: { 'content-type': \
              'application/json' }, body: JSON.stringify({ operationName: 'Posts', query: 'query Posts($page: \
              String!) { posts(page: $page) { id text author } }', variables: { page: location.pathname + location.search } }) })"
+        }
+        Some("sse") => {
+            "new Promise(function (done) { window.addEventListener('load', function () { setTimeout(function () { \
+             var es = new EventSource('/api/stream'); es.addEventListener('posts', function () { \
+             done({ text: function () { return ''; } }); }); }, 0); }); })"
         }
         _ => return page,
     };

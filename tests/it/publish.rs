@@ -854,6 +854,21 @@ async fn posts_a_single_page_app_renders_after_loading_are_read_back() {
     read_back_then_found_before_writing(&env, &contract, &text, &earlier).await;
 }
 
+/// A platform whose post and search pages show their posts from a live feed's server-sent event stream
+/// (`?spa=sse`: `GET /api/stream` sends one event 300 ms after it opens and then stays open, as a live feed
+/// does). A fulfilled read gets its body whole, so the door hands an event stream over in pieces (what came
+/// once an event is in and the stream went quiet) and counts it as the page's data: the post is read back
+/// `published`, and the look before writing finds the account's own post. Before, the stream's read ended
+/// only at the door's 30 s bound, failed: the pages never showed a post (the look saw nothing and pressed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn posts_a_live_feed_sends_as_server_sent_events_are_read_back() {
+    let env = Env::start(Fault::default()).await;
+    let contract = env.write_file("sse.toml", &kit::read_pages_asking("spa=sse"));
+    let text = unique("sent on the live feed");
+    let earlier = unique("an earlier post the live feed shows");
+    read_back_then_found_before_writing(&env, &contract, &text, &earlier).await;
+}
+
 /// Publish `text` with `contract` (pressed once, read back `published`), then publish `earlier`, alice's
 /// own post made on the platform before (as by a lost run): the look before writing finds it, nothing is
 /// pressed.

@@ -5,8 +5,12 @@
 //! Measured with this design inside oncepost (write-channels-facts.md): no cost on ordinary pages (publish
 //! 1622 vs 1716 ms, 300 small scripts faster); a 20 MB body 999 ms vs 433 ms; a body of about 85 MB or more
 //! dropped the whole DevTools connection, so bodies are capped at [`MAX_READ_BODY`] and the one request
-//! above it fails. Streaming responses (server-sent events, long polls) reach the page only when they end:
-//! not supported, and bounded by the read timeout.
+//! above it fails. A fulfilled request gets its whole body at once, so a response that streams reaches the
+//! page only when it ends: a long poll ends by itself (bounded by the read timeout); a server-sent event
+//! stream (`text/event-stream`) never does, and a page that shows its posts from one (a live feed) would show
+//! nothing. So an event stream is handed over in pieces: what arrived once a complete event is in and the
+//! stream has been quiet [`EVENTS_QUIET`] (or [`EVENTS_MAX`] after it began), then the stream is closed; the
+//! page's `EventSource` fires those events and reconnects by itself (with `Last-Event-ID`) for the next.
 use std::time::Duration;
 
 use chromiumoxide::cdp::browser_protocol::fetch::EventRequestPaused;
@@ -21,6 +25,10 @@ pub const MAX_READ_BODY: usize = 32 * 1024 * 1024;
 const READ_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Whole-read bound.
 const READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// An event stream is handed over once it has held a complete event and been quiet this long...
+const EVENTS_QUIET: Duration = Duration::from_millis(150);
+/// ...or this long after its answer began, whatever it holds (an `EventSource` then reconnects).
+const EVENTS_MAX: Duration = Duration::from_secs(3);
 
 /// What the page gets for one read.
 #[derive(Debug)]
@@ -171,9 +179,29 @@ impl ReadFetcher {
                 )
             })
             .collect();
+        let event_stream = resp
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|t| t.trim_start().starts_with("text/event-stream"));
+        let began = tokio::time::Instant::now();
         let mut body = Vec::new();
         loop {
-            match resp.chunk().await {
+            let next = if event_stream {
+                // Quiet after a complete event, else until the stream's bound: then hand over what came.
+                let until = if holds_an_event(&body) {
+                    (tokio::time::Instant::now() + EVENTS_QUIET).min(began + EVENTS_MAX)
+                } else {
+                    began + EVENTS_MAX
+                };
+                match tokio::time::timeout_at(until, resp.chunk()).await {
+                    Ok(next) => next,
+                    Err(_) => break,
+                }
+            } else {
+                resp.chunk().await
+            };
+            match next {
                 Ok(Some(c)) => {
                     if body.len() + c.len() > MAX_READ_BODY {
                         return ReadAnswer::Fail {
@@ -206,6 +234,13 @@ impl ReadFetcher {
             body,
         }
     }
+}
+
+/// Whether an event-stream body holds at least one complete event (a blank line ends one).
+fn holds_an_event(body: &[u8]) -> bool {
+    body.windows(2).any(|w| w == b"\n\n")
+        || body.windows(4).any(|w| w == b"\r\n\r\n")
+        || body.windows(2).any(|w| w == b"\r\r")
 }
 
 #[cfg(test)]
@@ -252,6 +287,38 @@ mod tests {
             String::from_utf8_lossy(&head).to_ascii_lowercase()
         });
         (url, served)
+    }
+
+    /// A server-sent event stream that sends one event after 100 ms and then stays open (a live feed): the
+    /// page gets that event within the quiet bound, not after the 30 s read timeout (a failed read).
+    #[tokio::test]
+    async fn an_event_stream_is_handed_over_once_an_event_came_and_it_went_quiet() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/stream", listener.local_addr().unwrap());
+        let served = tokio::spawn(async move {
+            let (mut sock, _) = listener.accept().await.unwrap();
+            let mut buf = [0u8; 1024];
+            let _ = sock.read(&mut buf).await.unwrap();
+            sock.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\n")
+                .await
+                .unwrap();
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            sock.write_all(b"event: posts\ndata: {\"ok\":true}\n\n")
+                .await
+                .unwrap();
+            // Open until the reader goes (a live stream never ends by itself).
+            let _ = sock.read(&mut buf).await;
+        });
+        let t = std::time::Instant::now();
+        let answer = ReadFetcher::new().unwrap().fetch(&paused_get(&url)).await;
+        let took = t.elapsed();
+        let ReadAnswer::Fulfill { status, body, .. } = answer else {
+            panic!("{answer:?}");
+        };
+        assert_eq!(status, 200);
+        assert_eq!(body, b"event: posts\ndata: {\"ok\":true}\n\n");
+        assert!(took < EVENTS_MAX, "handed over after {took:?}");
+        served.await.unwrap();
     }
 
     /// A paused GET of `url` as Chromium reports it, with Chromium's own Accept-Encoding.
