@@ -208,6 +208,10 @@ impl<'a> ComposePage<'a> {
     ) -> Result<Opening<'a>, BrowserError> {
         let live = session.liveness();
         let page = session.open_page("open the compose page").await?;
+        // After the press this page may navigate to the new post at a URL made of its text (its title).
+        session
+            .write_guard()
+            .trust_navigations_of(page.target_id().inner());
         let dialogs = dialogs::install(session, &page, DialogPolicy::default()).await?;
         let mut at_compose = false;
         if let Some(u) = login_url {

@@ -540,6 +540,9 @@ async fn read_once(
         Some(page) => page,
         None => session.open_page("open a read-back page").await?,
     };
+    // After the press this page (and no other) may search by the typed text: its main frame's id is its
+    // target's.
+    session.write_guard().trust_reader(page.target_id().inner());
     // A page that opens a dialog while it loads ("Thanks for posting!") holds its load event and every
     // evaluation until the dialog is answered: without an answer the read waited out the navigation
     // bound and the post that was made could not be read back. Answered as the compose page's are

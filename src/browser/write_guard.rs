@@ -104,8 +104,15 @@ struct Log {
     faults: Vec<String>,
     paused: usize,
     takeover: Option<Takeover>,
-    /// What oncepost typed into the page, watched from the fill until the press (see `watch_typed`).
+    /// What oncepost typed into the page, watched from the fill on (see `watch_typed`).
     typed: Vec<Watched>,
+    /// The press armed the takeover: from now on oncepost's own read pages may carry the typed text (a
+    /// search by it), and only they.
+    pressed: bool,
+    /// The main frames of oncepost's read pages (the look's and the read-back's), by frame id.
+    readers: std::collections::HashSet<String>,
+    /// The main frames of oncepost's compose pages: after the press their navigations may carry the text.
+    navigators: std::collections::HashSet<String>,
     /// Declared non-publish writes let through (set by a publish; a probe never sets it).
     declared: Option<Declared>,
     /// Declared read requests (a write method that only reads: a GraphQL query), sent wherever the page may
@@ -244,8 +251,10 @@ impl WriteGuard {
         let (tx, rx) = oneshot::channel();
         let knocks_mark = self.door.sinkhole().mark();
         if let Ok(mut l) = self.log.lock() {
-            // From the press on the text may be read back legitimately (a search by it).
-            l.typed.clear();
+            // From the press on the text may be read back legitimately (a search by it), by oncepost's own
+            // read page; any other page's request carrying it (a resend by a GET, a "backup" beacon of the
+            // draft) stays a write (see `route`).
+            l.pressed = true;
             let (faults_mark, writes_mark) = (l.faults.len(), l.writes.len());
             l.takeover = Some(Takeover {
                 pattern,
@@ -305,9 +314,11 @@ impl WriteGuard {
             .into())
     }
 
-    /// Watch `value`, just typed into the page: until the press, a GET/HEAD whose URL carries it (as typed,
-    /// JSON-escaped or in base64; a short value as a whole path segment or query value: `door/typed.rs`) is
-    /// a write (the page sending the draft by a "read") and is failed before it leaves.
+    /// Watch `value`, just typed into the page: a GET/HEAD whose URL carries it (as typed, JSON-escaped or in
+    /// base64; a short value as a whole path segment or query value: `door/typed.rs`) is a write (the page
+    /// sending the draft by a "read", or sending the post again by one after the press) and is failed before
+    /// it leaves. After the press, only oncepost's read pages ([`WriteGuard::trust_reader`]) may carry it
+    /// (the read-back's search), and a page's own navigations (a post's page named by its title).
     pub(crate) fn watch_typed(&self, value: &str) {
         let Some(w) = Watched::of(value) else {
             return;
@@ -329,6 +340,23 @@ impl WriteGuard {
     /// are failed like every write and recorded with [`WriteAttempt::declared`] set.
     pub(crate) fn recognise_declared(&self, rules: Vec<CreatePattern>, create: CreatePattern) {
         self.declare(rules, create, false);
+    }
+
+    /// `frame_id` is the main frame of one of oncepost's own read pages: after the press its requests may
+    /// carry the typed text (the read-back searches by it).
+    pub(crate) fn trust_reader(&self, frame_id: &str) {
+        if let Ok(mut l) = self.log.lock() {
+            l.readers.insert(frame_id.to_string());
+        }
+    }
+
+    /// `frame_id` is the main frame of oncepost's compose page: after the press its navigations (not its
+    /// fetches, images or beacons, nor any frame inside it or window it opens) may carry the typed text, as
+    /// an app that shows the new post at a URL made of its title does.
+    pub(crate) fn trust_navigations_of(&self, frame_id: &str) {
+        if let Ok(mut l) = self.log.lock() {
+            l.navigators.insert(frame_id.to_string());
+        }
     }
 
     /// Send the contract's declared read requests from now on (a publish, a probe and a lookup call this):
@@ -419,6 +447,9 @@ impl WriteGuard {
         }
         l.takeover = None;
         l.typed.clear();
+        l.pressed = false;
+        l.readers.clear();
+        l.navigators.clear();
         l.declared = None;
         l.reads = None;
         l.reads_sent = 0;
@@ -483,6 +514,10 @@ struct Paused<'a> {
     /// before a cross-origin write; it asks a question and changes nothing, so it is fetched like a read
     /// and the actual request that follows is judged on its own.
     preflight: bool,
+    /// The frame that made it.
+    frame_id: &'a str,
+    /// A navigation (a document), not a page's own fetch, image, script or beacon.
+    document: bool,
 }
 
 impl Paused<'_> {
@@ -506,6 +541,8 @@ impl Paused<'_> {
             body,
             response_stage: ev.response_status_code.is_some() || ev.response_error_reason.is_some(),
             preflight,
+            frame_id: ev.frame_id.inner(),
+            document: matches!(ev.resource_type, ResourceType::Document),
         }
     }
 
@@ -589,6 +626,8 @@ fn route(
         url,
         response_stage,
         preflight,
+        frame_id,
+        document,
         ..
     } = p;
     let Ok(mut l) = log.lock() else {
@@ -621,14 +660,20 @@ fn route(
     if response_stage {
         return Route::ContinueResponse;
     }
-    let carries = is_read(method) && carries_typed(url, &l.typed);
+    // Until the press every request is watched for the typed text; after it, oncepost's own read pages may
+    // carry it (the read-back searches by it), and so may the compose page's own navigation (an app that
+    // shows the new post at a URL made of its title). A page's fetch, image or beacon carrying it after the
+    // press, or a frame or window navigated to such a URL, is the post sent again by a "read": failed.
+    let may_carry = l.pressed
+        && (l.readers.contains(frame_id) || (document && l.navigators.contains(frame_id)));
+    let carries = is_read(method) && !may_carry && carries_typed(url, &l.typed);
     if (is_read(method) && !carries) || preflight {
         return Route::Fetch;
     }
     if !is_read(method) && !extra && l.reads.as_ref().is_some_and(|r| r.covers(&facts)) {
         // A declared read whose body carries the draft (a "query" sending it between the fill and the
         // press) is a write like a GET whose URL carries it: failed, never let through as a declared write.
-        if facts.body.is_some_and(|b| body_carries_typed(b, &l.typed)) {
+        if !may_carry && facts.body.is_some_and(|b| body_carries_typed(b, &l.typed)) {
             return Route::Fail {
                 carries: true,
                 extra,
@@ -852,6 +897,7 @@ mod tests {
             faults_mark: 0,
             writes_mark: 0,
         });
+        log.lock().unwrap().pressed = true;
         rx
     }
 
@@ -863,6 +909,8 @@ mod tests {
             body: Some(Vec::new()),
             response_stage,
             preflight: false,
+            frame_id: "frame-1",
+            document: false,
         }
     }
 
@@ -918,7 +966,48 @@ mod tests {
                 declared: false
             }
         );
-        assert_eq!(log.lock().unwrap().paused, 6);
+        // After the press the page's own GET carrying the text is the post sent again: failed. oncepost's
+        // read page may search by it, and a navigation may name the new post by it.
+        let resend = req("GET", "http://x/api/create?text=Quarterly+results", false);
+        assert_eq!(
+            route(&log, resend.clone(), take),
+            Route::Fail {
+                carries: true,
+                extra: false,
+                declared: false
+            }
+        );
+        log.lock().unwrap().readers.insert("reader".into());
+        let search = Paused {
+            frame_id: "reader",
+            ..req("GET", "http://x/search?q=Quarterly+results", false)
+        };
+        assert_eq!(route(&log, search, take), Route::Fetch);
+        let shown = Paused {
+            document: true,
+            ..req("GET", "http://x/items/Quarterly+results", false)
+        };
+        assert_eq!(
+            route(&log, shown.clone(), take),
+            Route::Fail {
+                carries: true,
+                extra: false,
+                declared: false
+            },
+            "a frame navigated to the post's URL: not the compose page"
+        );
+        log.lock().unwrap().navigators.insert("frame-1".into());
+        assert_eq!(route(&log, shown, take), Route::Fetch);
+        assert_eq!(
+            route(&log, resend, take),
+            Route::Fail {
+                carries: true,
+                extra: false,
+                declared: false
+            },
+            "the compose page's own fetch is no navigation"
+        );
+        assert_eq!(log.lock().unwrap().paused, 11);
     }
 
     fn rule(method: &str, re: &str, exclude: Option<&str>) -> CreatePattern {

@@ -139,6 +139,9 @@ pub const HOSTILE_VARIANTS: &[HostileVariant] = &[
     writes("cross-origin", "POST /api/sink/cross-origin", Trigger::Load),
     // An analytics "pixel": every keystroke sends the draft in a GET's query (`/api/pixel?d=...`).
     writes("pixel", "GET /api/pixel", Trigger::InputText),
+    // The press also sends the post again by a GET (`/api/create?text=...`), which this platform honours: a
+    // second copy, unless the door fails it (the typed text is watched after the press too).
+    writes("resend-get", "GET /api/create", Trigger::Press),
     // Publishes over a WebSocket opened on load (drafts on every keystroke), as LiveView-style apps do.
     HostileVariant {
         name: "websocket",

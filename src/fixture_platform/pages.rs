@@ -26,6 +26,7 @@ const HOSTILE: &[&str] = &[
     "autosave",
     "beacon",
     "pixel",
+    "resend-get",
     "websocket",
     "websocket-on-publish",
     "channels",
@@ -65,6 +66,7 @@ const HOSTILE: &[&str] = &[
 {%- when "autosave" %}{% include "hostile/autosave.html" %}
 {%- when "beacon" %}{% include "hostile/beacon.html" %}
 {%- when "pixel" %}{% include "hostile/pixel.html" %}
+{%- when "resend-get" %}{% include "hostile/resend-get.html" %}
 {#- The same page; it opens its WebSocket only on the click when served under the second name. #}
 {%- when "websocket" | "websocket-on-publish" %}{% include "hostile/websocket.html" %}
 {%- when "channels" %}{% include "hostile/channels.html" %}

@@ -211,6 +211,33 @@ pub(crate) async fn handle(
             }
             respond(StatusCode::NO_CONTENT, "image/gif", Bytes::new())
         }
+        // An old API this platform still honours: a post made by a GET (`/hostile/resend-get` sends one on the
+        // press). Counted under other writes as `GET /api/create` and stored as the session's account.
+        (&Method::GET, ["api", "create"]) => {
+            let text = query_param(&req, "text").unwrap_or_default();
+            shared
+                .lock_stats()
+                .record_other_write("GET /api/create".into());
+            if text.trim().is_empty() {
+                json(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    &serde_json::json!({"error": "text is empty"}),
+                )
+            } else {
+                let account = match &session {
+                    Some(_) if viewer.account != ANONYMOUS => viewer.account.clone(),
+                    _ => ANONYMOUS.to_owned(),
+                };
+                let post = shared.lock_state().add_post(text, None, account);
+                if let Err(e) = shared.persist().await {
+                    tracing::error!(error = %e, "fixture platform could not persist a post");
+                }
+                json(
+                    StatusCode::CREATED,
+                    &serde_json::json!({"id": post.id, "url": format!("/p/{}", post.id)}),
+                )
+            }
+        }
         (&Method::GET, ["api", "live"]) => {
             let account = match session {
                 Some(_) if viewer.account != ANONYMOUS => viewer.account.clone(),

@@ -530,6 +530,48 @@ async fn a_get_that_carries_the_typed_text_packed_or_short_never_leaves() {
     }
 }
 
+/// A page that sends the post again by a GET on the press (`/hostile/resend-get`: `fetch('/api/create?text=')`,
+/// kept alive past the navigation, which this platform honours). The typed text is watched after the press
+/// too: only oncepost's own read page may carry it (the read-back's search), so the resend is failed before
+/// it leaves, the post goes out once and is read back. Before, the watch ended at the press: the GET went out
+/// as a read and the platform made a second copy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_get_that_resends_the_post_after_the_press_never_leaves() {
+    let env = Env::start(Fault::new(FaultMode::Normal)).await;
+    let contract = env.contract(Some("resend-get"), None);
+    let text = unique("sent once, never again by a get");
+    let (code, v, err) = env.publish(&contract, &text).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["state"], "published", "{v}");
+    assert_eq!(env.stats().writes_to("GET /api/create"), 0, "{v}");
+    assert_eq!(env.copies(&text), 1, "one copy");
+    let intent = env.show(v["key"].as_str().unwrap()).await;
+    assert!(
+        intent.to_string().contains("/api/create"),
+        "the resend is in the write log: {intent}"
+    );
+}
+
+/// After the press the compose page's own navigation may carry the text: an app that shows the new post at a
+/// URL made of it (`/compose?nav_text=1`: `/p/ID?from=<the post>`) gets there, nothing is recorded as a
+/// write, and the post is read back once. (A frame or window navigated there, or a fetch, is failed: the
+/// write guard's unit tests.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_compose_pages_own_navigation_may_carry_the_text_after_the_press() {
+    let env = Env::start(Fault::new(FaultMode::Normal)).await;
+    let contract = env.write_file("nav-text.toml", &kit::compose_asking("nav_text=1"));
+    let text = unique("shown at a url that carries it");
+    let (code, v, err) = env.publish(&contract, &text).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["state"], "published", "{v}");
+    assert_eq!(env.copies(&text), 1);
+    let intent = env.show(v["key"].as_str().unwrap()).await;
+    assert!(
+        !intent.to_string().contains("from="),
+        "the navigation is no write: {intent}"
+    );
+}
+
 /// A compose page framed from another site (`/hostile/cross-origin`: `localhost` for `127.0.0.1`), which
 /// Chromium runs as an out-of-process iframe with a target of its own, writes as soon as it loads (a fetch
 /// and a beacon). The door is browser-wide: a probe reports both writes from the frame, and neither reached
