@@ -567,19 +567,30 @@ async fn read_once(
             page.goto(url),
         )
         .await?;
-        let mut listed_at = Instant::now();
+        let navigated = Instant::now();
+        let mut listed_at = navigated;
         let (mut listed, mut verdict) = list_items(&page, live, plan, judge).await?;
         // A page that fetches its posts after it loaded (a single-page app: its load event does not wait for
         // them) shows none yet. Unless the post is already there, wait for the page's own data reads (fetch
         // and XHR, every one of which the door answers) to end and stay quiet, then list again, until a
-        // listing came after they had settled. A page that made none (a server-rendered page) costs nothing.
+        // listing came after they had settled. A page that starts them only once it has booted (after its
+        // load event, on a timer) may not have started one yet when it is first listed: a page that has made
+        // none since it loaded is given [`DATA_BOOT`] from its load to start one before its listing is
+        // trusted (a server-rendered page without the post: that long, once).
         let frame = page.target_id().inner().clone();
         let until = Instant::now() + navigation_timeout.min(DATA_SETTLE_MAX);
         while !matches!(verdict.0, ReadVerdict::Match { .. }) {
             let reads = session.write_guard().data_reads(&frame);
             let settled_before = |t: Instant| t + DATA_QUIET <= listed_at;
             if reads.in_flight == 0 && reads.last.is_none_or(settled_before) {
-                break;
+                let booted = navigated + DATA_BOOT;
+                let read_since_load = reads.last.is_some_and(|t| t >= navigated);
+                let now = Instant::now();
+                if read_since_load || now >= booted {
+                    break;
+                }
+                tokio::time::sleep(DATA_POLL.min(booted - now)).await;
+                continue;
             }
             let quiet_now =
                 reads.in_flight == 0 && reads.last.is_some_and(|t| t.elapsed() >= DATA_QUIET);
@@ -633,6 +644,9 @@ async fn read_once(
 
 /// How long a page's data reads must have been quiet before a listing is trusted to show what they brought.
 const DATA_QUIET: Duration = Duration::from_millis(100);
+/// How long after its load a page that has made no data read yet may still start one (an app that boots on
+/// its load event and then fetches) before its listing is trusted.
+const DATA_BOOT: Duration = Duration::from_millis(100);
 /// How long a read waits at most for a page's data reads to settle (within the navigation bound).
 const DATA_SETTLE_MAX: Duration = Duration::from_secs(5);
 /// How often the data reads are looked at while they are out.

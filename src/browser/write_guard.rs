@@ -362,7 +362,8 @@ impl WriteGuard {
     /// Send the contract's declared read requests from now on (a publish, a probe and a lookup call this):
     /// requests with a write method that only read (a GraphQL query), which a page may need to show its
     /// compose form or its posts. Never one matching `create`, never one whose body carries the typed text
-    /// (from the fill until the press), never while it could be the armed create request.
+    /// (from the fill on, but on oncepost's read page after the press), never while it could be the armed
+    /// create request.
     pub(crate) fn let_reads_through(&self, rules: Vec<CreatePattern>, create: CreatePattern) {
         if let Ok(mut l) = self.log.lock() {
             l.reads = (!rules.is_empty()).then_some(Declared {

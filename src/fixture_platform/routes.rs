@@ -938,7 +938,7 @@ const SPA_DATA_DELAY: Duration = Duration::from_millis(300);
 /// With `?spa=graphql` the data request is a GraphQL query, `POST /graphql` `{"operationName":"Posts"}`
 /// (answered after the same delay): a read the browser sends with a write method. With `?spa=sse` the posts
 /// come on a live feed's server-sent event stream (`GET /api/stream`, see [`event_stream`]), which stays open
-/// and which the page opens once it has loaded, as an app does when it has booted.
+/// and which the page opens 25 ms after it has loaded, as an app does once it has booted.
 fn spa_if_asked(req: &Request<Incoming>, page: String) -> String {
     let data_request = match query_param(req, "spa").as_deref() {
         Some("1") => {
@@ -952,7 +952,7 @@ fn spa_if_asked(req: &Request<Incoming>, page: String) -> String {
         Some("sse") => {
             "new Promise(function (done) { window.addEventListener('load', function () { setTimeout(function () { \
              var es = new EventSource('/api/stream'); es.addEventListener('posts', function () { \
-             done({ text: function () { return ''; } }); }); }, 0); }); })"
+             done({ text: function () { return ''; } }); }); }, 25); }); })"
         }
         _ => return page,
     };

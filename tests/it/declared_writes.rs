@@ -150,23 +150,8 @@ async fn a_probe_sends_no_declared_write_and_reports_them_apart_from_alarms() {
     let base = env.base_url();
     for declare in [true, false] {
         let contract = env.contract(declare, "");
-        let c = contract.to_string_lossy().into_owned();
-        let (code, out, err) = env
-            .run(&[
-                "probe",
-                "--json",
-                "--contract",
-                &c,
-                "--base-url",
-                &base,
-                "--account",
-                "alice",
-                "--fill",
-                "--observe-ms",
-                "1500",
-            ])
-            .await;
-        let r: Value = serde_json::from_str(&out).unwrap_or(Value::Null);
+        let (code, r, err) = env.kit.probe_fill(&contract, 1500).await;
+        let out = r.to_string();
         let declared = r["declared_writes"].as_array().cloned().unwrap_or_default();
         let writes = r["writes"].as_array().cloned().unwrap_or_default();
         let has = |l: &[Value], path: &str| {

@@ -73,25 +73,9 @@ impl Env {
     /// `probe --json --fill` (observing 1.5 s after the checks) of `contract`; it must exit 3 (a write was
     /// attempted). The report.
     async fn probe_fill(&self, contract: &Path) -> Value {
-        let c = contract.to_string_lossy().into_owned();
-        let base = self.base_url();
-        let (code, out, err) = self
-            .run(&[
-                "probe",
-                "--json",
-                "--contract",
-                &c,
-                "--base-url",
-                &base,
-                "--account",
-                "alice",
-                "--fill",
-                "--observe-ms",
-                "1500",
-            ])
-            .await;
-        assert_eq!(code, 3, "{out} {err}");
-        serde_json::from_str(&out).unwrap_or(Value::Null)
+        let (code, report, err) = self.kit.probe_fill(contract, 1500).await;
+        assert_eq!(code, 3, "{report} {err}");
+        report
     }
 }
 

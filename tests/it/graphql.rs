@@ -13,7 +13,6 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use oncepost::fixture_platform::{Fault, FaultMode};
-use serde_json::Value;
 
 use crate::kit::{self, unique};
 
@@ -128,31 +127,15 @@ async fn a_probe_sends_the_declared_queries_and_nothing_else() {
     let without_reads = full.split("[[read_requests]]").next().unwrap();
     let undeclared = env.write_file("graphql-undeclared.toml", without_reads);
     for (declared, c) in [(true, contract()), (false, undeclared)] {
-        let c = c.to_string_lossy().into_owned();
-        let (code, out, err) = env
-            .run(&[
-                "probe",
-                "--json",
-                "--contract",
-                &c,
-                "--base-url",
-                &base,
-                "--account",
-                "alice",
-                "--fill",
-                "--observe-ms",
-                "800",
-            ])
-            .await;
-        let r: Value = serde_json::from_str(&out).unwrap_or(Value::Null);
+        let (code, r, err) = env.probe_fill(&c, 800).await;
         let writes = r["writes"].as_array().cloned().unwrap_or_default();
         if declared {
-            assert_eq!(code, 0, "{out} {err}");
+            assert_eq!(code, 0, "{r} {err}");
             assert_eq!(r["verdict"], "pass", "{r}");
             assert!(r["read_requests_sent"].as_u64() >= Some(1), "{r}");
             assert!(writes.is_empty(), "{r}");
         } else {
-            assert_ne!(code, 0, "{out} {err}");
+            assert_ne!(code, 0, "{r} {err}");
             assert!(
                 writes
                     .iter()

@@ -125,23 +125,8 @@ async fn a_probe_sends_no_draft_save_and_reports_it_declared() {
     let env = start().await;
     let c = contract(&env, true);
     let base = env.base_url();
-    let (code, out, err) = env
-        .run(&[
-            "probe",
-            "--json",
-            "--contract",
-            c.to_str().unwrap(),
-            "--base-url",
-            &base,
-            "--account",
-            "alice",
-            "--fill",
-            "--observe-ms",
-            "800",
-        ])
-        .await;
-    assert_eq!(code, 0, "{out} {err}");
-    let r: Value = serde_json::from_str(&out).unwrap();
+    let (code, r, err) = env.probe_fill(&c, 800).await;
+    assert_eq!(code, 0, "{r} {err}");
     let declared = r["declared_writes"].as_array().cloned().unwrap_or_default();
     assert!(
         declared

@@ -177,19 +177,7 @@ async fn a_design_system_button_labelled_through_a_slot_is_found_by_its_name_and
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_control_found_by_its_label_text_is_pressed_only_once_the_control_is_enabled() {
     let env = start().await;
-    let css = shadow_contract(
-        &env,
-        "shadow-by-text-css",
-        Some("/hostile/shadow?host_button=1"),
-        Kept::CssOnly,
-    );
-    let by_css = std::fs::read_to_string(&css).unwrap();
-    let by_text = by_css.replace(
-        r##"locator = { strategies = [{ css = "#publish" }] }"##,
-        r#"locator = { strategies = [{ text = "Publish" }] }"#,
-    );
-    assert_ne!(by_text, by_css);
-    let contract = env.write_file("shadow-by-text.toml", &by_text);
+    let contract = publish_by_its_text(&env, "shadow-by-text", "/hostile/shadow?host_button=1");
     let text = unique("found by its label");
     published_once(&env, &contract, &text, 1).await;
 }
@@ -202,22 +190,27 @@ async fn a_control_found_by_its_label_text_is_pressed_only_once_the_control_is_e
 async fn a_label_shown_through_a_slot_found_by_its_text_is_one_match_pressed_once() {
     let env = start().await;
     for (n, label) in ["text", "element"].into_iter().enumerate() {
-        let css = shadow_contract(
+        let contract = publish_by_its_text(
             &env,
-            &format!("shadow-slotted-by-text-{label}-css"),
-            Some(&format!("/hostile/shadow?host_button=1&slotted={label}")),
-            Kept::CssOnly,
+            &format!("shadow-slotted-by-text-{label}"),
+            &format!("/hostile/shadow?host_button=1&slotted={label}"),
         );
-        let by_css = std::fs::read_to_string(&css).unwrap();
-        let by_text = by_css.replace(
-            r##"locator = { strategies = [{ css = "#publish" }] }"##,
-            r#"locator = { strategies = [{ text = "Publish" }] }"#,
-        );
-        assert_ne!(by_text, by_css);
-        let contract = env.write_file(&format!("shadow-slotted-by-text-{label}.toml"), &by_text);
         let text = unique(&format!("slotted {label} label found by its text"));
         published_once(&env, &contract, &text, n as u64 + 1).await;
     }
+}
+
+/// The shadow contract on `page` (css locators only) with the publish control found by its label's text
+/// (`{ text = "Publish" }`), written as `NAME.toml`.
+fn publish_by_its_text(env: &Env, name: &str, page: &str) -> std::path::PathBuf {
+    let css = shadow_contract(env, &format!("{name}-css"), Some(page), Kept::CssOnly);
+    let by_css = std::fs::read_to_string(&css).unwrap();
+    let by_text = by_css.replace(
+        r##"locator = { strategies = [{ css = "#publish" }] }"##,
+        r#"locator = { strategies = [{ text = "Publish" }] }"#,
+    );
+    assert_ne!(by_text, by_css);
+    env.write_file(&format!("{name}.toml"), &by_text)
 }
 
 /// The longest run of pure black pixels in any row of the PNG at `path`: the contract's masks are filled

@@ -1,6 +1,6 @@
 //! Whether a "read" carries what oncepost typed into the page: a GET or HEAD whose URL holds the draft is a
 //! write (an analytics pixel, a draft-sync GET, a page that creates by a GET), failed before it leaves from
-//! the fill until the press.
+//! the fill on (after the press, oncepost's own read page may carry it: the read-back searches by it).
 //!
 //! A page does not have to send the text as typed. What is looked for, in the URL as it is, percent-decoded
 //! and form-decoded (`+` as a space):

@@ -159,6 +159,31 @@ impl Env {
         self.oncepost.show(key).await
     }
 
+    /// `probe --json --contract C --base-url B --account alice --fill --observe-ms MS` at this platform:
+    /// (exit code, the report or `Value::Null`, stderr).
+    pub async fn probe_fill(&self, contract: &Path, observe_ms: u64) -> (i32, Value, String) {
+        let (c, base, ms) = (
+            contract.to_string_lossy().into_owned(),
+            self.base_url(),
+            observe_ms.to_string(),
+        );
+        self.oncepost
+            .run_json(&[
+                "probe",
+                "--json",
+                "--contract",
+                &c,
+                "--base-url",
+                &base,
+                "--account",
+                "alice",
+                "--fill",
+                "--observe-ms",
+                &ms,
+            ])
+            .await
+    }
+
     /// A publish (`run`: its exit code, JSON report and stderr) that was refused before its press: exit 11,
     /// `failed`, nothing pressed, the intent's history saying `why`, and no create request at the platform.
     pub async fn assert_failed_before_the_press(&self, run: (i32, Value, String), why: &str) {
