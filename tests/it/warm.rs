@@ -372,3 +372,32 @@ async fn a_send_over_leaves_no_popup_watcher_in_the_browser() {
     }
     session.close().await;
 }
+
+/// A GraphQL app on one warm browser (`fixtures/contracts/graphql.toml`): the contract's read requests are
+/// the send's, forgotten between sends with the rest of its guard, and let through again by the next one:
+/// each of three queued posts is made once, each send's compose page learns who is logged in (its
+/// `Viewer` query) and reads back through `Posts`, all in one launch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn each_warm_send_of_a_graphql_app_sends_its_own_declared_queries() {
+    let env = env(Backend::Sqlite).await;
+    let contract = kit::repo_path("fixtures/contracts/graphql.toml");
+    let dir = tempfile::tempdir().unwrap();
+    let (chromium, count) = counting_chromium(dir.path());
+    let texts: Vec<String> = (1..=3)
+        .map(|i| unique(&format!("warm graphql post {i}")))
+        .collect();
+    let before = env.arrivals();
+    let keys = submit_all(&env, &contract, &texts).await;
+    let worker = Worker::start(&env, &chromium, &[]);
+    let states = rested(&env, &keys).await;
+    let (code, out, err) = worker.stop().await;
+    assert_eq!(code, 0, "{out} {err}");
+    assert_eq!(states, ["published"; 3], "{out}\n{err}");
+    let copies: Vec<usize> = texts.iter().map(|t| env.copies(t)).collect();
+    assert_eq!(copies, [1, 1, 1]);
+    assert_eq!(env.arrivals(), before + 3);
+    let stats = env.stats();
+    assert_eq!(stats.writes_to("POST /graphql Viewer"), 3, "{stats:?}");
+    assert!(stats.writes_to("POST /graphql Posts") >= 6, "{stats:?}");
+    assert_eq!(launches(&count), 1, "the sends shared one browser");
+}
