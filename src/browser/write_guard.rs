@@ -590,6 +590,16 @@ struct DataRead<'a> {
 }
 
 impl<'a> DataRead<'a> {
+    /// Counted while it is out when `ev` is the page's data (a fetch, an XHR, an event stream's piece; not
+    /// a document, script or image): see [`WriteGuard::data_reads`].
+    fn of_page_data(log: &'a Mutex<Log>, ev: &EventRequestPaused) -> Option<DataRead<'a>> {
+        matches!(
+            ev.resource_type,
+            ResourceType::Fetch | ResourceType::Xhr | ResourceType::EventSource
+        )
+        .then(|| DataRead::start(log, ev.frame_id.inner()))
+    }
+
     fn start(log: &'a Mutex<Log>, frame_id: &str) -> DataRead<'a> {
         if let Ok(mut l) = log.lock() {
             let r = l.data_reads.entry(frame_id.to_string()).or_default();
@@ -725,13 +735,7 @@ impl Answerer {
                     return;
                 }
                 Route::Fetch => {
-                    // A page's data (fetch, XHR, an event stream's piece) is counted while it is out: see
-                    // `data_reads`.
-                    let data = matches!(
-                        ev.resource_type,
-                        ResourceType::Fetch | ResourceType::Xhr | ResourceType::EventSource
-                    )
-                    .then(|| DataRead::start(log, ev.frame_id.inner()));
+                    let data = DataRead::of_page_data(log, ev);
                     self.fetch_read(ev, &method, log).await;
                     drop(data);
                     return;
@@ -742,9 +746,8 @@ impl Answerer {
                 }
                 Route::DeclaredRead => {
                     // Counted like a GET the page fetches for its data: a page that renders its posts from
-                    // a GraphQL query is read only once that query came back (see `data_reads`).
-                    let data = matches!(ev.resource_type, ResourceType::Fetch | ResourceType::Xhr)
-                        .then(|| DataRead::start(log, ev.frame_id.inner()));
+                    // a GraphQL query is read only once that query came back.
+                    let data = DataRead::of_page_data(log, ev);
                     let answer = self.door.reads().send_declared(ev).await;
                     self.hand_to_page(ev, &ev.request.method, answer, log).await;
                     drop(data);

@@ -273,22 +273,43 @@ mod through_the_binary {
 async fn nothing_of_one_send_lives_into_the_next() {
     let env = env(Backend::Sqlite).await;
     let contract = env.write_file("outbox.toml", &kit::hostile_contract_text("outbox", None));
+    let before = env.arrivals();
+    let run = three_warm_sends(&env, &contract, "outbox post").await;
+    assert_eq!(run.copies, [1, 1, 1], "{:?}\n{}", run.states, run.out);
+    assert_eq!(run.states, ["published"; 3], "{}", run.out);
+    assert_eq!(env.arrivals(), before + 3);
+    assert_eq!(run.launches, 1, "the sends shared one browser");
+}
+
+/// What one worker did with three queued posts (see [`three_warm_sends`]).
+struct WarmRun {
+    /// The states the posts rested in, in order.
+    states: Vec<String>,
+    /// Each post's copies on the platform.
+    copies: Vec<usize>,
+    /// Chromium launches.
+    launches: usize,
+    /// The worker's output.
+    out: String,
+}
+
+/// Three posts (`LABEL 1..3`) of alice queued through `contract` and run by one worker on a counting
+/// Chromium, which is stopped afterwards (exit 0).
+async fn three_warm_sends(env: &Env, contract: &Path, label: &str) -> WarmRun {
     let dir = tempfile::tempdir().unwrap();
     let (chromium, count) = counting_chromium(dir.path());
-    let texts: Vec<String> = (1..=3)
-        .map(|i| unique(&format!("outbox post {i}")))
-        .collect();
-    let before = env.arrivals();
-    let keys = submit_all(&env, &contract, &texts).await;
-    let worker = Worker::start(&env, &chromium, &[]);
-    let states = rested(&env, &keys).await;
+    let texts: Vec<String> = (1..=3).map(|i| unique(&format!("{label} {i}"))).collect();
+    let keys = submit_all(env, contract, &texts).await;
+    let worker = Worker::start(env, &chromium, &[]);
+    let states = rested(env, &keys).await;
     let (code, out, err) = worker.stop().await;
     assert_eq!(code, 0, "{out} {err}");
-    let copies: Vec<usize> = texts.iter().map(|t| env.copies(t)).collect();
-    assert_eq!(copies, [1, 1, 1], "{states:?}\n{out}\n{err}");
-    assert_eq!(states, ["published"; 3], "{out}\n{err}");
-    assert_eq!(env.arrivals(), before + 3);
-    assert_eq!(launches(&count), 1, "the sends shared one browser");
+    WarmRun {
+        states,
+        copies: texts.iter().map(|t| env.copies(t)).collect(),
+        launches: launches(&count),
+        out: format!("{out}\n{err}"),
+    }
 }
 
 /// A warm browser that dies while it waits (its Chromium SIGKILLed between two sends) is not used: the next
@@ -381,23 +402,13 @@ async fn a_send_over_leaves_no_popup_watcher_in_the_browser() {
 async fn each_warm_send_of_a_graphql_app_sends_its_own_declared_queries() {
     let env = env(Backend::Sqlite).await;
     let contract = kit::repo_path("fixtures/contracts/graphql.toml");
-    let dir = tempfile::tempdir().unwrap();
-    let (chromium, count) = counting_chromium(dir.path());
-    let texts: Vec<String> = (1..=3)
-        .map(|i| unique(&format!("warm graphql post {i}")))
-        .collect();
     let before = env.arrivals();
-    let keys = submit_all(&env, &contract, &texts).await;
-    let worker = Worker::start(&env, &chromium, &[]);
-    let states = rested(&env, &keys).await;
-    let (code, out, err) = worker.stop().await;
-    assert_eq!(code, 0, "{out} {err}");
-    assert_eq!(states, ["published"; 3], "{out}\n{err}");
-    let copies: Vec<usize> = texts.iter().map(|t| env.copies(t)).collect();
-    assert_eq!(copies, [1, 1, 1]);
+    let run = three_warm_sends(&env, &contract, "warm graphql post").await;
+    assert_eq!(run.states, ["published"; 3], "{}", run.out);
+    assert_eq!(run.copies, [1, 1, 1]);
     assert_eq!(env.arrivals(), before + 3);
     let stats = env.stats();
     assert_eq!(stats.writes_to("POST /graphql Viewer"), 3, "{stats:?}");
     assert!(stats.writes_to("POST /graphql Posts") >= 6, "{stats:?}");
-    assert_eq!(launches(&count), 1, "the sends shared one browser");
+    assert_eq!(run.launches, 1, "the sends shared one browser");
 }
