@@ -475,6 +475,12 @@ fn read_log<'a>(log: &'a Mutex<Log>, during: &str) -> Result<MutexGuard<'a, Log>
 }
 
 /// Whether `url` carries one of `typed`.
+/// The query of `url` (what follows its first `?`, without a fragment); empty when it has none.
+fn query_of(url: &str) -> &str {
+    let query = url.split_once('?').map_or("", |(_, q)| q);
+    query.split_once('#').map_or(query, |(q, _)| q)
+}
+
 fn carries_typed(url: &str, typed: &[Watched]) -> bool {
     typed.iter().any(|w| w.carried_by(url))
 }
@@ -672,12 +678,17 @@ fn route(
         return Route::ContinueResponse;
     }
     // Until the press every request is watched for the typed text; after it, oncepost's own read pages may
-    // carry it (the read-back searches by it), and so may the compose page's own navigation (an app that
-    // shows the new post at a URL made of its title). A page's fetch, image or beacon carrying it after the
-    // press, or a frame or window navigated to such a URL, is the post sent again by a "read": failed.
-    let may_carry = l.pressed
-        && (l.readers.contains(frame_id) || (document && l.navigators.contains(frame_id)));
-    let carries = is_read(method) && !may_carry && carries_typed(url, &l.typed);
+    // carry it (the read-back searches by it), and so may the path of the compose page's own navigation (an
+    // app that shows the new post at a URL made of its title), never its query: a query carrying the post is
+    // how a form sends it by GET (`/create?text=...`, a form without `method` whose script did not stop its
+    // default submission, or a page that navigates itself there), and a platform that honours it makes a
+    // second copy. A page's fetch, image or beacon carrying it after the press, or a frame or window
+    // navigated to such a URL, is the post sent again by a "read": failed.
+    let reader = l.pressed && l.readers.contains(frame_id);
+    let navigator = l.pressed && document && l.navigators.contains(frame_id);
+    let watched = if navigator { query_of(url) } else { url };
+    let carries = is_read(method) && !reader && carries_typed(watched, &l.typed);
+    let may_carry = reader || navigator;
     if (is_read(method) && !carries) || preflight {
         return Route::Fetch;
     }
@@ -1002,6 +1013,32 @@ mod tests {
         );
         log.lock().unwrap().navigators.insert("frame-1".into());
         assert_eq!(route(&log, shown, take), Route::Fetch);
+        let shown_with_query = Paused {
+            document: true,
+            ..req(
+                "GET",
+                "http://x/items/Quarterly+results?from=feed#Quarterly+results",
+                false,
+            )
+        };
+        assert_eq!(
+            route(&log, shown_with_query, take),
+            Route::Fetch,
+            "the text in the path; a query (and a fragment) without it"
+        );
+        let submitted = Paused {
+            document: true,
+            ..req("GET", "http://x/create?text=Quarterly%20results", false)
+        };
+        assert_eq!(
+            route(&log, submitted, take),
+            Route::Fail {
+                carries: true,
+                extra: false,
+                declared: false
+            },
+            "the compose page's own navigation carrying the text in its query: a form sending it by GET"
+        );
         assert_eq!(
             route(&log, resend, take),
             Route::Fail {
@@ -1011,7 +1048,7 @@ mod tests {
             },
             "the compose page's own fetch is no navigation"
         );
-        assert_eq!(log.lock().unwrap().paused, 11);
+        assert_eq!(log.lock().unwrap().paused, 13);
     }
 
     fn rule(method: &str, re: &str, exclude: Option<&str>) -> CreatePattern {

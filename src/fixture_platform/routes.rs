@@ -61,7 +61,12 @@ pub(crate) async fn handle(
     let renders_page = method == Method::GET
         && matches!(
             segments.as_slice(),
-            [""] | ["compose"] | ["p", _] | ["items", _] | ["search"] | ["hostile", _]
+            [""] | ["compose"]
+                | ["p", _]
+                | ["p", _, _]
+                | ["items", _]
+                | ["search"]
+                | ["hostile", _]
         )
         && segments.last() != Some(&"sw.js");
     if renders_page
@@ -115,7 +120,8 @@ pub(crate) async fn handle(
             ),
         ),
         (&Method::GET, ["login"]) => login(&req, &shared).await,
-        (&Method::GET, ["p", id]) => {
+        // `/p/{id}/{anything}`: the same permalink, as apps whose post URLs end in a slug of the title serve it.
+        (&Method::GET, ["p", id] | ["p", id, _]) => {
             let post = shared.lock_state().post(id).cloned();
             match post {
                 Some(p) => html(

@@ -536,10 +536,32 @@ async fn a_get_that_resends_the_post_after_the_press_never_leaves() {
     );
 }
 
-/// After the press the compose page's own navigation may carry the text: an app that shows the new post at a
-/// URL made of it (`/compose?nav_text=1`: `/p/ID?from=<the post>`) gets there, nothing is recorded as a
-/// write, and the post is read back once. (A frame or window navigated there, or a fetch, is failed: the
-/// write guard's unit tests.)
+/// The same resend by the compose page navigating itself to it (`/hostile/resend-get?by=navigation`, as a
+/// form without `method` sends its fields by GET when its script publishes and does not stop the form's own
+/// submission): the text is in the navigation's query, so it is failed before it leaves, the post goes out
+/// once. Before, the compose page's own navigation could carry the text anywhere after the press: the
+/// platform got the GET and made a second copy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_compose_page_navigating_itself_to_resend_the_post_never_leaves() {
+    let env = Env::start(Fault::new(FaultMode::Normal)).await;
+    let contract = env.contract(Some("resend-get?by=navigation"), None);
+    let text = unique("sent once, never again by a form");
+    let (code, v, err) = env.publish(&contract, &text).await;
+    assert_eq!(env.stats().writes_to("GET /api/create"), 0, "{v} {err}");
+    assert_eq!(env.copies(&text), 1, "one copy: {v} {err}");
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["state"], "published", "{v}");
+    let intent = env.show(v["key"].as_str().unwrap()).await;
+    assert!(
+        intent.to_string().contains("/api/create"),
+        "the resend is in the write log: {intent}"
+    );
+}
+
+/// After the press the path of the compose page's own navigation may carry the text: an app that shows the
+/// new post at a URL made of it (`/compose?nav_text=1`: `/p/ID/<the post>`) gets there, nothing is recorded
+/// as a write, and the post is read back once. (Its query carrying the text, a frame or window navigated
+/// there, or a fetch, is failed: the test above and the write guard's unit tests.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_compose_pages_own_navigation_may_carry_the_text_after_the_press() {
     let env = Env::start(Fault::new(FaultMode::Normal)).await;
@@ -551,7 +573,9 @@ async fn the_compose_pages_own_navigation_may_carry_the_text_after_the_press() {
     assert_eq!(env.copies(&text), 1);
     let intent = env.show(v["key"].as_str().unwrap()).await;
     assert!(
-        !intent.to_string().contains("from="),
+        !intent
+            .to_string()
+            .contains(&format!("/{}", text.replace(' ', "%20"))),
         "the navigation is no write: {intent}"
     );
 }
