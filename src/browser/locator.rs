@@ -90,11 +90,27 @@ pub enum Purpose {
         edit: EditKind,
         /// What typing does with a value the page put there first.
         fill: FillMode,
+        /// How the value's line breaks go in.
+        newlines: Newlines,
+        /// Where the whole value shows once typed (`None`: in the field itself).
+        shown_in: Option<Locator>,
     },
     /// The target of a non-publishing step.
     Step,
     /// The publish control (checked, never pressed).
     PublishControl,
+}
+
+/// How a field's line breaks go in.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Newlines {
+    /// Typed with the rest of the text (`Input.insertText`, no key events).
+    #[default]
+    Text,
+    /// Each line typed on its own; between two lines the Enter key (a blank line: a new paragraph) or
+    /// Shift+Enter (a line break).
+    Keys,
 }
 
 /// What filling a field does with what the page put in it first (a title prefilled with "New item").

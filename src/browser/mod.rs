@@ -100,8 +100,8 @@ pub use checks::{ElementStates, LocatorCheck};
 pub use compose::{Actionable, ComposePage, Opening, Pressed, Success, SuccessRule, SuccessSeen};
 pub use dialogs::{DialogEvent, DialogPolicy};
 pub use locator::{
-    EditKind, ElementState, FillMode, Locator, NamedLocator, NonPublishingStep, PublishControl,
-    Purpose, StepAction, Strategy,
+    EditKind, ElementState, FillMode, Locator, NamedLocator, Newlines, NonPublishingStep,
+    PublishControl, Purpose, StepAction, Strategy,
 };
 pub use probe::{ProbeOptions, ProbePlan, ProbeReport, ProbeVerdict};
 pub use readback::{

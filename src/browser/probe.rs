@@ -1,10 +1,12 @@
 //! Non-submitting probes: open the compose page under the write guard, run only the steps the plan marks
-//! non-publishing, optionally fill fields (`Input.insertText`, never a key press), check every locator in
+//! non-publishing, optionally fill fields (`Input.insertText`; a key press only for a line break in a field whose contract
+//! says `newlines = "keys"`: Enter or Shift+Enter), check every locator in
 //! one evaluation, keep watching for writes for a short window, and report.
 //!
 //! What a probe can do to a page is limited by types: [`ProbePage`] checks [`NamedLocator`]s, acts only on
 //! [`NonPublishingStep`]s and fills only compose fields. It has no method taking a [`PublishControl`] other
-//! than checking a read-only copy, no key events and no form submission.
+//! than checking a read-only copy, no key event but a field's line break, and no form submission (a request
+//! an Enter causes is a write like any, failed at the door before the press).
 use std::time::{Duration, Instant};
 
 use chromiumoxide::Page;
@@ -15,7 +17,7 @@ use super::checks::{Act, LocatorCheck, Scroll, check_and_act};
 use super::dialogs::{self, DialogEvent, DialogPolicy};
 use super::door::Knock;
 use super::locator::{
-    FillMode, NamedLocator, NonPublishingStep, PublishControl, Purpose, StepAction,
+    FillMode, NamedLocator, Newlines, NonPublishingStep, PublishControl, Purpose, StepAction,
 };
 use super::screenshot::{self, Mark, MarkVerdict};
 use super::write_guard::{WriteAttempt, WriteGuard};
@@ -261,7 +263,19 @@ impl<'a> ProbePage<'a> {
         if filled.is_empty() {
             return Ok(Vec::new());
         }
-        let fields: Vec<NamedLocator> = filled.iter().map(|(f, _)| f.clone()).collect();
+        // A field whose value shows elsewhere (`shown_in`: a block editor's container) is read there.
+        let fields: Vec<NamedLocator> = filled
+            .iter()
+            .map(|(f, _)| match &f.purpose {
+                Purpose::Field {
+                    shown_in: Some(at), ..
+                } => NamedLocator {
+                    locator: at.clone(),
+                    ..f.clone()
+                },
+                _ => f.clone(),
+            })
+            .collect();
         let shown = super::checks::shown_texts(&self.page, self.live, &fields).await?;
         Ok(filled
             .iter()
@@ -277,13 +291,14 @@ impl<'a> ProbePage<'a> {
             .collect())
     }
 
-    /// Focus a compose field and insert `text` (no key events: Enter can never be pressed).
+    /// Focus a compose field and insert `text`: as text, or (`newlines = "keys"`) line by line with Enter or
+    /// Shift+Enter between, the only keys oncepost ever presses.
     pub async fn fill(
         &self,
         field: &NamedLocator,
         text: &str,
     ) -> Result<StepOutcome, BrowserError> {
-        let Purpose::Field { fill, .. } = field.purpose else {
+        let Purpose::Field { fill, newlines, .. } = field.purpose else {
             return Err(BrowserError::Plan(format!(
                 "{} is not a compose field",
                 field.name
@@ -300,15 +315,66 @@ impl<'a> ProbePage<'a> {
             )
             .await?;
         if out.ok {
-            self.live
-                .call(
-                    "insert text",
-                    self.page.execute(InsertTextParams::new(text.to_string())),
-                )
-                .await?;
+            match newlines {
+                Newlines::Text => self.insert_text(text).await?,
+                Newlines::Keys => {
+                    for piece in typed_lines(text) {
+                        match piece {
+                            Typed::Line(line) => self.insert_text(line).await?,
+                            Typed::Break(key) => self.press_break(key).await?,
+                        }
+                    }
+                }
+            }
             out.outcome = "filled".into();
         }
         Ok(out)
+    }
+
+    async fn insert_text(&self, text: &str) -> Result<(), BrowserError> {
+        self.live
+            .call(
+                "insert text",
+                self.page.execute(InsertTextParams::new(text.to_string())),
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// Press Enter (Shift+Enter for a line break) in the focused field, then give the editor a frame to
+    /// act on it (a block editor makes the new paragraph and moves the caret into it from its handler or
+    /// its next render; text typed before that lands in the old one). The wait is bounded (50 ms) for a
+    /// page whose animation frames are throttled.
+    async fn press_break(&self, key: Break) -> Result<(), BrowserError> {
+        use chromiumoxide::cdp::browser_protocol::input::{
+            DispatchKeyEventParams, DispatchKeyEventType,
+        };
+        // Shift is modifier bit 8 (CDP `Input.dispatchKeyEvent`).
+        let modifiers = if key == Break::Line { 8 } else { 0 };
+        for kind in [DispatchKeyEventType::KeyDown, DispatchKeyEventType::KeyUp] {
+            let mut p = DispatchKeyEventParams::new(kind.clone());
+            p.key = Some("Enter".into());
+            p.code = Some("Enter".into());
+            p.windows_virtual_key_code = Some(13);
+            p.native_virtual_key_code = Some(13);
+            p.modifiers = Some(modifiers);
+            if kind == DispatchKeyEventType::KeyDown {
+                // The text makes Chromium run the key's editing command (a new paragraph, or a line break
+                // with Shift), as a real key press does.
+                p.text = Some("\r".into());
+                p.unmodified_text = Some("\r".into());
+            }
+            self.live.call("press Enter", self.page.execute(p)).await?;
+        }
+        self.live
+            .call(
+                "let the editor act on Enter",
+                self.page.evaluate(
+                    "new Promise(r => { requestAnimationFrame(() => setTimeout(r, 0)); setTimeout(r, 50); })",
+                ),
+            )
+            .await?;
+        Ok(())
     }
 
     async fn act(
@@ -617,6 +683,46 @@ async fn fill_all(
     Ok(())
 }
 
+/// A key that breaks a line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Break {
+    /// Enter: a new paragraph.
+    Paragraph,
+    /// Shift+Enter: a line break inside the paragraph.
+    Line,
+}
+
+/// One piece of a value typed line by line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Typed<'a> {
+    Line(&'a str),
+    Break(Break),
+}
+
+/// `text` as lines and the keys between them (`newlines = "keys"`): a blank line (or more) between two lines
+/// is one Enter (an editor keeps no empty paragraph), a single line break Shift+Enter; line breaks before
+/// the first line and after the last press nothing. `\r\n` is a line break.
+fn typed_lines(text: &str) -> Vec<Typed<'_>> {
+    let mut out = Vec::new();
+    let mut breaks = 0usize;
+    for line in text.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l)) {
+        if line.is_empty() {
+            breaks += 1;
+            continue;
+        }
+        if !out.is_empty() {
+            out.push(Typed::Break(if breaks >= 2 {
+                Break::Paragraph
+            } else {
+                Break::Line
+            }));
+        }
+        out.push(Typed::Line(line));
+        breaks = 1;
+    }
+    out
+}
+
 /// Why a field that shows `shown` does not hold `typed`, or `None` when it does: its text, whitespace
 /// collapsed and in NFC, contains the typed text so treated (a field filled after what it held keeps that too).
 ///
@@ -712,6 +818,35 @@ mod tests {
 
     fn shows_other_words(typed: &str, shown: &str) -> Option<String> {
         super::shows_other_text(typed, Some(shown), TextRule::VisibleWords)
+    }
+
+    #[test]
+    fn a_value_typed_by_keys_is_its_lines_with_enter_between_paragraphs() {
+        use super::{Break, Typed, typed_lines};
+        let (p, l) = (Typed::Break(Break::Paragraph), Typed::Break(Break::Line));
+        assert_eq!(
+            typed_lines("First\n\nSecond, a line\nbroken"),
+            vec![
+                Typed::Line("First"),
+                p,
+                Typed::Line("Second, a line"),
+                l,
+                Typed::Line("broken")
+            ]
+        );
+        // Two blank lines are one paragraph; breaks at either end press nothing; CRLF is a line break.
+        assert_eq!(
+            typed_lines("\n\none\n\n\n\ntwo\r\nthree\n"),
+            vec![
+                Typed::Line("one"),
+                p,
+                Typed::Line("two"),
+                l,
+                Typed::Line("three")
+            ]
+        );
+        assert_eq!(typed_lines("no break"), vec![Typed::Line("no break")]);
+        assert_eq!(typed_lines("\n\n"), Vec::<Typed>::new());
     }
 
     #[test]

@@ -45,7 +45,8 @@ pub struct ProbeArgs {
     /// Also write the annotated screenshot here.
     #[arg(long)]
     pub screenshot: Option<PathBuf>,
-    /// Type TEXT into every field (Input.insertText: no key events). Off by default.
+    /// Type TEXT into every field (Input.insertText; a field with `newlines = "keys"` gets each line break
+    /// as Enter or Shift+Enter). Off by default.
     #[arg(long, num_args = 0..=1, default_missing_value = "oncepost probe ✓")]
     pub fill: Option<String>,
     /// Keep watching for writes this many milliseconds after the checks.

@@ -159,6 +159,28 @@ pub struct Field {
     /// it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fill: Option<FieldFill>,
+    /// (format 2, `contenteditable` only) How the value's line breaks go in: `text` (the default: typed
+    /// with the rest) or `keys`: each line is typed on its own, a blank line between two lines is the Enter
+    /// key and a single line break Shift+Enter, as a person types them. For rich editors that make a
+    /// paragraph only on Enter and drop a line break that comes in typed text (the WordPress block editor).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub newlines: Option<Newlines>,
+    /// (format 2) Where the whole value shows once typed, when that is not the field itself: the editor's
+    /// container, when Enter makes each paragraph an element (a block) of its own and the field is only the
+    /// first. The fill check reads this element's text instead of the field's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shown_in: Option<Locator>,
+}
+
+/// How a field's line breaks go in.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Newlines {
+    /// Typed with the rest of the text.
+    #[default]
+    Text,
+    /// As key presses: Enter between paragraphs (a blank line), Shift+Enter for a line break.
+    Keys,
 }
 
 /// What filling a field does with what the page put in it first.

@@ -175,6 +175,11 @@ impl Contract {
                         format::FieldFill::Append => browser::FillMode::Append,
                     },
                     edit,
+                    newlines: match f.newlines.unwrap_or_default() {
+                        format::Newlines::Text => browser::Newlines::Text,
+                        format::Newlines::Keys => browser::Newlines::Keys,
+                    },
+                    shown_in: f.shown_in.as_ref().map(locator),
                 },
                 required: f.required,
                 locator: locator(at),

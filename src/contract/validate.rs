@@ -410,12 +410,34 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
         }
     }
     for (i, f) in c.compose.fields.iter().enumerate() {
+        let p = root.key("compose").key("fields").index(i);
         if f.fill.is_some() {
-            format2(
-                &mut k,
-                root.key("compose").key("fields").index(i).key("fill"),
-                "fill",
-            );
+            format2(&mut k, p.key("fill"), "fill");
+        }
+        if let Some(n) = f.newlines {
+            format2(&mut k, p.key("newlines"), "newlines");
+            if n == Newlines::Keys && f.kind != FieldKind::Contenteditable {
+                k.err(
+                    p.key("newlines"),
+                    format!(
+                        "newlines = \"keys\" is for contenteditable editors, not a {} field",
+                        kind_name(f.kind)
+                    ),
+                    "remove newlines: a textarea takes line breaks as typed text, and Enter in an input submits its form",
+                );
+            }
+        }
+        if let Some(l) = &f.shown_in {
+            format2(&mut k, p.key("shown_in"), "shown_in");
+            if f.kind == FieldKind::Url {
+                k.err(
+                    p.key("shown_in"),
+                    "a url field is never typed, so it shows nowhere",
+                    "remove shown_in",
+                );
+            } else {
+                k.locator(p.key("shown_in"), l);
+            }
         }
     }
     if c.readback.compare == TextCompare::VisibleWords {
@@ -895,4 +917,14 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
         }
     }
     k.found
+}
+
+/// A field kind as a contract spells it.
+fn kind_name(kind: FieldKind) -> &'static str {
+    match kind {
+        FieldKind::TextInput => "text_input",
+        FieldKind::Textarea => "textarea",
+        FieldKind::Contenteditable => "contenteditable",
+        FieldKind::Url => "url",
+    }
 }

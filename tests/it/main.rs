@@ -17,6 +17,7 @@ mod kit;
 
 mod authorship;
 mod binding;
+mod blocks;
 mod carry;
 mod chaos;
 mod cli_store;

@@ -1,0 +1,155 @@
+//! A block editor, through the real binary and real Chromium: Fixturebook's compose page with `?blocks=1`
+//! (`fixtures/contracts/blocks.toml`). The text is a column of paragraph blocks, each its own contenteditable
+//! element, as the WordPress block editor builds it: Enter makes the next block, Shift+Enter breaks a line,
+//! and a line break that comes in typed text is dropped, the words on either side glued together.
+//!
+//! A post in paragraphs is typed as a person types it (`newlines = "keys"`: each line, and Enter or
+//! Shift+Enter between them) and checked where all its blocks show (`shown_in`); typed as text, the field
+//! shows the glued words and nothing is pressed. Every count is the platform's.
+use std::path::PathBuf;
+
+use oncepost::fixture_platform::{Fault, FaultMode};
+
+use crate::kit::{self, unique};
+
+async fn start() -> kit::Env {
+    let env = kit::Env::start(Fault::new(FaultMode::Normal)).await;
+    env.add_account("alice", &["--handle", "alice"]).await;
+    env
+}
+
+fn contract() -> PathBuf {
+    kit::repo_path("fixtures/contracts/blocks.toml")
+}
+
+/// Two paragraphs, the second with a line broken in two.
+fn in_paragraphs(label: &str) -> String {
+    format!(
+        "{}\n\nSecond paragraph, and a line\nbroken in two",
+        unique(label)
+    )
+}
+
+/// Typed by keys, the post is made once with its paragraphs and its line break as typed (the platform
+/// stores the blocks joined by a blank line: the exact text), and read back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_post_in_paragraphs_is_typed_as_a_person_types_it_and_made_once() {
+    let env = start().await;
+    let text = in_paragraphs("First paragraph in blocks");
+    let (code, v, err) = env.publish("alice", &contract(), &text, &[]).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["state"], "published", "{v}");
+    assert_eq!((env.arrivals(), env.copies(&text)), (1, 1), "{v}");
+}
+
+/// The same post with the line breaks typed as text (the contract without `newlines`): the editor glues
+/// the words ("a linebroken"), the fill check reads that where the blocks show, and nothing is pressed or
+/// made. Without `shown_in` the check reads only the first block, which does not hold the post: also refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typed_as_text_the_glued_post_is_never_pressed() {
+    let env = start().await;
+    let good = std::fs::read_to_string(contract()).unwrap();
+    let as_text = good.replace("newlines = \"keys\"\n", "");
+    let first_block_only = good.replace(
+        "shown_in = { strategies = [{ css = \"#post-blocks\" }] }\n",
+        "",
+    );
+    for (name, c) in [
+        ("as-text", &as_text),
+        ("first-block-only", &first_block_only),
+    ] {
+        assert_ne!(c, &good, "{name}");
+        let path = env.write_file(&format!("blocks-{name}.toml"), c);
+        let text = in_paragraphs(&format!("Refused {name}"));
+        let (code, v, err) = env.publish("alice", &path, &text, &[]).await;
+        assert_eq!(code, 11, "{name}: {v} {err}");
+        assert_eq!(v["state"], "failed", "{name}: {v}");
+        assert_eq!(v["pressed"], false, "{name}: {v}");
+        let show = env.show(v["key"].as_str().unwrap()).await;
+        assert!(
+            show.to_string()
+                .contains("the field shows other text than was typed"),
+            "{name}: {show}"
+        );
+    }
+    assert_eq!(env.arrivals(), 0, "nothing pressed, nothing made");
+}
+
+/// A probe filling a text in paragraphs types it by keys too (the text field shows it: the probe passes)
+/// and sends nothing: Enter in a field is a key press like any other, and the door fails whatever a page
+/// sends for it before the press.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_probe_types_paragraphs_by_keys_and_sends_nothing() {
+    let env = start().await;
+    let (c, base) = (contract().to_string_lossy().into_owned(), env.base_url());
+    let text = in_paragraphs("Probed in blocks");
+    let (code, out, err) = env
+        .run(&[
+            "probe",
+            "--json",
+            "--contract",
+            &c,
+            "--base-url",
+            &base,
+            "--account",
+            "alice",
+            "--fill",
+            &text,
+            "--observe-ms",
+            "300",
+        ])
+        .await;
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap_or_default();
+    assert_eq!(code, 0, "{out} {err}");
+    assert!(
+        !report["problems"].to_string().contains("field:text"),
+        "{report}"
+    );
+    assert_eq!(env.arrivals(), 0, "{report}");
+    assert_eq!(env.stats().other_writes_total, 0, "{report}");
+}
+
+/// `contract check` refuses `newlines = "keys"` on a textarea (it takes line breaks as typed text) and on an
+/// input (Enter submits its form), `shown_in` on a url field, and both in a format 1 contract.
+#[tokio::test]
+async fn a_contract_that_types_keys_where_they_do_not_belong_is_refused() {
+    let env = start().await;
+    let good = std::fs::read_to_string(contract()).unwrap();
+    let textarea = good.replacen("kind = \"contenteditable\"", "kind = \"textarea\"", 1);
+    let input = good.replace(
+        "locator = { strategies = [{ css = \"#post-title\" }, { role = \"textbox\", name = \"Title\" }] }\n",
+        "locator = { strategies = [{ css = \"#post-title\" }, { role = \"textbox\", name = \"Title\" }] }\nnewlines = \"keys\"\n",
+    );
+    let url_field = good.replace(
+        "[[compose.fields]]\nname = \"title\"",
+        "[[compose.fields]]\nname = \"where\"\nkind = \"url\"\nshown_in = { strategies = [{ css = \"#x\" }] }\n\n[[compose.fields]]\nname = \"title\"",
+    ).replace("/compose?blocks=1", "/compose?blocks=1&where={field:where}");
+    let format1 = good.replace("format = 2", "format = 1");
+    for (name, c, says) in [
+        (
+            "textarea",
+            &textarea,
+            "newlines = \"keys\" is for contenteditable editors, not a textarea field",
+        ),
+        (
+            "input",
+            &input,
+            "newlines = \"keys\" is for contenteditable editors, not a text_input field",
+        ),
+        (
+            "url",
+            &url_field,
+            "a url field is never typed, so it shows nowhere",
+        ),
+        ("format1", &format1, "newlines needs format = 2"),
+        ("format1", &format1, "shown_in needs format = 2"),
+    ] {
+        assert_ne!(c, &good, "{name}");
+        let path = env.write_file(&format!("blocks-{name}.toml"), c);
+        let (code, out, err) = env
+            .run(&["contract", "check", path.to_str().unwrap()])
+            .await;
+        assert_eq!(code, 2, "{name}: {out} {err}");
+        assert!(format!("{out}{err}").contains(says), "{name}: {out} {err}");
+    }
+}
