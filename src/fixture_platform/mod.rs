@@ -19,6 +19,7 @@
 //! Shutdown: [`RunningPlatform::shutdown`] stops accepting, asks every connection to finish gracefully,
 //! and drops whatever is still open after [`SHUTDOWN_GRACE`].
 mod conn;
+mod editors;
 mod fault;
 mod hostile;
 mod live;

@@ -13,6 +13,7 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 use super::conn::{ConnAction, ConnControl};
+use super::editors;
 use super::fault::{Fault, FaultMode};
 use super::pages::{self, Viewer};
 use super::{Shared, Stats, TokenPolicy};
@@ -181,6 +182,14 @@ pub(crate) async fn handle(
         (&Method::GET, ["static", "compose.js"]) => {
             asset("text/javascript; charset=utf-8", pages::COMPOSE_JS)
         }
+        (&Method::GET, ["editors", "static", file]) => match editors::asset(file).await {
+            Ok((content_type, body)) => respond(StatusCode::OK, content_type, body),
+            Err(why) => json(StatusCode::NOT_FOUND, &serde_json::json!({ "error": why })),
+        },
+        (&Method::GET, ["editors", name]) => match editors::page(name, pages::compose(&viewer)) {
+            Some(page) => html(StatusCode::OK, page),
+            None => html(StatusCode::NOT_FOUND, pages::not_found(&viewer, &path)),
+        },
         (&Method::GET, ["hostile", "sw.js"]) => {
             asset("text/javascript; charset=utf-8", pages::HOSTILE_SW_JS)
         }
@@ -847,7 +856,8 @@ fn rewrite_if_asked(req: &Request<Incoming>, page: String) -> String {
 /// contenteditable `<p class="block">`). Enter makes a new block and moves the caret into it, Shift+Enter
 /// breaks the line inside a block, and a line break that comes in typed text is dropped, the words on either
 /// side glued together (what the WordPress editor does in some runs). The page publishes its blocks joined
-/// by a blank line, each block's line breaks kept (the hidden textarea holds that text).
+/// by a blank line, each block's line breaks kept (the hidden textarea holds that text). With
+/// `&enter_sends=1` Enter sends the post instead (it clicks Publish), as a chat box does.
 fn blocks_if_asked(req: &Request<Incoming>, page: String) -> String {
     if query_param(req, "blocks").as_deref() != Some("1") {
         return page;
@@ -885,6 +895,12 @@ const BLOCK_EDITOR: &str = r#"<script>(function () {
     }
   });
   editor.addEventListener('input', mirror);
+  // `&enter_sends=1`: Enter sends the post, as a chat box does (Shift+Enter still breaks the line).
+  if (/[?&]enter_sends=1\b/.test(window.location.search)) {
+    editor.addEventListener('keydown', function (e) {
+      if (e.key === 'Enter' && !e.shiftKey) { e.preventDefault(); document.getElementById('publish').click(); }
+    });
+  }
 })();</script>"#;
 
 /// `page` with `script` inserted before its `</body>` (as it was without one).

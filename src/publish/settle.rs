@@ -121,6 +121,19 @@ pub enum Landing {
     },
 }
 
+/// Why a compose page was left unpressed, from what its report holds: a field that does not show what was
+/// typed, a step or field that could not be done, the page not prepared at all, or the publish control.
+fn not_actionable_why(report: &Value) -> &'static str {
+    match (report.get("step"), report.get("publish_control")) {
+        (Some(step), _) if step["action"] == "verify" => {
+            "a field does not show what was typed; nothing pressed"
+        }
+        (Some(_), _) => "a compose step or field could not be done; nothing pressed",
+        (None, Some(_)) => "publish control not actionable; nothing pressed",
+        (None, None) => "the compose page could not be prepared; nothing pressed",
+    }
+}
+
 /// The settle table.
 pub fn land(v: Verdict) -> Landing {
     match v {
@@ -128,7 +141,7 @@ pub fn land(v: Verdict) -> Landing {
             "why": "authorization refused", "refusal": refusal, "bytes_out": 0,
         })),
         Verdict::NotActionable { report } => Landing::Failed(json!({
-            "why": "publish control not actionable; nothing pressed", "report": report, "bytes_out": 0,
+            "why": not_actionable_why(&report), "report": report, "bytes_out": 0,
         })),
         Verdict::ChannelRefused { report } => Landing::Failed(json!({
             "why": "the page tried a channel oncepost refuses before publish was pressed; nothing pressed, \
@@ -205,6 +218,30 @@ pub fn by_status(status: u16, body: &[u8], rejection_statuses: &[u16]) -> Option
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unpressed_page_says_why_from_its_report() {
+        let why = |report: Value| match land(Verdict::NotActionable { report }) {
+            Landing::Failed(v) => v["why"].as_str().unwrap_or_default().to_string(),
+            _ => String::from("not failed"),
+        };
+        assert_eq!(
+            why(json!({ "step": { "action": "verify", "ok": false } })),
+            "a field does not show what was typed; nothing pressed"
+        );
+        assert_eq!(
+            why(json!({ "step": { "action": "click", "ok": false } })),
+            "a compose step or field could not be done; nothing pressed"
+        );
+        assert_eq!(
+            why(json!({ "publish_control": { "ok": false } })),
+            "publish control not actionable; nothing pressed"
+        );
+        assert_eq!(
+            why(json!({ "error": "the compose page did not load" })),
+            "the compose page could not be prepared; nothing pressed"
+        );
+    }
 
     #[test]
     fn statuses_land_per_the_table() {

@@ -75,6 +75,80 @@ async fn typed_as_text_the_glued_post_is_never_pressed() {
     assert_eq!(env.arrivals(), 0, "nothing pressed, nothing made");
 }
 
+/// `fixtures/contracts/blocks.toml` on one of Fixturebook's real editors (`/editors/NAME`), the field the
+/// editor's own root (which shows every paragraph: no `shown_in`).
+fn on_real_editor(env: &kit::Env, name: &str, root: &str) -> PathBuf {
+    let c = std::fs::read_to_string(contract()).unwrap();
+    let shown_in = "shown_in = { strategies = [{ css = \"#post-blocks\" }] }\n";
+    assert!(c.contains(shown_in));
+    let c = c
+        .replace("/compose?blocks=1", &format!("/editors/{name}"))
+        .replace("#post-blocks > p.block:first-child", root)
+        .replace(shown_in, "");
+    env.write_file(&format!("editor-{name}.toml"), &c)
+}
+
+/// Three real rich-text editors, as published on npm (ProseMirror with its example keymap, Lexical's rich
+/// text, Quill 2; installed and bundled by scripts/setup.sh), each page publishing the editor's own model.
+/// Typed by keys, each makes exactly the paragraphs typed: the platform stores the very text (ProseMirror
+/// and Lexical keep the line break inside the second paragraph; Quill has no line break inside a paragraph,
+/// so its post is paragraphs only). Measured typed as text (without `newlines`): ProseMirror made the line
+/// break a paragraph of its own, another text than typed (the read-back refused it and the post was
+/// parked); Lexical kept it; Quill, like keys, made it a paragraph.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_editors_make_the_paragraphs_typed_by_keys() {
+    let env = start().await;
+    for (name, root, text) in [
+        (
+            "prosemirror",
+            ".ProseMirror",
+            in_paragraphs("First paragraph in ProseMirror"),
+        ),
+        (
+            "lexical",
+            "#editor",
+            in_paragraphs("First paragraph in Lexical"),
+        ),
+        (
+            "quill",
+            ".ql-editor",
+            format!("{}\n\nSecond paragraph", unique("First paragraph in Quill")),
+        ),
+    ] {
+        let path = on_real_editor(&env, name, root);
+        let (code, v, err) = env.publish("alice", &path, &text, &[]).await;
+        assert_eq!(code, 0, "{name}: {v} {err}");
+        assert_eq!(v["state"], "published", "{name}: {v}");
+        assert_eq!(env.copies(&text), 1, "{name}: the very text: {v}");
+    }
+    assert_eq!(env.arrivals(), 3);
+}
+
+/// A composer that sends on Enter, as a chat box does (`/compose?blocks=1&enter_sends=1`: Enter clicks
+/// Publish, Shift+Enter breaks the line). The Enter oncepost types between the two paragraphs makes the page
+/// send the post long before any authorization: the door fails that request before it leaves; the
+/// paragraphs stay glued in one block, the fill check refuses, nothing is pressed and nothing is made.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_editor_that_sends_on_enter_gets_nothing_out_before_the_press() {
+    let env = start().await;
+    let c = std::fs::read_to_string(contract())
+        .unwrap()
+        .replace("/compose?blocks=1", "/compose?blocks=1&enter_sends=1");
+    let path = env.write_file("blocks-enter-sends.toml", &c);
+    let text = in_paragraphs("Sent on enter");
+    let (code, v, err) = env.publish("alice", &path, &text, &[]).await;
+    assert_eq!((env.arrivals(), env.copies(&text)), (0, 0), "{v} {err}");
+    assert_eq!(code, 11, "{v} {err}");
+    assert_eq!(v["state"], "failed", "{v}");
+    assert_eq!(v["pressed"], false, "{v}");
+    assert!(
+        v["summary"]
+            .as_str()
+            .is_some_and(|s| s.contains("a field does not show what was typed")),
+        "{v}"
+    );
+}
+
 /// A probe filling a text in paragraphs types it by keys too (the text field shows it: the probe passes)
 /// and sends nothing: Enter in a field is a key press like any other, and the door fails whatever a page
 /// sends for it before the press.

@@ -1,0 +1,92 @@
+//! Fixturebook's compose pages on real rich-text editors, `/editors/{prosemirror,lexical,quill}`: the compose
+//! page with its text field replaced by the editor (bundled from `fixtures/editors/*.js` by scripts/setup.sh,
+//! served from `.npm-editors/site/` or `ONCEPOST_FIXTURE_EDITORS`). Each page publishes the editor's own
+//! model, paragraphs joined by a blank line and line breaks kept, through the hidden textarea the compose
+//! script sends: what the platform stores is what the editor made of what was typed.
+use std::path::PathBuf;
+
+use hyper::body::Bytes;
+
+/// A real editor's compose page.
+struct Editor {
+    name: &'static str,
+    /// The element the editor mounts on.
+    mount: &'static str,
+    /// Its stylesheet, if it needs one.
+    css: Option<&'static str>,
+}
+
+const EDITORS: &[Editor] = &[
+    Editor {
+        name: "prosemirror",
+        mount: r#"<div id="editor" class="rich-editor" aria-label="Post text"></div>"#,
+        css: None,
+    },
+    Editor {
+        name: "lexical",
+        mount: r#"<div id="editor" class="rich-editor" contenteditable="true" aria-label="Post text"></div>"#,
+        css: None,
+    },
+    Editor {
+        name: "quill",
+        mount: r#"<div id="editor" class="rich-editor" aria-label="Post text"></div>"#,
+        css: Some("quill.core.css"),
+    },
+];
+
+/// The files served under `/editors/static/`.
+const ASSETS: &[(&str, &str)] = &[
+    ("prosemirror.js", "text/javascript; charset=utf-8"),
+    ("lexical.js", "text/javascript; charset=utf-8"),
+    ("quill.js", "text/javascript; charset=utf-8"),
+    ("quill.core.css", "text/css; charset=utf-8"),
+];
+
+/// `compose` (the compose page) with its text field replaced by the editor `name`; `None` for an unknown one.
+pub fn page(name: &str, compose: String) -> Option<String> {
+    let editor = EDITORS.iter().find(|e| e.name == name)?;
+    // The textarea stays, hidden: the compose script sends its value, which the editor's model fills.
+    let page = compose.replacen(
+        r#"<textarea id="post-text""#,
+        &format!(r#"{}<textarea hidden id="post-text""#, editor.mount),
+        1,
+    );
+    let css = editor
+        .css
+        .map(|c| format!(r#"<link rel="stylesheet" href="/editors/static/{c}">"#))
+        .unwrap_or_default();
+    let style = "<style>.rich-editor{min-height:4em;border:1px solid #ccc;padding:4px;white-space:pre-wrap}</style>";
+    let script = format!(r#"{css}{style}<script src="/editors/static/{name}.js"></script>"#);
+    Some(match page.find("</body>") {
+        Some(at) => {
+            let mut page = page;
+            page.insert_str(at, &script);
+            page
+        }
+        None => page + &script,
+    })
+}
+
+/// Where the bundles are: `ONCEPOST_FIXTURE_EDITORS`, else the build tree's `.npm-editors/site`.
+fn site() -> PathBuf {
+    std::env::var_os("ONCEPOST_FIXTURE_EDITORS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.npm-editors/site")))
+}
+
+/// An editor's file: its content type and bytes, or why not (unknown, or not installed).
+pub async fn asset(file: &str) -> Result<(&'static str, Bytes), String> {
+    let Some((_, content_type)) = ASSETS.iter().find(|(f, _)| *f == file) else {
+        return Err(format!("no editor file {file:?}"));
+    };
+    let path = site().join(file);
+    tokio::fs::read(&path)
+        .await
+        .map(|b| (*content_type, Bytes::from(b)))
+        .map_err(|e| {
+            format!(
+                "{}: {e} (scripts/setup.sh installs the editors; ONCEPOST_FIXTURE_EDITORS names another directory)",
+                path.display()
+            )
+        })
+}
