@@ -321,7 +321,9 @@ impl<'a> ComposePage<'a> {
                 });
                 continue;
             }
-            self.session.write_guard().watch_typed(text);
+            for value in super::probe::typed_values(f, text) {
+                self.session.write_guard().watch_typed(value);
+            }
             let o = pp.fill(f, text).await?;
             if o.ok {
                 filled.push((f.clone(), text.as_str()));

@@ -341,10 +341,12 @@ impl<'a> ProbePage<'a> {
         Ok(())
     }
 
-    /// Press Enter (Shift+Enter for a line break) in the focused field, then give the editor a frame to
-    /// act on it (a block editor makes the new paragraph and moves the caret into it from its handler or
-    /// its next render; text typed before that lands in the old one). The wait is bounded (50 ms) for a
-    /// page whose animation frames are throttled.
+    /// Press Enter (Shift+Enter for a line break) in the focused field, then wait for the editor to act on
+    /// it: a block editor makes the new paragraph and moves the caret into it from its handler or from its
+    /// next render, and text typed before that lands in the old one (glued: refused by the fill check). After
+    /// Enter the wait ends once the caret is in an empty block (the new paragraph), at most 1 s (an editor
+    /// that makes no new block, such as a chat box that sends on Enter, costs that second, bounded); after
+    /// Shift+Enter, one frame (at most 50 ms: a page whose animation frames are throttled).
     async fn press_break(&self, key: Break) -> Result<(), BrowserError> {
         use chromiumoxide::cdp::browser_protocol::input::{
             DispatchKeyEventParams, DispatchKeyEventType,
@@ -366,13 +368,12 @@ impl<'a> ProbePage<'a> {
             }
             self.live.call("press Enter", self.page.execute(p)).await?;
         }
+        let wait = match key {
+            Break::Paragraph => CARET_IN_A_NEW_BLOCK_JS,
+            Break::Line => ONE_FRAME_JS,
+        };
         self.live
-            .call(
-                "let the editor act on Enter",
-                self.page.evaluate(
-                    "new Promise(r => { requestAnimationFrame(() => setTimeout(r, 0)); setTimeout(r, 50); })",
-                ),
-            )
+            .call("let the editor act on Enter", self.page.evaluate(wait))
             .await?;
         Ok(())
     }
@@ -661,7 +662,9 @@ async fn fill_all(
     if let Some(text) = &opts.fill {
         let mut filled = Vec::new();
         for f in &plan.fields {
-            guard.watch_typed(text);
+            for value in typed_values(f, text) {
+                guard.watch_typed(value);
+            }
             let out = probe_page.fill(f, text).await?;
             if !out.ok && f.required {
                 problems.push(format!("fill {}: {}", f.name, out.outcome));
@@ -682,6 +685,49 @@ async fn fill_all(
     }
     Ok(())
 }
+
+/// What filling `field` with `text` types, each value the write guard must watch from the fill on: the
+/// text, and with `newlines = "keys"` each of its lines too (the page sees the text grow line by line, and a
+/// draft it sends after the first line holds only that line, which the whole text's beginning may not be).
+pub(crate) fn typed_values<'a>(field: &NamedLocator, text: &'a str) -> Vec<&'a str> {
+    let mut values = vec![text];
+    if let Purpose::Field {
+        newlines: Newlines::Keys,
+        ..
+    } = field.purpose
+    {
+        values.extend(typed_lines(text).into_iter().filter_map(|t| match t {
+            Typed::Line(line) => Some(line),
+            Typed::Break(_) => None,
+        }));
+    }
+    values
+}
+
+/// One animation frame, at most 50 ms.
+const ONE_FRAME_JS: &str =
+    "new Promise(r => { requestAnimationFrame(() => setTimeout(r, 0)); setTimeout(r, 50); })";
+
+/// Resolves once the caret (in the focused frame, through same-origin iframes) is in an empty block, the
+/// paragraph an Enter just made, checked every 10 ms from the next frame; at most 1000 ms.
+const CARET_IN_A_NEW_BLOCK_JS: &str = r#"new Promise(done => {
+  const started = performance.now();
+  const inEmptyBlock = () => {
+    let doc = document;
+    try {
+      while (doc.activeElement && doc.activeElement.contentDocument) doc = doc.activeElement.contentDocument;
+    } catch (e) { return false; }
+    const sel = doc.getSelection();
+    if (!sel || !sel.anchorNode) return false;
+    const at = sel.anchorNode.nodeType === 1 ? sel.anchorNode : sel.anchorNode.parentElement;
+    if (!at) return false;
+    const block = at.closest('p, div, li, h1, h2, h3, h4, h5, h6, blockquote, pre') || at;
+    return block.textContent.trim() === '';
+  };
+  const tick = () => (inEmptyBlock() || performance.now() - started > 1000) ? done(true) : setTimeout(tick, 10);
+  requestAnimationFrame(() => setTimeout(tick, 0));
+  setTimeout(() => done(true), 1000);
+})"#;
 
 /// A key that breaks a line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

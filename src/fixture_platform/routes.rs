@@ -857,7 +857,9 @@ fn rewrite_if_asked(req: &Request<Incoming>, page: String) -> String {
 /// breaks the line inside a block, and a line break that comes in typed text is dropped, the words on either
 /// side glued together (what the WordPress editor does in some runs). The page publishes its blocks joined
 /// by a blank line, each block's line breaks kept (the hidden textarea holds that text). With
-/// `&enter_sends=1` Enter sends the post instead (it clicks Publish), as a chat box does.
+/// `&enter_sends=1` Enter sends the post instead (it clicks Publish), as a chat box does; with `&pixel=1`
+/// every change also sends the draft to an analytics pixel (`GET /api/pixel?d=`); with `&late_blocks=1` the
+/// block an Enter makes (and the caret with it) comes 150 ms later, as an editor that renders it later.
 fn blocks_if_asked(req: &Request<Incoming>, page: String) -> String {
     if query_param(req, "blocks").as_deref() != Some("1") {
         return page;
@@ -888,13 +890,21 @@ const BLOCK_EDITOR: &str = r#"<script>(function () {
     var p = e.target && e.target.closest ? e.target.closest('p.block') : null;
     if (!p) { return; }
     if (e.inputType === 'insertParagraph') {
-      e.preventDefault(); var n = block(); p.after(n); n.focus(); mirror(); return;
+      e.preventDefault();
+      var make = function () { var n = block(); p.after(n); n.focus(); mirror(); };
+      // `&late_blocks=1`: the new block comes 150 ms later, as an editor that renders it asynchronously.
+      if (/[?&]late_blocks=1\b/.test(window.location.search)) { setTimeout(make, 150); } else { make(); }
+      return;
     }
     if (typeof e.data === 'string' && /[\r\n]/.test(e.data)) {
       e.preventDefault(); document.execCommand('insertText', false, e.data.replace(/[\r\n]+/g, ''));
     }
   });
   editor.addEventListener('input', mirror);
+  // `&pixel=1`: every change also goes to an analytics pixel, the draft in its URL (`/api/pixel?d=`).
+  if (/[?&]pixel=1\b/.test(window.location.search)) {
+    editor.addEventListener('input', function () { new Image().src = '/api/pixel?d=' + encodeURIComponent(t.value); });
+  }
   // `&enter_sends=1`: Enter sends the post, as a chat box does (Shift+Enter still breaks the line).
   if (/[?&]enter_sends=1\b/.test(window.location.search)) {
     editor.addEventListener('keydown', function (e) {
