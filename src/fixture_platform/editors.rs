@@ -56,7 +56,10 @@ pub fn page(name: &str, compose: String) -> Option<String> {
         .map(|c| format!(r#"<link rel="stylesheet" href="/editors/static/{c}">"#))
         .unwrap_or_default();
     let style = "<style>.rich-editor{min-height:4em;border:1px solid #ccc;padding:4px;white-space:pre-wrap}</style>";
-    let script = format!(r#"{css}{style}<script src="/editors/static/{name}.js"></script>"#);
+    let script = format!(
+        r#"{css}{style}<script src="/editors/static/{}.js"></script>"#,
+        editor.name
+    );
     Some(match page.find("</body>") {
         Some(at) => {
             let mut page = page;

@@ -415,3 +415,8 @@ async fn conform_passes_every_cell_on_a_control_below_the_fold() {
 async fn conform_passes_every_cell_on_a_graphql_app() {
     conform_variant("graphql", &[]).await;
 }
+
+#[tokio::test]
+async fn conform_passes_every_cell_on_a_block_editor() {
+    conform_variant("blocks", &[]).await;
+}
