@@ -601,6 +601,17 @@ where
                 }
             };
             let outcome = sender.send_once(&wire).await;
+            // A redirect in the answer: the browser follows it with a GET of the platform's choosing.
+            if let DispatchOutcome::Response {
+                status, headers, ..
+            } = &outcome
+                && (300..400).contains(status)
+                && let Some((_, location)) = headers
+                    .iter()
+                    .find(|(k, _)| k.eq_ignore_ascii_case("location"))
+            {
+                guard.expect_ordered_redirect(&wire.url, location);
+            }
             let answer = match &outcome {
                 DispatchOutcome::Response {
                     status,

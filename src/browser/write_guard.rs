@@ -113,6 +113,10 @@ struct Log {
     readers: std::collections::HashSet<String>,
     /// The main frames of oncepost's compose pages: after the press their navigations may carry the text.
     navigators: std::collections::HashSet<String>,
+    /// Where the create request's own answer redirected (its `Location`, resolved, without a fragment): the
+    /// browser's GET there is the platform's order, not the page sending the post again, and may carry the
+    /// typed text (a form post answered by `303` to `/posts?created=<title>`). Each is let through once.
+    ordered: Vec<String>,
     /// Declared non-publish writes let through (set by a publish; a probe never sets it).
     declared: Option<Declared>,
     /// Declared read requests (a write method that only reads: a GraphQL query), sent wherever the page may
@@ -359,6 +363,22 @@ impl WriteGuard {
         }
     }
 
+    /// The create request's answer redirects to `location` (relative to `request_url`): the browser's GET
+    /// there follows the platform's order and may carry the typed text, once (see [`Log`]'s `ordered`).
+    pub(crate) fn expect_ordered_redirect(&self, request_url: &str, location: &str) {
+        let Some(to) = url::Url::parse(request_url)
+            .ok()
+            .and_then(|base| base.join(location).ok())
+        else {
+            return;
+        };
+        let mut to = to;
+        to.set_fragment(None);
+        if let Ok(mut l) = self.log.lock() {
+            l.ordered.push(to.to_string());
+        }
+    }
+
     /// Send the contract's declared read requests from now on (a publish, a probe and a lookup call this):
     /// requests with a write method that only read (a GraphQL query), which a page may need to show its
     /// compose form or its posts. Never one matching `create`, never one whose body carries the typed text
@@ -451,6 +471,7 @@ impl WriteGuard {
         l.pressed = false;
         l.readers.clear();
         l.navigators.clear();
+        l.ordered.clear();
         l.declared = None;
         l.reads = None;
         l.reads_sent = 0;
@@ -475,6 +496,11 @@ fn read_log<'a>(log: &'a Mutex<Log>, during: &str) -> Result<MutexGuard<'a, Log>
 }
 
 /// Whether `url` carries one of `typed`.
+/// `url` without its fragment.
+fn without_fragment(url: &str) -> &str {
+    url.split_once('#').map_or(url, |(u, _)| u)
+}
+
 /// The query of `url` (what follows its first `?`, without a fragment); empty when it has none.
 fn query_of(url: &str) -> &str {
     let query = url.split_once('?').map_or("", |(_, q)| q);
@@ -687,7 +713,17 @@ fn route(
     let reader = l.pressed && l.readers.contains(frame_id);
     let navigator = l.pressed && document && l.navigators.contains(frame_id);
     let watched = if navigator { query_of(url) } else { url };
-    let carries = is_read(method) && !reader && carries_typed(watched, &l.typed);
+    // A GET the create's own answer ordered (its redirect) is the platform's, once.
+    let ordered = is_read(method)
+        && l.pressed
+        && match l.ordered.iter().position(|o| o == without_fragment(url)) {
+            Some(i) => {
+                l.ordered.remove(i);
+                true
+            }
+            None => false,
+        };
+    let carries = is_read(method) && !reader && !ordered && carries_typed(watched, &l.typed);
     let may_carry = reader || navigator;
     if (is_read(method) && !carries) || preflight {
         return Route::Fetch;
@@ -1048,7 +1084,24 @@ mod tests {
             },
             "the compose page's own fetch is no navigation"
         );
-        assert_eq!(log.lock().unwrap().paused, 13);
+        // The create's own answer redirected to a URL carrying the text: the browser's GET there passes,
+        // once (a fragment is not sent); a second one, or any other request carrying it, is failed.
+        log.lock()
+            .unwrap()
+            .ordered
+            .push("http://x/p/1?created=Quarterly+results".into());
+        let ordered = req("GET", "http://x/p/1?created=Quarterly+results#top", false);
+        assert_eq!(route(&log, ordered.clone(), take), Route::Fetch);
+        assert_eq!(
+            route(&log, ordered, take),
+            Route::Fail {
+                carries: true,
+                extra: false,
+                declared: false
+            },
+            "once"
+        );
+        assert_eq!(log.lock().unwrap().paused, 15);
     }
 
     fn rule(method: &str, re: &str, exclude: Option<&str>) -> CreatePattern {

@@ -270,7 +270,13 @@ pub(crate) async fn handle(
         (&Method::POST, ["api", "posts"]) => {
             // The `secrets` variant's create request gets credentials planted in its answer.
             let plant = super::secrets::wants(req.headers());
-            let r = create(req, shared, control, session, viewer, None).await;
+            let redirect = query_param(&req, "redirect").as_deref() == Some("created");
+            let r = create(req, shared.clone(), control, session, viewer, None).await;
+            let r = if redirect {
+                redirect_to_created(r, &shared).await
+            } else {
+                r
+            };
             if plant {
                 super::secrets::plant_into(r).await
             } else {
@@ -912,6 +918,38 @@ const BLOCK_EDITOR: &str = r#"<script>(function () {
     });
   }
 })();</script>"#;
+
+/// `POST /api/posts?redirect=created`: a made post is answered as a server-rendered form's create is, `303`
+/// to its page with its text in the query (`/p/ID?created=<the post>`), which the browser then loads by a
+/// GET; any other answer as it is.
+async fn redirect_to_created(r: Resp, shared: &Shared) -> Resp {
+    if r.status() != StatusCode::CREATED {
+        return r;
+    }
+    let Ok(body) = r.into_body().collect().await.map(|b| b.to_bytes());
+    let id = serde_json::from_slice::<serde_json::Value>(&body)
+        .ok()
+        .and_then(|v| v["id"].as_str().map(str::to_owned))
+        .unwrap_or_default();
+    let text = shared
+        .lock_state()
+        .post(&id)
+        .map(|p| p.text.clone())
+        .unwrap_or_default();
+    let location = format!(
+        "/p/{id}?created={}",
+        percent_encoding::utf8_percent_encode(&text, percent_encoding::NON_ALPHANUMERIC)
+    );
+    let mut r = respond(
+        StatusCode::SEE_OTHER,
+        "text/plain; charset=utf-8",
+        Bytes::new(),
+    );
+    if let Ok(v) = HeaderValue::from_str(&location) {
+        r.headers_mut().insert(header::LOCATION, v);
+    }
+    r
+}
 
 /// `page` with `script` inserted before its `</body>` (as it was without one).
 fn before_body_end(page: String, script: &str) -> String {

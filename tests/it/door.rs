@@ -558,6 +558,38 @@ async fn the_compose_page_navigating_itself_to_resend_the_post_never_leaves() {
     );
 }
 
+/// A create answered by a redirect whose URL carries the text in its query (`/compose?redirect=1`: `303` to
+/// `/p/ID?created=<the post>`, as a server-rendered form's create is answered): the browser's GET there is
+/// the platform's order, not the page sending the post again, so it is let through, once, and nothing is
+/// recorded as a write. Before, it was failed as a read carrying the typed text after the press (an alarm on
+/// the intent; the page never got its answer).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_redirect_the_creates_answer_orders_may_carry_the_text() {
+    let env = Env::start(Fault::new(FaultMode::Normal)).await;
+    let contract = kit::compose_asking("redirect=1")
+        .replace(
+            "url = \"{base_url}/api/posts\"",
+            "url_regex = '/api/posts\\?redirect=created$'",
+        )
+        .replacen(
+            "[[success]]",
+            "[[success]]\nresponse_status = 303\n\n[[success]]",
+            1,
+        );
+    assert!(contract.contains("redirect=created"));
+    let contract = env.write_file("redirect.toml", &contract);
+    let text = unique("answered by a redirect that names it");
+    let (code, v, err) = env.publish(&contract, &text).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["state"], "published", "{v}");
+    assert_eq!(env.copies(&text), 1);
+    let intent = env.show(v["key"].as_str().unwrap()).await;
+    assert!(
+        !kit::event_kinds(&intent["events"]).contains(&"side_effect_alarm".to_string()),
+        "the ordered GET is no write: {intent}"
+    );
+}
+
 /// After the press the path of the compose page's own navigation may carry the text: an app that shows the
 /// new post at a URL made of it (`/compose?nav_text=1`: `/p/ID/<the post>`) gets there, nothing is recorded
 /// as a write, and the post is read back once. (Its query carrying the text, a frame or window navigated
