@@ -184,26 +184,9 @@ async fn an_editor_that_sends_on_enter_gets_nothing_out_before_the_press() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_probe_types_paragraphs_by_keys_and_sends_nothing() {
     let env = start().await;
-    let (c, base) = (contract().to_string_lossy().into_owned(), env.base_url());
     let text = in_paragraphs("Probed in blocks");
-    let (code, out, err) = env
-        .run(&[
-            "probe",
-            "--json",
-            "--contract",
-            &c,
-            "--base-url",
-            &base,
-            "--account",
-            "alice",
-            "--fill",
-            &text,
-            "--observe-ms",
-            "300",
-        ])
-        .await;
-    let report: serde_json::Value = serde_json::from_str(&out).unwrap_or_default();
-    assert_eq!(code, 0, "{out} {err}");
+    let (code, report, err) = env.probe_fill_with(&contract(), Some(&text), 300).await;
+    assert_eq!(code, 0, "{report} {err}");
     assert!(
         !report["problems"].to_string().contains("field:text"),
         "{report}"

@@ -521,14 +521,20 @@ async fn a_get_that_carries_the_typed_text_packed_or_short_never_leaves() {
 /// as a read and the platform made a second copy.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_get_that_resends_the_post_after_the_press_never_leaves() {
+    resent_by_a_get_never_leaves("resend-get", "sent once, never again by a get").await;
+}
+
+/// A publish on `/hostile/{variant}`, whose press also sends the post again by `GET /api/create`: the GET is
+/// failed before it leaves (the platform never got it, one copy) and is in the intent's write log.
+async fn resent_by_a_get_never_leaves(variant: &str, label: &str) {
     let env = Env::start(Fault::new(FaultMode::Normal)).await;
-    let contract = env.contract(Some("resend-get"), None);
-    let text = unique("sent once, never again by a get");
+    let contract = env.contract(Some(variant), None);
+    let text = unique(label);
     let (code, v, err) = env.publish(&contract, &text).await;
+    assert_eq!(env.stats().writes_to("GET /api/create"), 0, "{v} {err}");
+    assert_eq!(env.copies(&text), 1, "one copy: {v} {err}");
     assert_eq!(code, 0, "{v} {err}");
     assert_eq!(v["state"], "published", "{v}");
-    assert_eq!(env.stats().writes_to("GET /api/create"), 0, "{v}");
-    assert_eq!(env.copies(&text), 1, "one copy");
     let intent = env.show(v["key"].as_str().unwrap()).await;
     assert!(
         intent.to_string().contains("/api/create"),
@@ -543,19 +549,11 @@ async fn a_get_that_resends_the_post_after_the_press_never_leaves() {
 /// platform got the GET and made a second copy.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_compose_page_navigating_itself_to_resend_the_post_never_leaves() {
-    let env = Env::start(Fault::new(FaultMode::Normal)).await;
-    let contract = env.contract(Some("resend-get?by=navigation"), None);
-    let text = unique("sent once, never again by a form");
-    let (code, v, err) = env.publish(&contract, &text).await;
-    assert_eq!(env.stats().writes_to("GET /api/create"), 0, "{v} {err}");
-    assert_eq!(env.copies(&text), 1, "one copy: {v} {err}");
-    assert_eq!(code, 0, "{v} {err}");
-    assert_eq!(v["state"], "published", "{v}");
-    let intent = env.show(v["key"].as_str().unwrap()).await;
-    assert!(
-        intent.to_string().contains("/api/create"),
-        "the resend is in the write log: {intent}"
-    );
+    resent_by_a_get_never_leaves(
+        "resend-get?by=navigation",
+        "sent once, never again by a form",
+    )
+    .await;
 }
 
 /// A create answered by a redirect whose URL carries the text in its query (`/compose?redirect=1`: `303` to

@@ -162,26 +162,35 @@ impl Env {
     /// `probe --json --contract C --base-url B --account alice --fill --observe-ms MS` at this platform:
     /// (exit code, the report or `Value::Null`, stderr).
     pub async fn probe_fill(&self, contract: &Path, observe_ms: u64) -> (i32, Value, String) {
+        self.probe_fill_with(contract, None, observe_ms).await
+    }
+
+    /// [`Self::probe_fill`] typing `text` (`None`: the probe's own text).
+    pub async fn probe_fill_with(
+        &self,
+        contract: &Path,
+        text: Option<&str>,
+        observe_ms: u64,
+    ) -> (i32, Value, String) {
         let (c, base, ms) = (
             contract.to_string_lossy().into_owned(),
             self.base_url(),
             observe_ms.to_string(),
         );
-        self.oncepost
-            .run_json(&[
-                "probe",
-                "--json",
-                "--contract",
-                &c,
-                "--base-url",
-                &base,
-                "--account",
-                "alice",
-                "--fill",
-                "--observe-ms",
-                &ms,
-            ])
-            .await
+        let mut args = vec![
+            "probe",
+            "--json",
+            "--contract",
+            &c,
+            "--base-url",
+            &base,
+            "--account",
+            "alice",
+            "--fill",
+        ];
+        args.extend(text);
+        args.extend(["--observe-ms", &ms]);
+        self.oncepost.run_json(&args).await
     }
 
     /// A publish (`run`: its exit code, JSON report and stderr) that was refused before its press: exit 11,
