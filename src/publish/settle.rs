@@ -137,8 +137,9 @@ fn not_actionable_why(report: &Value) -> &'static str {
 /// The settle table.
 pub fn land(v: Verdict) -> Landing {
     match v {
+        // The refusal in the why too: it is what a summary line shows (a worker's log, a test's cell).
         Verdict::AuthorizationRefused { refusal } => Landing::Failed(json!({
-            "why": "authorization refused", "refusal": refusal, "bytes_out": 0,
+            "why": format!("authorization refused: {refusal}"), "refusal": refusal, "bytes_out": 0,
         })),
         Verdict::NotActionable { report } => Landing::Failed(json!({
             "why": not_actionable_why(&report), "report": report, "bytes_out": 0,

@@ -638,7 +638,7 @@ fn what_it_said(step: &str, stdout: &str) -> String {
                     .as_str()
                     .unwrap_or("")
                     .chars()
-                    .take(80)
+                    .take(160)
                     .collect::<String>()
             ),
             Err(_) => String::new(),
