@@ -60,14 +60,7 @@ pub fn page(name: &str, compose: String) -> Option<String> {
         r#"{css}{style}<script src="/editors/static/{}.js"></script>"#,
         editor.name
     );
-    Some(match page.find("</body>") {
-        Some(at) => {
-            let mut page = page;
-            page.insert_str(at, &script);
-            page
-        }
-        None => page + &script,
-    })
+    Some(super::routes::before_body_end(page, &script))
 }
 
 /// Where the bundles are: `ONCEPOST_FIXTURE_EDITORS`, else the build tree's `.npm-editors/site`.

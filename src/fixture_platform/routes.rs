@@ -952,7 +952,7 @@ async fn redirect_to_created(r: Resp, shared: &Shared) -> Resp {
 }
 
 /// `page` with `script` inserted before its `</body>` (as it was without one).
-fn before_body_end(page: String, script: &str) -> String {
+pub(super) fn before_body_end(page: String, script: &str) -> String {
     match page.find("</body>") {
         Some(at) => {
             let mut page = page;
