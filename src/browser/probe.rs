@@ -52,6 +52,9 @@ pub struct ProbePlan {
     /// The create request (with no post's values): never counted among the declared writes, whatever
     /// they say.
     pub create_request: super::CreatePattern,
+    /// Where the page's live sockets connect (`live_sockets`): refused like every socket, but not taken
+    /// for the page's way to publish; a probe lists them apart from the refused channels.
+    pub live_sockets: Vec<super::door::LiveSocket>,
     /// How the read-back compares a post's text (`readback.compare`): a filled field is checked by the same
     /// rule before the press, so an editor may rewrite what the rule lets the read-back accept, and nothing
     /// more.
@@ -179,6 +182,10 @@ pub struct ProbeReport {
     /// Channels the page tried that oncepost's door refuses (WebSocket, WebTransport, TURN: through the
     /// sinkhole; nothing left): live side-effect alarms too.
     pub refused_channels: Vec<Knock>,
+    /// Sockets to where the contract declares the page's live sockets (`live_sockets`): refused too, but not
+    /// a write attempt.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub live_sockets_refused: Vec<Knock>,
     /// Requests the guard could not answer.
     pub guard_faults: Vec<String>,
     /// Requests paused by the guard in total.
@@ -453,6 +460,11 @@ pub async fn run(
     guard.recognise_declared(plan.non_publish_writes.clone(), plan.create_request.clone());
     // Declared reads are sent: a page may need its GraphQL query answered to show its form at all.
     guard.let_reads_through(plan.read_requests.clone(), plan.create_request.clone());
+    // Declared live sockets are refused (as every socket is) and listed apart: not a write attempt.
+    guard
+        .door()
+        .sinkhole()
+        .declare_live_sockets(plan.live_sockets.clone());
     let reads_mark = guard.reads_sent();
     let mark = guard.mark();
     let knock_mark = guard.door().sinkhole().mark();
@@ -612,6 +624,7 @@ pub async fn run(
         ));
     }
     let refused_channels = guard.door().sinkhole().page_knocks_since(knock_mark);
+    let live_sockets_refused = guard.door().sinkhole().live_knocks_since(knock_mark);
     for k in &refused_channels {
         problems.push(format!("write attempted and blocked: {}", k.describe()));
     }
@@ -640,6 +653,7 @@ pub async fn run(
         declared_writes,
         read_requests_sent: guard.reads_sent().saturating_sub(reads_mark),
         refused_channels,
+        live_sockets_refused,
         guard_faults,
         requests_seen: guard.paused_count(),
         dialogs: dialog_log.events(),

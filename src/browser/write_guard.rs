@@ -288,7 +288,7 @@ impl WriteGuard {
         let knocks = self.door.sinkhole().page_knocks_since(t.knocks_mark);
         if let Some(k) = knocks.first() {
             return Err(format!(
-                "after the press the page tried {} channel(s) oncepost refuses ({}; {}); it may publish that                  way: only the platform can tell",
+                "after the press the page tried {} channel(s) oncepost refuses ({}; {}); it may publish that way: only the platform can tell",
                 knocks.len(),
                 k.request_line,
                 k.describe()
@@ -313,9 +313,20 @@ impl WriteGuard {
                 "{unstopped} write(s) since the press could not be stopped"
             ));
         }
-        Ok("the door saw nothing leave: every HTTP request since the press was answered by oncepost \
-            (reads fetched, writes failed before they left) and no other channel was tried"
-            .into())
+        let proof = "the door saw nothing leave: every HTTP request since the press was answered by \
+            oncepost (reads fetched, writes failed before they left) and no other channel was tried";
+        // Sockets to where the contract declares live ones were refused too (nothing went further); named,
+        // since a page that publishes on one makes a contract's declaration wrong.
+        let live = self.door.sinkhole().live_knocks_since(t.knocks_mark);
+        Ok(match live.first() {
+            None => proof.into(),
+            Some(k) => format!(
+                "{proof} but {} declared live socket(s) ({}), refused too: a page that publishes on one \
+                 needs its contract's live_sockets changed",
+                live.len(),
+                k.request_line
+            ),
+        })
     }
 
     /// Watch `value`, just typed into the page: a GET/HEAD whose URL carries it (as typed, JSON-escaped or in

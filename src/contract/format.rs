@@ -47,6 +47,11 @@ pub struct Contract {
     /// (format 2).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub read_requests: Vec<RequestMatcher>,
+    /// Where the page's live sockets connect (a timeline's updates, a chat's presence), which are not how
+    /// it publishes (format 2). The door still refuses them; declared, one tried before the press does not
+    /// stop the publish, nor one after it count as the page publishing another way.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub live_sockets: Vec<LiveSocketDecl>,
     /// How a successful create is recognised and where the post id comes from.
     #[schemars(length(min = 1))]
     pub success: Vec<SuccessSignal>,
@@ -335,6 +340,18 @@ pub struct RequestMatcher {
     pub not_body_regex: Option<String>,
     /// Why this request exists (for declared non-publish writes and read requests).
     #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub why: String,
+}
+
+/// A WebSocket endpoint the page opens to hear, not to publish (`[[live_sockets]]`, format 2).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LiveSocketDecl {
+    /// Where its sockets connect: `scheme://host[:port]` (`ws`, `wss`, `http`, `https`; `{base_url}` for the
+    /// platform's own origin). No path: a socket through the door shows its host and port only.
+    #[schemars(with = "Template")]
+    pub url: String,
+    /// Why these sockets cannot publish (required): what the page hears on them.
     pub why: String,
 }
 

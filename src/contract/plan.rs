@@ -244,12 +244,24 @@ impl Contract {
             .enumerate()
             .map(|(i, r)| request_pattern(&url_vars, &format!("read_requests[{i}]"), r))
             .collect::<Result<Vec<_>, _>>()?;
+        let live_sockets = self
+            .live_sockets
+            .iter()
+            .map(|l| {
+                let e = fill_url("live_sockets", &l.url, &url_vars)?;
+                live_socket_endpoint(&e).map_err(|why| PlanError::Template {
+                    what: "live_sockets".into(),
+                    why,
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         let create_request = request_pattern(
             &url_vars,
             "publish.create_request",
             &self.publish.create_request,
         )?;
         Ok(ProbePlan {
+            live_sockets,
             create_request,
             platform: self.platform.clone(),
             contract_hash: self.hash(),
@@ -264,6 +276,35 @@ impl Contract {
             text_compare: text_rule(self.readback.compare),
         })
     }
+}
+
+/// The host and port a declared live socket's URL names (`scheme://host[:port]`, no path, query or
+/// credentials): all the door sees of a socket is `CONNECT host:port`, so that is all a declaration may say.
+pub(crate) fn live_socket_endpoint(url: &str) -> Result<browser::door::LiveSocket, String> {
+    let u = url::Url::parse(url).map_err(|e| format!("{url:?} is not a URL: {e}"))?;
+    if !matches!(u.scheme(), "ws" | "wss" | "http" | "https") {
+        return Err(format!(
+            "{url:?}: a socket's scheme is ws, wss, http or https"
+        ));
+    }
+    let host = match u.host() {
+        Some(url::Host::Domain(d)) => d.to_ascii_lowercase(),
+        Some(url::Host::Ipv4(a)) => a.to_string(),
+        Some(url::Host::Ipv6(a)) => a.to_string(),
+        None => return Err(format!("{url:?} names no host")),
+    };
+    if !matches!(u.path(), "" | "/") || u.query().is_some() || u.fragment().is_some() {
+        return Err(format!(
+            "{url:?} has a path or query: the door sees a socket's host and port, never its path"
+        ));
+    }
+    if !u.username().is_empty() || u.password().is_some() {
+        return Err(format!("{url:?} carries credentials"));
+    }
+    let port = u
+        .port_or_known_default()
+        .ok_or_else(|| format!("{url:?} names no port"))?;
+    Ok(browser::door::LiveSocket { host, port })
 }
 
 /// The browser's rule for the contract's `readback.compare`.
@@ -514,4 +555,33 @@ fn css_only(l: &format::Locator, what: &str) -> Result<Vec<String>, PlanError> {
         });
     }
     Ok(css)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::live_socket_endpoint;
+
+    #[test]
+    fn a_live_socket_is_the_host_and_port_a_proxied_socket_shows() {
+        let at = |u: &str| live_socket_endpoint(u).map(|s| (s.host, s.port));
+        assert_eq!(
+            at("wss://Stream.Example.social"),
+            Ok(("stream.example.social".into(), 443))
+        );
+        assert_eq!(
+            at("ws://stream.example.social"),
+            Ok(("stream.example.social".into(), 80))
+        );
+        assert_eq!(at("http://127.0.0.1:8080/"), Ok(("127.0.0.1".into(), 8080)));
+        assert_eq!(at("ws://[::1]:9"), Ok(("::1".into(), 9)));
+        for bad in [
+            "wss://a.example/stream",
+            "wss://a.example/?x=1",
+            "wss://u:p@a.example",
+            "ftp://a.example",
+            "not a url",
+        ] {
+            assert!(at(bad).is_err(), "{bad}");
+        }
+    }
 }

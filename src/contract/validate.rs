@@ -8,6 +8,7 @@ use regex::Regex;
 
 use super::expand_template;
 use super::format::*;
+use super::plan::live_socket_endpoint;
 use super::spans::KeyPath;
 
 /// A problem found by a semantic check.
@@ -709,6 +710,27 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
             );
         }
         apart_from_create(&mut k, p, r, &c.publish.create_request, "read request");
+    }
+    for (i, l) in c.live_sockets.iter().enumerate() {
+        let p = root.key("live_sockets").index(i);
+        format2(&mut k, p.clone(), "live_sockets");
+        k.template(p.key("url"), &l.url, &["base_url"], &[]);
+        let sample = l.url.replace("{base_url}", SAMPLE_BASE);
+        // A bad placeholder is the template's finding above; the endpoint is judged once it expands.
+        if let (false, Err(why)) = (sample.contains('{'), live_socket_endpoint(&sample)) {
+            k.err(
+                p.key("url"),
+                why,
+                "scheme://host[:port] only (ws, wss, http, https), e.g. \"{base_url}\" or \"wss://stream.example.social\"",
+            );
+        }
+        if l.why.trim().is_empty() {
+            k.err(
+                p.key("why"),
+                "a live socket needs its why",
+                "say what the page hears on it and why it cannot publish (\"the timeline's new posts\")",
+            );
+        }
     }
     if let Some(ms) = c.publish.create_wait_ms
         && !(100..=120_000).contains(&ms)

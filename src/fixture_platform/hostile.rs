@@ -167,6 +167,15 @@ pub const HOSTILE_VARIANTS: &[HostileVariant] = &[
             publishes: false,
         },
     },
+    // On load: a WebSocket only to hear (new posts, as a streaming timeline), opened again after every
+    // close; publishes through the normal create request (`?other=1`: one to another host too).
+    HostileVariant {
+        name: "live-updates",
+        misbehaviour: Misbehaviour::LiveChannel {
+            trigger: Trigger::Load,
+            publishes: false,
+        },
+    },
     HostileVariant {
         name: "moving-button",
         misbehaviour: Misbehaviour::MovingButton,

@@ -30,6 +30,7 @@ const HOSTILE: &[&str] = &[
     "websocket",
     "websocket-on-publish",
     "channels",
+    "live-updates",
     "form-submit-timer",
     "service-worker",
     "iframe",
@@ -70,6 +71,7 @@ const HOSTILE: &[&str] = &[
 {#- The same page; it opens its WebSocket only on the click when served under the second name. #}
 {%- when "websocket" | "websocket-on-publish" %}{% include "hostile/websocket.html" %}
 {%- when "channels" %}{% include "hostile/channels.html" %}
+{%- when "live-updates" %}{% include "hostile/live-updates.html" %}
 {%- when "form-submit-timer" %}{% include "hostile/form-submit-timer.html" %}
 {%- when "service-worker" %}{% include "hostile/service-worker.html" %}
 {%- when "iframe" %}{% include "hostile/iframe.html" %}

@@ -1026,6 +1026,14 @@ async fn with_session(
     session
         .write_guard()
         .let_reads_through(plan.probe.read_requests.clone(), plan.create.clone());
+    // The live sockets the contract declares (a timeline's updates) are refused like every socket, but a try
+    // is not taken for the page publishing another way: before the press it does not stop the publish, after
+    // it it is no doubt (nothing went further: the sinkhole forwards nothing). Every publish sets its own.
+    session
+        .write_guard()
+        .door()
+        .sinkhole()
+        .declare_live_sockets(plan.probe.live_sockets.clone());
     // Look-before-write runs between the login and the compose page, never beside them: a page loaded at
     // the same time as the compose page can open a second session or mint a newer token (measured on a real
     // tracker: two CSRF tokens, the form posted with the stale one, 400: 10 of 35 posts lost). So the order
@@ -1494,6 +1502,20 @@ async fn attempt(
         .page_knocks_since(knock_mark);
     alarm_refused_channels(&mut alarms, store, key, &req.owner, &token, &late_knocks).await;
     page.close().await;
+    // The declared live sockets the door refused during this publish: evidence that the page tried them and
+    // that nothing went further (never an alarm: the contract declares them).
+    let live = session
+        .write_guard()
+        .door()
+        .sinkhole()
+        .live_knocks_since(knock_mark);
+    if !live.is_empty() {
+        let item = ev.put_json(
+            "live_sockets_refused",
+            &json!({ "attempt": token, "count": live.len(), "refused": live }),
+        )?;
+        link("live_sockets_refused", vec![item]).await;
+    }
     // The declared non-publish writes oncepost let through for this page, with their count: evidence of
     // what reached the platform besides the one create request (never an alarm: the contract declares them).
     if let Ok(forwarded) = guard.forwarded_since(forwarded_mark)

@@ -420,3 +420,8 @@ async fn conform_passes_every_cell_on_a_graphql_app() {
 async fn conform_passes_every_cell_on_a_block_editor() {
     conform_variant("blocks", &[]).await;
 }
+
+#[tokio::test]
+async fn conform_passes_every_cell_on_a_page_with_a_declared_live_socket() {
+    conform_variant("live-sockets", &[]).await;
+}

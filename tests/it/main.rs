@@ -33,6 +33,7 @@ mod graphql;
 mod guard;
 mod lab_dokuwiki;
 mod lab_wordpress;
+mod live_sockets;
 mod marker;
 mod mcp;
 mod model;

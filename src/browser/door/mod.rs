@@ -26,7 +26,7 @@ pub mod sinkhole;
 pub mod typed;
 
 pub use reads::{MAX_READ_BODY, ReadFetcher};
-pub use sinkhole::{Knock, Sinkhole};
+pub use sinkhole::{Knock, LiveSocket, Sinkhole};
 
 use super::BrowserError;
 

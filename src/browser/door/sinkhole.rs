@@ -47,6 +47,9 @@ pub struct Knock {
     pub request_line: String,
     /// The host it wanted to reach.
     pub host: String,
+    /// The port it wanted to reach, when the request line names one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
     /// True when the host is one Chromium calls by itself, or nothing was asked at all (not an alarm).
     pub chromium_own: bool,
 }
@@ -68,6 +71,27 @@ impl Knock {
     }
 }
 
+/// Where a contract says its page's live sockets connect (`live_sockets`: a timeline's updates, a chat's
+/// presence): a host and port, which is all a proxied socket shows of itself (`CONNECT host:port`, never
+/// its path). Such an attempt is refused like any other; declared, it is not taken for the page's way to
+/// publish (see [`Sinkhole::page_knocks_since`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LiveSocket {
+    /// Host, lowercase (an IPv6 address without brackets).
+    pub host: String,
+    /// Port.
+    pub port: u16,
+}
+
+impl LiveSocket {
+    /// Whether `knock` was a tunnel to this host and port.
+    pub fn matches(&self, knock: &Knock) -> bool {
+        knock.request_line.starts_with("CONNECT ")
+            && knock.host == self.host
+            && knock.port == Some(self.port)
+    }
+}
+
 #[derive(Debug)]
 struct Ledger {
     opened: Instant,
@@ -80,6 +104,8 @@ struct Ledger {
 pub struct Sinkhole {
     addr: SocketAddr,
     ledger: Arc<Mutex<Ledger>>,
+    /// The live sockets the running publish or probe's contract declares (empty: none).
+    live: Arc<Mutex<Vec<LiveSocket>>>,
     task: Arc<tokio::task::JoinHandle<()>>,
 }
 
@@ -124,6 +150,7 @@ impl Sinkhole {
         Ok(Sinkhole {
             addr,
             ledger,
+            live: Arc::new(Mutex::new(Vec::new())),
             task: Arc::new(task),
         })
     }
@@ -145,10 +172,35 @@ impl Sinkhole {
         l.knocks.iter().filter(|k| k.seq >= mark).cloned().collect()
     }
 
-    /// The knocks after `mark` that are not Chromium's own: the page tried a channel oncepost refuses.
+    /// The live sockets of the contract a publish or probe now runs (`live_sockets`), replacing the last
+    /// one's: every publish and probe of a session sets its own, none for a contract that declares none.
+    pub fn declare_live_sockets(&self, live: Vec<LiveSocket>) {
+        *self.live.lock().unwrap_or_else(PoisonError::into_inner) = live;
+    }
+
+    /// The knocks after `mark` that are neither Chromium's own nor a declared live socket: the page tried
+    /// a channel oncepost refuses, which may be how it publishes.
     pub fn page_knocks_since(&self, mark: usize) -> Vec<Knock> {
+        let live = self
+            .live
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
         let mut v = self.knocks_since(mark);
-        v.retain(|k| !k.chromium_own);
+        v.retain(|k| !k.chromium_own && !live.iter().any(|s| s.matches(k)));
+        v
+    }
+
+    /// The knocks after `mark` to a declared live socket: refused like the others (nothing went further),
+    /// kept as evidence, never an alarm.
+    pub fn live_knocks_since(&self, mark: usize) -> Vec<Knock> {
+        let live = self
+            .live
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let mut v = self.knocks_since(mark);
+        v.retain(|k| !k.chromium_own && live.iter().any(|s| s.matches(k)));
         v
     }
 }
@@ -181,7 +233,7 @@ async fn refuse(mut stream: TcpStream, ledger: &Mutex<Ledger>) {
 }
 
 fn record(ledger: &Mutex<Ledger>, line: &str) {
-    let host = target_host(line);
+    let (host, port) = target(line);
     // A connection that sent no request head carries nothing: Chromium preconnects to its proxy
     // speculatively (measured: empty connections a few seconds after a page load).
     let chromium_own = line.trim().is_empty() || is_chromium_own(&host);
@@ -197,12 +249,14 @@ fn record(ledger: &Mutex<Ledger>, line: &str) {
         at_ms,
         request_line: line.to_string(),
         host,
+        port,
         chromium_own,
     });
 }
 
-/// The host a proxy request line wants: `CONNECT host:port HTTP/1.1` or `GET http://host:port/path HTTP/1.1`.
-fn target_host(line: &str) -> String {
+/// The host and port a proxy request line wants: `CONNECT host:port HTTP/1.1` or
+/// `GET http://host:port/path HTTP/1.1` (no port when the line names none).
+fn target(line: &str) -> (String, Option<u16>) {
     let mut parts = line.split_whitespace();
     let method = parts.next().unwrap_or("");
     let target = parts.next().unwrap_or("");
@@ -214,12 +268,16 @@ fn target_host(line: &str) -> String {
     };
     let authority = authority.rsplit('@').next().unwrap_or(authority);
     // [v6]:port, host:port or host.
-    let host = if let Some(rest) = authority.strip_prefix('[') {
-        rest.split(']').next().unwrap_or("")
+    let (host, port) = if let Some(rest) = authority.strip_prefix('[') {
+        let (h, after) = rest.split_once(']').unwrap_or((rest, ""));
+        (h, after.strip_prefix(':'))
     } else {
-        authority.split(':').next().unwrap_or("")
+        match authority.split_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (authority, None),
+        }
     };
-    host.to_ascii_lowercase()
+    (host.to_ascii_lowercase(), port.and_then(|p| p.parse().ok()))
 }
 
 fn is_chromium_own(host: &str) -> bool {
@@ -234,13 +292,57 @@ mod tests {
 
     #[test]
     fn hosts_are_read_from_both_request_line_shapes() {
-        assert_eq!(target_host("CONNECT 127.0.0.1:9000 HTTP/1.1"), "127.0.0.1");
-        assert_eq!(target_host("CONNECT [::1]:443 HTTP/1.1"), "::1");
+        let t = |l: &str| target(l);
         assert_eq!(
-            target_host("POST http://Example.org:81/x?y HTTP/1.1"),
-            "example.org"
+            t("CONNECT 127.0.0.1:9000 HTTP/1.1"),
+            ("127.0.0.1".into(), Some(9000))
         );
-        assert_eq!(target_host(""), "");
+        assert_eq!(t("CONNECT [::1]:443 HTTP/1.1"), ("::1".into(), Some(443)));
+        assert_eq!(
+            t("POST http://Example.org:81/x?y HTTP/1.1"),
+            ("example.org".into(), Some(81))
+        );
+        assert_eq!(
+            t("GET http://a.example/x HTTP/1.1"),
+            ("a.example".into(), None)
+        );
+        assert_eq!(t(""), (String::new(), None));
+    }
+
+    #[tokio::test]
+    async fn a_declared_live_socket_is_refused_but_not_the_pages_way_out() {
+        let s = Sinkhole::start().await.unwrap();
+        let mark = s.mark();
+        s.declare_live_sockets(vec![LiveSocket {
+            host: "127.0.0.1".into(),
+            port: 8080,
+        }]);
+        for line in [
+            "CONNECT 127.0.0.1:8080 HTTP/1.1",
+            "CONNECT 127.0.0.1:8081 HTTP/1.1",
+            "CONNECT localhost:8080 HTTP/1.1",
+            "GET http://127.0.0.1:8080/x HTTP/1.1",
+        ] {
+            record(&s.ledger, line);
+        }
+        let hosts =
+            |v: Vec<Knock>| -> Vec<String> { v.into_iter().map(|k| k.request_line).collect() };
+        assert_eq!(
+            hosts(s.live_knocks_since(mark)),
+            ["CONNECT 127.0.0.1:8080 HTTP/1.1"]
+        );
+        assert_eq!(
+            hosts(s.page_knocks_since(mark)),
+            [
+                "CONNECT 127.0.0.1:8081 HTTP/1.1",
+                "CONNECT localhost:8080 HTTP/1.1",
+                "GET http://127.0.0.1:8080/x HTTP/1.1"
+            ]
+        );
+        // The next contract declares none: every knock is the page's again.
+        s.declare_live_sockets(Vec::new());
+        assert_eq!(s.page_knocks_since(mark).len(), 4);
+        assert!(s.live_knocks_since(mark).is_empty());
     }
 
     #[test]
