@@ -186,7 +186,10 @@ async (locs, act, opts) => {"#,
     res.covered_by = cover ? describe(cover) : null;
     res.box = { x: b.x, y: b.y, w: b.w, h: b.h };
     // Cut to 200 characters for reports; whole when asked (`full_text`: what a filled field shows).
-    res.text = ('value' in el && typeof el.value === 'string' && editableKind ? el.value : norm(el.innerText)).slice(0, opts.full_text ? undefined : 200);
+    // A form control's value; any other element's text, even one with a `value` of its own (Trix's
+    // `<trix-editor>` answers its HTML there).
+    const control = el.localName === 'input' || el.localName === 'textarea';
+    res.text = (control && editableKind && typeof el.value === 'string' ? el.value : norm(el.innerText)).slice(0, opts.full_text ? undefined : 200);
     res._ctx = ctx;
     return res;
   });

@@ -783,6 +783,12 @@ fn typed_lines(text: &str) -> Vec<Typed<'_>> {
     out
 }
 
+/// Invisible characters rich editors put in their own DOM to hold the caret, never in their model: measured,
+/// CKEditor 5 shows a soft break followed by seven U+2060 (its inline filler), TinyMCE a caret container
+/// of U+FEFF, other editors U+200B. The fill check leaves them out on both sides (the read-back compares
+/// what the platform stored, by the contract's rule).
+const EDITOR_FILLERS: &[char] = &['\u{200B}', '\u{2060}', '\u{FEFF}'];
+
 /// Why a field that shows `shown` does not hold `typed`, or `None` when it does: its text, whitespace
 /// collapsed and in NFC, contains the typed text so treated (a field filled after what it held keeps that too).
 ///
@@ -798,7 +804,7 @@ pub(crate) fn shows_other_text(
 ) -> Option<String> {
     use unicode_normalization::UnicodeNormalization;
     let norm = |t: &str| -> String {
-        let nfc: String = t.nfc().collect();
+        let nfc: String = t.nfc().filter(|c| !EDITOR_FILLERS.contains(c)).collect();
         nfc.split_whitespace().collect::<Vec<_>>().join(" ")
     };
     let Some(shown) = shown else {
@@ -878,6 +884,22 @@ mod tests {
 
     fn shows_other_words(typed: &str, shown: &str) -> Option<String> {
         super::shows_other_text(typed, Some(shown), TextRule::VisibleWords)
+    }
+
+    #[test]
+    fn an_editors_caret_fillers_are_not_text() {
+        // CKEditor 5 after a soft break: seven word joiners before the next word.
+        let ck =
+            "Hello Second, a line \u{2060}\u{2060}\u{2060}\u{2060}\u{2060}\u{2060}\u{2060}broken";
+        assert_eq!(
+            shows_other_text("Hello\n\nSecond, a line\nbroken", Some(ck)),
+            None
+        );
+        assert_eq!(shows_other_text("ab", Some("a\u{FEFF}b\u{200B}")), None);
+        // A joiner that carries meaning (an emoji sequence's ZWJ) is text.
+        assert!(
+            shows_other_text("\u{1F469}\u{200D}\u{1F4BB}", Some("\u{1F469}\u{1F4BB}")).is_some()
+        );
     }
 
     #[test]

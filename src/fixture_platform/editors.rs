@@ -1,6 +1,7 @@
-//! Fixturebook's compose pages on real rich-text editors, `/editors/{prosemirror,lexical,quill}`: the compose
-//! page with its text field replaced by the editor (bundled from `fixtures/editors/*.js` by scripts/setup.sh,
-//! served from `.npm-editors/site/` or `ONCEPOST_FIXTURE_EDITORS`). Each page publishes the editor's own
+//! Fixturebook's compose pages on real editors from npm, `/editors/NAME` (ProseMirror, Lexical, Quill,
+//! CKEditor 5, TinyMCE, CodeMirror 6, Trix): the compose page with its text field replaced by the editor
+//! (bundled from `fixtures/editors/*.js` by scripts/setup.sh, served from `.npm-editors/site/` or
+//! `ONCEPOST_FIXTURE_EDITORS`). Each page publishes the editor's own
 //! model, paragraphs joined by a blank line and line breaks kept, through the hidden textarea the compose
 //! script sends: what the platform stores is what the editor made of what was typed.
 use std::path::PathBuf;
@@ -32,6 +33,27 @@ const EDITORS: &[Editor] = &[
         mount: r#"<div id="editor" class="rich-editor" aria-label="Post text"></div>"#,
         css: Some("quill.core.css"),
     },
+    Editor {
+        name: "ckeditor",
+        mount: r#"<div id="editor" class="rich-editor"></div>"#,
+        css: Some("ckeditor.css"),
+    },
+    // Classic mode: the editor hides this and types in the body of an iframe of its own.
+    Editor {
+        name: "tinymce",
+        mount: r#"<textarea id="editor" aria-label="Post text"></textarea>"#,
+        css: None,
+    },
+    Editor {
+        name: "codemirror",
+        mount: r#"<div id="editor" class="rich-editor" aria-label="Post text"></div>"#,
+        css: None,
+    },
+    Editor {
+        name: "trix",
+        mount: r#"<trix-editor id="editor" class="rich-editor" aria-label="Post text"></trix-editor>"#,
+        css: Some("trix.css"),
+    },
 ];
 
 /// The files served under `/editors/static/`.
@@ -40,6 +62,12 @@ const ASSETS: &[(&str, &str)] = &[
     ("lexical.js", "text/javascript; charset=utf-8"),
     ("quill.js", "text/javascript; charset=utf-8"),
     ("quill.core.css", "text/css; charset=utf-8"),
+    ("ckeditor.js", "text/javascript; charset=utf-8"),
+    ("ckeditor.css", "text/css; charset=utf-8"),
+    ("tinymce.js", "text/javascript; charset=utf-8"),
+    ("codemirror.js", "text/javascript; charset=utf-8"),
+    ("trix.js", "text/javascript; charset=utf-8"),
+    ("trix.css", "text/css; charset=utf-8"),
 ];
 
 /// `compose` (the compose page) with its text field replaced by the editor `name`; `None` for an unknown one.

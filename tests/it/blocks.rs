@@ -6,7 +6,7 @@
 //! A post in paragraphs is typed as a person types it (`newlines = "keys"`: each line, and Enter or
 //! Shift+Enter between them) and checked where all its blocks show (`shown_in`); typed as text, the field
 //! shows the glued words and nothing is pressed. Every count is the platform's.
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use oncepost::fixture_platform::{Fault, FaultMode};
 
@@ -131,6 +131,92 @@ async fn real_editors_make_the_paragraphs_typed_by_keys() {
         assert_eq!(env.copies(&text), 1, "{name}: the very text: {v}");
     }
     assert_eq!(env.arrivals(), 3);
+}
+
+/// [`on_real_editor`] for an editor whose text is inside the iframe `frame` (when given) and whose line
+/// breaks are typed as text (`keys` false: a plain-text editor, where a line is a line).
+fn on_editor(env: &kit::Env, name: &str, root: &str, frame: Option<&str>, keys: bool) -> PathBuf {
+    let path = on_real_editor(env, name, root);
+    let mut c = std::fs::read_to_string(&path).unwrap();
+    if let Some(frame) = frame {
+        let field = format!("locator = {{ strategies = [{{ css = {root:?} }}] }}");
+        assert!(c.contains(&field), "{c}");
+        c = c.replace(
+            &field,
+            &format!("locator = {{ strategies = [{{ css = {root:?} }}], frames = [{frame:?}] }}"),
+        );
+    }
+    if !keys {
+        assert!(c.contains("newlines = \"keys\"\n"));
+        c = c.replace("newlines = \"keys\"\n", "");
+    }
+    env.write_file(&format!("editor-{name}.toml"), &c)
+}
+
+/// One publish on a real editor: made once, the platform storing exactly `text` as the editor's model.
+async fn made_once_on(env: &kit::Env, name: &str, contract: &Path, text: &str) {
+    let (code, v, err) = env.publish("alice", contract, text, &[]).await;
+    assert_eq!(code, 0, "{name}: {v} {err}");
+    assert_eq!(v["state"], "published", "{name}: {v}");
+    assert_eq!(env.copies(text), 1, "{name}: the very text: {v}");
+    assert_eq!(env.arrivals(), 1, "{name}");
+}
+
+/// CKEditor 5's classic editor (Drupal's, many CMSs'), typed by keys: paragraphs and a soft break as typed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ckeditor_makes_the_paragraphs_typed_by_keys() {
+    let env = start().await;
+    let c = on_editor(&env, "ckeditor", ".ck-editor__editable", None, true);
+    made_once_on(
+        &env,
+        "ckeditor",
+        &c,
+        &in_paragraphs("First paragraph in CKEditor"),
+    )
+    .await;
+}
+
+/// TinyMCE in its classic mode (Moodle's, many CMSs'): the text is the body of the editor's own iframe,
+/// typed by keys there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tinymce_in_its_iframe_makes_the_paragraphs_typed_by_keys() {
+    let env = start().await;
+    let c = on_editor(
+        &env,
+        "tinymce",
+        "body#tinymce",
+        Some("iframe#editor_ifr"),
+        true,
+    );
+    made_once_on(
+        &env,
+        "tinymce",
+        &c,
+        &in_paragraphs("First paragraph in TinyMCE"),
+    )
+    .await;
+}
+
+/// CodeMirror 6, a plain-text (Markdown) editor: its lines are the text's lines, typed as text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codemirror_keeps_every_line_typed_as_text() {
+    let env = start().await;
+    let c = on_editor(&env, "codemirror", ".cm-content", None, false);
+    made_once_on(
+        &env,
+        "codemirror",
+        &c,
+        &in_paragraphs("# A heading in CodeMirror"),
+    )
+    .await;
+}
+
+/// Trix (Rails' Action Text), whose document holds a line break as a character: typed as text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trix_keeps_every_line_typed_as_text() {
+    let env = start().await;
+    let c = on_editor(&env, "trix", "trix-editor", None, false);
+    made_once_on(&env, "trix", &c, &in_paragraphs("First paragraph in Trix")).await;
 }
 
 /// A draft pixel on the block editor (`/compose?blocks=1&pixel=1`: every change sends the draft in a GET's
