@@ -676,6 +676,11 @@ impl PublishControl {
         let guard = session.write_guard();
         let paused = guard.arm(create.clone());
         let fence = auth.consume();
+        // Pressed: a `confirm()` the page asks now ("Publish this post?") is part of the press, answered as
+        // the contract says (dismissed by default, as before the press).
+        if self.accepts_confirm() {
+            page.dialogs.accept_confirms();
+        }
         let mut log = Vec::new();
         let mut click_error = None;
         for (kind, buttons) in [

@@ -4,7 +4,7 @@
 //! dialog gets an answer from the policy: alerts are acknowledged, confirm and prompt are dismissed (a
 //! probe never agrees to anything), beforeunload is accepted (leaving the page sends nothing). Popups
 //! (new targets opened by the page) are recorded and closed; their requests are covered by the write guard.
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use chromiumoxide::Page;
@@ -69,6 +69,8 @@ pub enum DialogEvent {
 #[derive(Debug, Clone, Default)]
 pub struct DialogLog {
     events: Arc<Mutex<Vec<DialogEvent>>>,
+    /// Set by a press whose contract says so: every `confirm()` from then on is accepted.
+    accept_confirm: Arc<AtomicBool>,
     _watchers: Arc<Watchers>,
 }
 
@@ -106,6 +108,11 @@ impl DialogLog {
     pub fn events(&self) -> Vec<DialogEvent> {
         read(&self.events)
     }
+
+    /// From now on answer OK to every `confirm()` of this page (a press whose contract accepts them).
+    pub(crate) fn accept_confirms(&self) {
+        self.accept_confirm.store(true, Ordering::SeqCst);
+    }
 }
 
 fn read(events: &Mutex<Vec<DialogEvent>>) -> Vec<DialogEvent> {
@@ -126,18 +133,24 @@ pub async fn install(
 ) -> Result<DialogLog, BrowserError> {
     let live = session.liveness().clone();
     let events: Arc<Mutex<Vec<DialogEvent>>> = Arc::default();
+    let accept_confirm = Arc::new(AtomicBool::new(policy.accept_confirm));
     let mut dialogs = live
         .call(
             "listen for dialogs",
             page.event_listener::<EventJavascriptDialogOpening>(),
         )
         .await?;
-    let (p, l, lv) = (page.clone(), events.clone(), live.clone());
+    let (p, l, lv, yes) = (
+        page.clone(),
+        events.clone(),
+        live.clone(),
+        accept_confirm.clone(),
+    );
     let answering = tokio::spawn(async move {
         while let Some(ev) = dialogs.next().await {
             let accept = match ev.r#type {
                 DialogType::Alert => true,
-                DialogType::Confirm => policy.accept_confirm,
+                DialogType::Confirm => yes.load(Ordering::SeqCst),
                 DialogType::Prompt => false,
                 DialogType::Beforeunload => policy.accept_beforeunload,
             };
@@ -195,6 +208,7 @@ pub async fn install(
     watchers.0.push(closing.abort_handle());
     Ok(DialogLog {
         events,
+        accept_confirm,
         _watchers: Arc::new(watchers),
     })
 }

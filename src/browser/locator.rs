@@ -145,6 +145,7 @@ pub struct PublishControl {
     locator: Locator,
     states: Vec<ElementState>,
     states_after_fill: Vec<ElementState>,
+    accept_confirm: bool,
 }
 
 impl PublishControl {
@@ -159,7 +160,20 @@ impl PublishControl {
             locator,
             states,
             states_after_fill,
+            accept_confirm: false,
         }
+    }
+
+    /// Whether its press answers OK to a `confirm()` the page asks once it is pressed (the contract's
+    /// `publish.confirm = "accept"`); before the press every confirm is dismissed.
+    pub fn accepting_confirm(mut self, yes: bool) -> Self {
+        self.accept_confirm = yes;
+        self
+    }
+
+    /// See [`PublishControl::accepting_confirm`].
+    pub fn accepts_confirm(&self) -> bool {
+        self.accept_confirm
     }
 
     /// A read-only copy for checking its states; `filled` adds the after-fill states.

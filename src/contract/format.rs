@@ -292,6 +292,21 @@ pub struct Publish {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 100, max = 120_000))]
     pub create_wait_ms: Option<u64>,
+    /// How the press answers a `confirm()` the page asks once publish is pressed ("Publish this post?",
+    /// Rails' `data-confirm`): `dismiss` (the default: the page publishes nothing) or `accept` (format 2).
+    /// Before the press every confirm is dismissed (a probe agrees to nothing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirm: Option<ConfirmAnswer>,
+}
+
+/// An answer to a page's `confirm()`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ConfirmAnswer {
+    /// Cancel.
+    Dismiss,
+    /// OK.
+    Accept,
 }
 
 /// Who sends the create request.

@@ -194,7 +194,8 @@ impl Contract {
                 .iter()
                 .map(|s| state(*s))
                 .collect(),
-        );
+        )
+        .accepting_confirm(self.publish.confirm == Some(format::ConfirmAnswer::Accept));
         let mut steps = Vec::new();
         for (i, s) in self.compose.steps.iter().enumerate() {
             let target = match (&s.field, &s.locator) {

@@ -732,6 +732,9 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
             );
         }
     }
+    if c.publish.confirm.is_some() {
+        format2(&mut k, publish.key("confirm"), "confirm");
+    }
     if let Some(ms) = c.publish.create_wait_ms
         && !(100..=120_000).contains(&ms)
     {

@@ -330,3 +330,50 @@ async fn a_two_step_publish_opens_its_panel_by_a_declared_step_and_presses_once(
     assert_eq!(v["pressed"], false, "{v}");
     assert_eq!(env.arrivals(), 1);
 }
+
+/// A page that asks "Publish this post?" by `confirm()` when publish is pressed (`/compose?confirm=1`, as
+/// Rails' `data-confirm` does). By default the press dismisses it, as every dialog before it: the page sends
+/// nothing, and the post fails on the door's proof. A contract saying `publish.confirm = "accept"` answers OK
+/// once pressed, and the post is made once; its probe, which never presses, still agrees to nothing. Format
+/// 1 cannot say it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_confirm_the_press_asks_is_answered_as_the_contract_says() {
+    let env = Env::start().await;
+    let asking = kit::compose_asking("confirm=1").replace("format = 1", "format = 2");
+    let dismissing = env.write_file("confirm-dismissed.toml", &asking);
+    let text = unique("asked before publishing, dismissed");
+    let (code, v, err) = env.publish("alice", &dismissing, &text, &[]).await;
+    assert_eq!(code, 11, "{v} {err}");
+    assert_eq!(
+        (v["state"].as_str(), v["pressed"].as_bool()),
+        (Some("failed"), Some(true)),
+        "{v}"
+    );
+    assert_eq!(env.arrivals(), 0, "{v}");
+
+    let rule = "transport = \"harness\"\n";
+    assert!(asking.contains(rule));
+    let accept = asking.replace(rule, &format!("{rule}confirm = \"accept\"\n"));
+    let accepting = env.write_file("confirm-accepted.toml", &accept);
+    let (code, report, err) = env.probe_fill(&accepting, 300).await;
+    assert_eq!(code, 0, "{report} {err}");
+    assert_eq!(env.arrivals(), 0, "{report}");
+    let text = unique("asked before publishing, accepted");
+    let (code, v, err) = env.publish("alice", &accepting, &text, &[]).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["state"], "published", "{v}");
+    assert_eq!((env.arrivals(), env.copies(&text)), (1, 1), "{v}");
+
+    let format1 = env.write_file(
+        "confirm-format1.toml",
+        &accept.replace("format = 2", "format = 1"),
+    );
+    let (code, out, err) = env
+        .run(&["contract", "check", format1.to_str().unwrap()])
+        .await;
+    assert_eq!(code, 2, "{out} {err}");
+    assert!(
+        format!("{out}{err}").contains("confirm needs format = 2"),
+        "{out} {err}"
+    );
+}
