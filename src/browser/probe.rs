@@ -460,6 +460,8 @@ pub async fn run(
     guard.recognise_declared(plan.non_publish_writes.clone(), plan.create_request.clone());
     // Declared reads are sent: a page may need its GraphQL query answered to show its form at all.
     guard.let_reads_through(plan.read_requests.clone(), plan.create_request.clone());
+    // A platform that creates by GET: a probe's reads never include its create.
+    guard.know_create(&plan.create_request);
     // Declared live sockets are refused (as every socket is) and listed apart: not a write attempt.
     guard
         .door()

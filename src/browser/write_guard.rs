@@ -104,6 +104,9 @@ struct Log {
     faults: Vec<String>,
     paused: usize,
     takeover: Option<Takeover>,
+    /// The create request when the platform creates by a read method (a guestbook's `method=get` form):
+    /// every request matching it is the create, failed unless it is the armed press's one handover.
+    read_create: Option<CreatePattern>,
     /// What oncepost typed into the page, watched from the fill on (see `watch_typed`).
     typed: Vec<Watched>,
     /// The press armed the takeover: from now on oncepost's own read pages may carry the typed text (a
@@ -395,6 +398,15 @@ impl WriteGuard {
     /// compose form or its posts. Never one matching `create`, never one whose body carries the typed text
     /// (from the fill on, but on oncepost's read page after the press), never while it could be the armed
     /// create request.
+    /// The create request of the contract a publish, probe or lookup now runs (replacing the last one's).
+    /// It matters only when it is a GET (a platform that creates by a read): then a read matching it is
+    /// never fetched, on any page, before the press or after it; only the armed press hands it over, once.
+    pub(crate) fn know_create(&self, create: &CreatePattern) {
+        if let Ok(mut l) = self.log.lock() {
+            l.read_create = is_read(&create.method).then(|| create.clone());
+        }
+    }
+
     pub(crate) fn let_reads_through(&self, rules: Vec<CreatePattern>, create: CreatePattern) {
         if let Ok(mut l) = self.log.lock() {
             l.reads = (!rules.is_empty()).then_some(Declared {
@@ -734,6 +746,16 @@ fn route(
             }
             None => false,
         };
+    // A platform that creates by GET: a read matching the create request is a create. The armed press
+    // took its one above; any other (a page's own, before the press or after it; a look's, a read-back's or
+    // a lookup's) is failed, never fetched as a read.
+    if is_read(method) && !ordered && l.read_create.as_ref().is_some_and(|c| c.matches(&facts)) {
+        return Route::Fail {
+            carries: false,
+            extra,
+            declared: false,
+        };
+    }
     let carries = is_read(method) && !reader && !ordered && carries_typed(watched, &l.typed);
     let may_carry = reader || navigator;
     if (is_read(method) && !carries) || preflight {

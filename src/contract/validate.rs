@@ -642,12 +642,26 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
         &c.publish.create_request,
         &url_vars,
     );
-    if matches!(c.publish.create_request.method.as_str(), "GET" | "HEAD") {
-        k.err(
+    // A platform may create by GET (a guestbook's `method=get` form): format 2 says so, and the door then
+    // never fetches a read matching it. A HEAD creates nothing anyone should publish with.
+    let create = &c.publish.create_request;
+    match create.method.as_str() {
+        "HEAD" => k.err(
             publish.key("create_request").key("method"),
-            "the create request cannot be a GET/HEAD",
-            "probes let GET/HEAD through; a create is a write",
-        );
+            "the create request cannot be a HEAD",
+            "a create is a write, or a GET on a platform that creates by GET (format 2)",
+        ),
+        "GET" if c.format < 2 => k.err(
+            publish.key("create_request").key("method"),
+            "a create request by GET needs format = 2",
+            "set format = 2: the door then fails every read that matches it but the press's one",
+        ),
+        "GET" if create.body_regex.is_some() || create.not_body_regex.is_some() => k.err(
+            publish.key("create_request"),
+            "a GET has no body to match",
+            "tell the create apart by its URL (url_regex over the whole URL, its query included)",
+        ),
+        _ => {}
     }
     for (i, s) in c.publish.rejection_statuses.iter().enumerate() {
         // Only a 4xx can prove "not created": a 5xx may be sent after the platform committed the post

@@ -1026,6 +1026,8 @@ async fn with_session(
     session
         .write_guard()
         .let_reads_through(plan.probe.read_requests.clone(), plan.create.clone());
+    // A platform that creates by GET: from now on no read matching the create leaves but the press's one.
+    session.write_guard().know_create(&plan.create);
     // The live sockets the contract declares (a timeline's updates) are refused like every socket, but a try
     // is not taken for the page publishing another way: before the press it does not stop the publish, after
     // it it is no doubt (nothing went further: the sinkhole forwards nothing). Every publish sets its own.

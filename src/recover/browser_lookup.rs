@@ -113,6 +113,8 @@ impl PlatformLookup for BrowserLookup {
         session
             .write_guard()
             .let_reads_through(self.reads.clone(), self.create.clone());
+        // A lookup only reads: on a platform that creates by GET, a read matching the create never leaves.
+        session.write_guard().know_create(&self.create);
         let sent_id = self.sent_id(intent).await?;
         let r = self.look(&session, &plan, &text, sent_id.as_deref()).await;
         session.close().await;

@@ -377,3 +377,103 @@ async fn a_confirm_the_press_asks_is_answered_as_the_contract_says() {
         "{out} {err}"
     );
 }
+
+/// The bundled contract in format 2 on a compose page that creates by GET (`/compose?get_create=1`:
+/// `GET /api/create?text=<the post>`, as an old guestbook's `method=get` form does), with `extra` added to
+/// the compose URL's query.
+fn get_create_contract(extra: &str) -> String {
+    let c =
+        kit::compose_asking(&format!("get_create=1{extra}")).replace("format = 1", "format = 2");
+    let post = "create_request = { method = \"POST\", url = \"{base_url}/api/posts\" }";
+    assert!(c.contains(post));
+    c.replace(
+        post,
+        "create_request = { method = \"GET\", url_regex = '/api/create\\?text=' }",
+    )
+}
+
+/// A platform that creates by GET. The press's one GET is sent once by oncepost and the post is made and
+/// read back; a rerun sends nothing. The page that also calls the create URL by itself as it loads
+/// (`&create_on_load=1`) gets nothing out: a read matching the create request is never fetched but as the
+/// press's one (before, the door fetched it as a read and the platform made a post nobody authorized).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_platform_that_creates_by_get_gets_the_press_one_and_nothing_else() {
+    let env = Env::start().await;
+    const GET_CREATE: &str = "GET /api/create";
+    let plain = env.write_file("get-create.toml", &get_create_contract(""));
+    let text = unique("made by a GET");
+    let (code, v, err) = env.publish("alice", &plain, &text, &[]).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["state"], "published", "{v}");
+    assert_eq!(
+        (env.stats().writes_to(GET_CREATE), env.copies(&text)),
+        (1, 1),
+        "{v}"
+    );
+    let (code, v, err) = env.publish("alice", &plain, &text, &[]).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["pressed"], false, "a rerun sends nothing: {v}");
+    assert_eq!(env.stats().writes_to(GET_CREATE), 1);
+
+    let hostile = env.write_file(
+        "get-create-on-load.toml",
+        &get_create_contract("&create_on_load=1"),
+    );
+    let text = unique("made by a GET, the page creating on load");
+    let (code, v, err) = env.publish("alice", &hostile, &text, &[]).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["state"], "published", "{v}");
+    assert_eq!(env.copies("Hello from the page itself"), 0, "{v}");
+    assert_eq!(
+        (env.stats().writes_to(GET_CREATE), env.copies(&text)),
+        (2, 1),
+        "{v}"
+    );
+    let show = env.show(v["key"].as_str().unwrap()).await;
+    assert!(
+        show.to_string()
+            .contains("Hello%20from%20the%20page%20itself"),
+        "the page's own create is recorded as a write attempt: {show}"
+    );
+}
+
+/// `contract check` takes a create by GET in format 2 only, without a body to match, and never a HEAD.
+#[tokio::test]
+async fn a_create_by_get_is_checked_for_what_a_get_can_be() {
+    let env = Env::start().await;
+    let good = get_create_contract("");
+    let path = env.write_file("get-create-good.toml", &good);
+    let (code, out, err) = env
+        .run(&["contract", "check", path.to_str().unwrap()])
+        .await;
+    assert_eq!(code, 0, "{out} {err}");
+    let get = "method = \"GET\", url_regex = '/api/create\\?text=' }";
+    for (name, c, says) in [
+        (
+            "format1",
+            good.replace("format = 2", "format = 1"),
+            "a create request by GET needs format = 2",
+        ),
+        (
+            "head",
+            good.replace("method = \"GET\"", "method = \"HEAD\""),
+            "the create request cannot be a HEAD",
+        ),
+        (
+            "body",
+            good.replace(
+                get,
+                "method = \"GET\", url_regex = '/api/create', body_regex = 'x' }",
+            ),
+            "a GET has no body to match",
+        ),
+    ] {
+        assert_ne!(c, good, "{name}");
+        let path = env.write_file(&format!("get-create-{name}.toml"), &c);
+        let (code, out, err) = env
+            .run(&["contract", "check", path.to_str().unwrap()])
+            .await;
+        assert_eq!(code, 2, "{name}: {out} {err}");
+        assert!(format!("{out}{err}").contains(says), "{name}: {out} {err}");
+    }
+}
