@@ -1315,7 +1315,9 @@ async fn attempt(
             report: json!({
                 "error": format!(
                     "the page tried {} channel(s) oncepost refuses before publish was pressed ({}): it may \
-                     publish that way, which cannot be done at most once; nothing was pressed and nothing left",
+                     publish that way, which cannot be done at most once; nothing was pressed and nothing left \
+                     (a socket the page only hears on, such as a timeline's updates, may be declared in the \
+                     contract's [[live_sockets]], format 2)",
                     knocks.len(),
                     knocks[0].describe()
                 ),
@@ -1581,6 +1583,32 @@ async fn attempt(
     Ok((pressed, summary))
 }
 
+/// `proof`, and when the page asked a `confirm()` that was dismissed, what it asked: a page that asks before
+/// it publishes ("Publish this post?") sends nothing when told no (the contract's `publish.confirm`).
+fn with_dismissed_confirms(proof: &str, dialogs: &[browser::DialogEvent]) -> String {
+    let asked: Vec<&str> = dialogs
+        .iter()
+        .filter_map(|d| match d {
+            browser::DialogEvent::Dialog {
+                dialog_type,
+                message,
+                accepted: false,
+                ..
+            } if dialog_type == "confirm" => Some(message.as_str()),
+            _ => None,
+        })
+        .collect();
+    match asked.first() {
+        None => proof.to_string(),
+        Some(m) => format!(
+            "{proof}; the page asked {} confirm(s) and each was dismissed (the first: {:?}): a page that asks \
+             before it publishes needs publish.confirm = \"accept\" (format 2)",
+            asked.len(),
+            crate::redact::text(&m.chars().take(120).collect::<String>())
+        ),
+    }
+}
+
 /// One side-effect alarm per channel the door refused (one the store does not take is kept in `alarms`).
 async fn alarm_refused_channels(
     alarms: &mut Alarms,
@@ -1667,7 +1695,7 @@ where
     let (status, body) = match outcome {
         DispatchOutcome::NotSent { proof } => {
             return Verdict::NotSent {
-                proof: proof.clone(),
+                proof: with_dismissed_confirms(proof, &page.dialogs()),
             };
         }
         DispatchOutcome::Unknown { reason } => {

@@ -350,6 +350,11 @@ async fn a_confirm_the_press_asks_is_answered_as_the_contract_says() {
         "{v}"
     );
     assert_eq!(env.arrivals(), 0, "{v}");
+    let show = env.show(v["key"].as_str().unwrap()).await.to_string();
+    assert!(
+        show.contains("Publish this post?") && show.contains("needs publish.confirm"),
+        "the proof says what was asked and what to declare: {show}"
+    );
 
     let rule = "transport = \"harness\"\n";
     assert!(asking.contains(rule));

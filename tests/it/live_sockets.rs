@@ -59,7 +59,8 @@ async fn a_page_that_hears_on_a_declared_live_socket_publishes_once() {
     let env = start().await;
     let text = unique("heard live, made by the create request");
     let run = env.publish("alice", &undeclared(&env), &text, &[]).await;
-    env.assert_failed_before_the_press(run, "channel").await;
+    env.assert_failed_before_the_press(run, "[[live_sockets]]")
+        .await;
 
     let (code, report, err) = env.probe_fill(&contract(), 500).await;
     assert_eq!(code, 0, "{report} {err}");
