@@ -1583,6 +1583,15 @@ async fn attempt(
     Ok((pressed, summary))
 }
 
+/// Whether `shown` is `sent` with other line breaks only (the same words, whitespace aside), while its lines
+/// differ: what a rich editor typed as text, or a plain-text editor typed by keys, makes of a post in
+/// paragraphs (measured on CKEditor, TinyMCE, ProseMirror, CodeMirror and Trix: docs/contracts.md).
+fn only_line_breaks_differ(sent: &str, shown: &str) -> bool {
+    sent.contains('\n')
+        && sent.trim() != shown.trim()
+        && sent.split_whitespace().eq(shown.split_whitespace())
+}
+
 /// `proof`, and when the page asked a `confirm()` that was dismissed, what it asked: a page that asks before
 /// it publishes ("Publish this post?") sends nothing when told no (the contract's `publish.confirm`).
 fn with_dismissed_confirms(proof: &str, dialogs: &[browser::DialogEvent]) -> String {
@@ -1802,8 +1811,16 @@ where
             permalink: permalink.clone(),
             readback: rb_json,
         },
-        ReadVerdict::Mismatch { .. } => Verdict::ReadbackMismatch {
-            readback: json!({ "sent_chars": text.chars().count(), "readback": rb_json }),
+        ReadVerdict::Mismatch { shown, .. } => Verdict::ReadbackMismatch {
+            readback: match only_line_breaks_differ(text, shown) {
+                true => json!({
+                    "sent_chars": text.chars().count(), "readback": rb_json,
+                    "why": "the platform shows the post's words with other line breaks: an editor that \
+                            makes a paragraph on Enter needs the field's newlines = \"keys\", a plain-text \
+                            editor the text as it is (docs/contracts.md, \"Posts in paragraphs\")",
+                }),
+                false => json!({ "sent_chars": text.chars().count(), "readback": rb_json }),
+            },
         },
         ReadVerdict::Lead { candidates } => Verdict::ReadbackLead {
             readback: json!({ "lead": candidates, "readback": rb_json }),

@@ -325,3 +325,26 @@ async fn a_contract_that_types_keys_where_they_do_not_belong_is_refused() {
         assert!(format!("{out}{err}").contains(says), "{name}: {out} {err}");
     }
 }
+
+/// CKEditor typed as text (the contract without `newlines = "keys"`): the editor makes the typed line break
+/// a paragraph, the platform stores other line breaks, and the read-back parks the post, saying the words
+/// are the same and the field needs keys.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rich_editor_typed_as_text_is_parked_with_a_why_naming_the_line_breaks() {
+    let env = start().await;
+    let c = on_editor(&env, "ckeditor", ".ck-editor__editable", None, false);
+    let text = in_paragraphs("First paragraph in CKEditor, typed as text");
+    let (code, v, err) = env.publish("alice", &c, &text, &[]).await;
+    assert_eq!(code, 12, "{v} {err}");
+    assert_eq!(v["state"], "parked", "{v}");
+    assert_eq!(
+        (env.arrivals(), env.copies(&text)),
+        (1, 0),
+        "made once, other breaks"
+    );
+    let show = env.show(v["key"].as_str().unwrap()).await.to_string();
+    assert!(
+        show.contains("other line breaks") && show.contains("newlines"),
+        "{show}"
+    );
+}
