@@ -31,12 +31,19 @@
 macro_rules! shadow_js {
     () => {
         r#"
+  // An element's shadow root: an open one, or a closed one the page made after CLOSED_ROOTS_JS ran.
+  const sr = e => {
+    if (e.shadowRoot) return e.shadowRoot;
+    const w = e.ownerDocument && e.ownerDocument.defaultView;
+    const kept = w && w.__oncepostClosedRoots;
+    return (kept && kept.get(e)) || null;
+  };
   const shadowScopes = root => {
     const out = [root];
     for (let i = 0; i < out.length; i++) {
       const r = out[i];
-      if (r.nodeType === 1 && r.shadowRoot) out.push(r.shadowRoot);
-      for (const e of r.querySelectorAll('*')) if (e.shadowRoot) out.push(e.shadowRoot);
+      if (r.nodeType === 1 && sr(r)) out.push(sr(r));
+      for (const e of r.querySelectorAll('*')) if (sr(e)) out.push(sr(e));
     }
     return out;
   };
@@ -59,8 +66,8 @@ macro_rules! shadow_js {
   };
   const deepHit = (root, x, y) => {
     let h = root.elementFromPoint(x, y);
-    while (h && h.shadowRoot) {
-      const inner = h.shadowRoot.elementFromPoint(x, y);
+    while (h && sr(h)) {
+      const inner = sr(h).elementFromPoint(x, y);
       if (!inner) break;
       if (inner === h) { h = slotAt(h, x, y) || h; break; }
       h = inner;
@@ -71,7 +78,7 @@ macro_rules! shadow_js {
     if (n.nodeType === 3) return n.data;
     if (n.nodeType !== 1 && n.nodeType !== 11) return '';
     if (['script', 'style', 'template'].includes(n.localName)) return '';
-    let kids = n.shadowRoot ? n.shadowRoot.childNodes : n.childNodes;
+    let kids = n.nodeType === 1 && sr(n) ? sr(n).childNodes : n.childNodes;
     if (n.localName === 'slot') { const a = n.assignedNodes({ flatten: true }); if (a.length) kids = a; }
     return Array.from(kids).map(flatText).join('');
   };

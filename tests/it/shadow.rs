@@ -91,6 +91,29 @@ async fn a_compose_form_two_shadow_roots_deep_is_pressed_once_and_read_back() {
     assert_eq!(env.arrivals(), 1, "the rerun sent nothing");
 }
 
+/// `?closed=1`: both roots closed (`host.shadowRoot` is null to every script but the components'), the
+/// form found by CSS and by role: oncepost keeps each closed root the page attaches where its locators
+/// look, so the form is found, filled, checked and pressed once, and a rerun presses nothing. Before, no
+/// locator found anything and nothing could be published.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compose_form_in_closed_shadow_roots_is_pressed_once() {
+    let env = start().await;
+    for (name, kept) in [("css", Kept::CssOnly), ("role", Kept::RoleOnly)] {
+        let contract = shadow_contract(
+            &env,
+            &format!("closed-{name}"),
+            Some("/hostile/shadow?closed=1"),
+            kept,
+        );
+        let text = unique(&format!("closed web components by {name}"));
+        let arrivals = env.arrivals() + 1;
+        published_once(&env, &contract, &text, arrivals).await;
+        let (code, v, _) = env.publish("alice", &contract, &text, &[]).await;
+        assert_eq!((code, v["pressed"].as_bool()), (0, Some(false)), "{v}");
+        assert_eq!(env.arrivals(), arrivals, "the rerun sent nothing");
+    }
+}
+
 /// `?cover=1`: an element of the component's own shadow root lies over the publish control (found by role
 /// and name alone). The hit test
 /// lands on it (not on the outer host, which would name the page's shell), so the control is not

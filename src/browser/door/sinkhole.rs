@@ -181,26 +181,25 @@ impl Sinkhole {
     /// The knocks after `mark` that are neither Chromium's own nor a declared live socket: the page tried
     /// a channel oncepost refuses, which may be how it publishes.
     pub fn page_knocks_since(&self, mark: usize) -> Vec<Knock> {
-        let live = self
-            .live
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        let mut v = self.knocks_since(mark);
-        v.retain(|k| !k.chromium_own && !live.iter().any(|s| s.matches(k)));
-        v
+        self.page_knocks_where(mark, false)
     }
 
     /// The knocks after `mark` to a declared live socket: refused like the others (nothing went further),
     /// kept as evidence, never an alarm.
     pub fn live_knocks_since(&self, mark: usize) -> Vec<Knock> {
-        let live = self
+        self.page_knocks_where(mark, true)
+    }
+
+    /// The page's knocks (not Chromium's own) after `mark` that are (`live`) or are not to a declared live
+    /// socket.
+    fn page_knocks_where(&self, mark: usize, live: bool) -> Vec<Knock> {
+        let declared = self
             .live
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
         let mut v = self.knocks_since(mark);
-        v.retain(|k| !k.chromium_own && live.iter().any(|s| s.matches(k)));
+        v.retain(|k| !k.chromium_own && declared.iter().any(|s| s.matches(k)) == live);
         v
     }
 }
