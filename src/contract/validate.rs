@@ -95,6 +95,32 @@ pub const KNOWN_ROLES: &[&str] = &[
 
 const SAMPLE_BASE: &str = "http://127.0.0.1:9";
 
+/// `template` with the sample base URL and `x` for every other placeholder.
+fn sample_url(template: &str) -> String {
+    static PLACEHOLDER: std::sync::LazyLock<Regex> =
+        std::sync::LazyLock::new(|| Regex::new(r"\{[^{}]*\}").expect("a valid regex"));
+    PLACEHOLDER
+        .replace_all(&template.replace("{base_url}", SAMPLE_BASE), "x")
+        .into_owned()
+}
+
+/// Whether a GET create request's URL rule matches `url`, as far as a check can tell from templates: a
+/// `url_regex` over the whole URL, a `url` template over the URL without its query.
+fn get_create_matches(create: &RequestMatcher, url: &str) -> bool {
+    if let Some(re) = create.url_regex.as_deref().and_then(|r| Regex::new(r).ok()) {
+        let excluded = create
+            .not_url_regex
+            .as_deref()
+            .and_then(|r| Regex::new(r).ok())
+            .is_some_and(|x| x.is_match(url));
+        return re.is_match(url) && !excluded;
+    }
+    create
+        .url
+        .as_deref()
+        .is_some_and(|t| sample_url(t) == url.split(['?', '#']).next().unwrap_or(url))
+}
+
 struct Checker {
     found: Vec<Finding>,
 }
@@ -661,6 +687,26 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
             "a GET has no body to match",
             "tell the create apart by its URL (url_regex over the whole URL, its query included)",
         ),
+        "GET" => {
+            // Every read matching a GET create is failed: a pattern that also matches a page oncepost must
+            // read leaves that page unreadable.
+            for (what, page) in [
+                ("compose.url", &c.compose.url),
+                ("readback.search", &c.readback.search),
+                ("readback.permalink", &c.readback.permalink),
+            ] {
+                let sample = sample_url(page);
+                if get_create_matches(create, &sample) {
+                    k.err(
+                        publish.key("create_request"),
+                        format!(
+                            "the GET create also matches {what} ({sample}): that page could never be read"
+                        ),
+                        "make the pattern match the create only (its query, e.g. url_regex = '/post\\?(.*&)?action=create')",
+                    );
+                }
+            }
+        }
         _ => {}
     }
     for (i, s) in c.publish.rejection_statuses.iter().enumerate() {

@@ -442,7 +442,8 @@ async fn a_platform_that_creates_by_get_gets_the_press_one_and_nothing_else() {
     );
 }
 
-/// `contract check` takes a create by GET in format 2 only, without a body to match, and never a HEAD.
+/// `contract check` takes a create by GET in format 2 only, without a body to match, never one matching a
+/// page oncepost must read (its reads would all be failed), and never a HEAD.
 #[tokio::test]
 async fn a_create_by_get_is_checked_for_what_a_get_can_be() {
     let env = Env::start().await;
@@ -471,6 +472,11 @@ async fn a_create_by_get_is_checked_for_what_a_get_can_be() {
                 "method = \"GET\", url_regex = '/api/create', body_regex = 'x' }",
             ),
             "a GET has no body to match",
+        ),
+        (
+            "search",
+            good.replace(get, "method = \"GET\", url_regex = '[?&]q=' }"),
+            "the GET create also matches readback.search",
         ),
     ] {
         assert_ne!(c, good, "{name}");
