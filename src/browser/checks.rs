@@ -222,6 +222,23 @@ async (locs, act, opts) => {"#,
       }
       else if (act.action === 'scroll_into_view') el.scrollIntoView({ block: 'center', inline: 'center' });
       else if (act.action === 'click') el.click();
+      else if (act.action === 'select') {
+        // As a person's pick: the option by value, else by its label; the value set through the element's
+        // own setter (a framework that tracks it sees the change), then the events a pick sends.
+        const opts = el.localName === 'select' ? Array.from(el.options) : null;
+        const want = act.option == null ? null : String(act.option);
+        const opt = !opts || want === null ? null
+          : (opts.find(o => o.value === want) || opts.find(o => norm(o.label || o.text) === norm(want)));
+        if (!opts) acted = 'refused: target is not a <select>';
+        else if (!opt) acted = 'refused: no option ' + JSON.stringify(want);
+        else if (opt.disabled) acted = 'refused: option ' + JSON.stringify(want) + ' is disabled';
+        else {
+          el.focus({ preventScroll: true });
+          Object.getOwnPropertyDescriptor(HTMLSelectElement.prototype, 'value').set.call(el, opt.value);
+          el.dispatchEvent(new Event('input', { bubbles: true }));
+          el.dispatchEvent(new Event('change', { bubbles: true }));
+        }
+      }
       else { acted = 'refused: unknown action ' + act.action; }
       if (acted === null) acted = 'done';
     }
@@ -408,8 +425,11 @@ pub(crate) struct Act {
     pub target: usize,
     /// Index of the publish control among them (refused as a target).
     pub publish: Option<usize>,
-    /// `focus`, `scroll_into_view` or `click`.
+    /// `focus`, `scroll_into_view`, `click` or `select`.
     pub action: &'static str,
+    /// The option `select` chooses (value or label).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub option: Option<String>,
 }
 
 #[derive(Deserialize)]

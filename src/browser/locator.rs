@@ -215,6 +215,9 @@ pub enum StepAction {
     ScrollIntoView,
     /// Click the target (never the publish control, never a submit control: checked again at run time).
     Click,
+    /// Choose an option of the target `<select>` (by value or label), as a person picks one: the page gets
+    /// the `input` and `change` events a pick sends.
+    Select,
     /// Read back what a filled field shows (no contract declares it: the fill's own check, reported like a
     /// step).
     Verify,
@@ -226,6 +229,7 @@ pub struct NonPublishingStep {
     action: StepAction,
     target: NamedLocator,
     after_fill: bool,
+    option: Option<String>,
 }
 
 impl NonPublishingStep {
@@ -245,6 +249,7 @@ impl NonPublishingStep {
             action,
             target,
             after_fill: false,
+            option: None,
         })
     }
 
@@ -253,6 +258,17 @@ impl NonPublishingStep {
     pub fn after_fill(mut self, yes: bool) -> Self {
         self.after_fill = yes;
         self
+    }
+
+    /// The option a [`StepAction::Select`] step chooses (its value or label).
+    pub fn choosing(mut self, option: Option<String>) -> Self {
+        self.option = option;
+        self
+    }
+
+    /// See [`NonPublishingStep::choosing`].
+    pub fn option(&self) -> Option<&str> {
+        self.option.as_deref()
     }
 
     /// Whether it runs after the fill.

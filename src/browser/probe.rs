@@ -255,6 +255,11 @@ impl<'a> ProbePage<'a> {
     /// the same evaluation that acts; the script refuses when they are the same element or when a click
     /// would submit a form.
     pub async fn click_step(&self, step: &NonPublishingStep) -> Result<StepOutcome, BrowserError> {
+        if step.action() == StepAction::Select {
+            return self
+                .act_with(step.target(), StepAction::Select, "select", step.option())
+                .await;
+        }
         self.act(step.target(), step.action()).await
     }
 
@@ -395,6 +400,7 @@ impl<'a> ProbePage<'a> {
             StepAction::Focus => "focus",
             StepAction::ScrollIntoView => "scroll_into_view",
             StepAction::Click => "click",
+            StepAction::Select => "select",
             // Read-only, like a wait: nothing for the page script to do.
             StepAction::Verify => "wait_for",
         };
@@ -408,6 +414,17 @@ impl<'a> ProbePage<'a> {
         action: StepAction,
         name: &'static str,
     ) -> Result<StepOutcome, BrowserError> {
+        self.act_with(target, action, name, None).await
+    }
+
+    /// `act_named` with the option a `select` chooses.
+    async fn act_with(
+        &self,
+        target: &NamedLocator,
+        action: StepAction,
+        name: &'static str,
+        option: Option<&str>,
+    ) -> Result<StepOutcome, BrowserError> {
         match action {
             StepAction::WaitFor | StepAction::Verify => {
                 let c = self.wait_for(target, Duration::ZERO).await?;
@@ -418,13 +435,17 @@ impl<'a> ProbePage<'a> {
                     outcome: outcome_of(&c),
                 });
             }
-            StepAction::Focus | StepAction::ScrollIntoView | StepAction::Click => {}
+            StepAction::Focus
+            | StepAction::ScrollIntoView
+            | StepAction::Click
+            | StepAction::Select => {}
         }
         let locs = [target.clone(), self.publish.clone()];
         let act = Act {
             target: 0,
             publish: Some(1),
             action: name,
+            option: option.map(String::from),
         };
         // The action re-resolves its target; it needs no states, so nothing scrolls but the action itself.
         let (_, acted) =

@@ -103,6 +103,9 @@ pub enum StepAction {
     ScrollIntoView,
     /// Click the element (e.g. "open composer"). Must never be the publish control.
     Click,
+    /// Choose the `<select>` element's option named by `option` (its value or its label), as a person
+    /// picks a category (format 2).
+    Select,
 }
 
 /// A step before publishing that the contract author declares non-publishing.
@@ -122,6 +125,9 @@ pub struct Step {
     /// written (a two-step publish; the panel's own control is the publish control).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after_fill: Option<bool>,
+    /// The option a `select` step chooses: its value or its label (format 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub option: Option<String>,
     /// Must be `true`: the author asserts this step cannot publish.
     #[schemars(extend("const" = true))]
     pub non_publishing: bool,

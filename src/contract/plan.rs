@@ -226,11 +226,13 @@ impl Contract {
                 format::StepAction::Focus => browser::StepAction::Focus,
                 format::StepAction::ScrollIntoView => browser::StepAction::ScrollIntoView,
                 format::StepAction::Click => browser::StepAction::Click,
+                format::StepAction::Select => browser::StepAction::Select,
             };
             steps.push(
                 NonPublishingStep::new(action, target, &publish)
                     .map_err(PlanError::Step)?
-                    .after_fill(s.after_fill.unwrap_or(false)),
+                    .after_fill(s.after_fill.unwrap_or(false))
+                    .choosing(s.option.clone()),
             );
         }
         let non_publish_writes = self

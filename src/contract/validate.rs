@@ -428,12 +428,30 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
         );
     }
     for (i, s) in c.compose.steps.iter().enumerate() {
+        let p = root.key("compose").key("steps").index(i);
         if s.after_fill.is_some() {
-            format2(
-                &mut k,
-                root.key("compose").key("steps").index(i).key("after_fill"),
-                "after_fill",
-            );
+            format2(&mut k, p.key("after_fill"), "after_fill");
+        }
+        if s.option.is_some() {
+            format2(&mut k, p.key("option"), "option");
+        }
+        match (s.action == StepAction::Select, &s.option) {
+            (true, None) => k.err(
+                p.key("option"),
+                "a select step names no option",
+                "option = \"the value or label to choose\"",
+            ),
+            (true, Some(o)) if o.trim().is_empty() => k.err(
+                p.key("option"),
+                "a select step's option is empty",
+                "option = \"the value or label to choose\"",
+            ),
+            (false, Some(_)) => k.err(
+                p.key("option"),
+                "only a select step chooses an option",
+                "remove option, or make the step action = \"select\"",
+            ),
+            _ => {}
         }
     }
     for (i, f) in c.compose.fields.iter().enumerate() {

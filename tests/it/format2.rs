@@ -488,3 +488,54 @@ async fn a_create_by_get_is_checked_for_what_a_get_can_be() {
         assert!(format!("{out}{err}").contains(says), "{name}: {out} {err}");
     }
 }
+
+/// A required category (`/compose?category=1`: a `<select>` whose first option chooses nothing; Publish
+/// stays disabled until one is picked). Without a step the publish control is never enabled and nothing is
+/// pressed; a `select` step choosing "News" (by its label) picks it as a person does and the post is made
+/// once. `contract check` refuses a select step without an option and an option on another step.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_required_category_is_chosen_by_a_select_step() {
+    let env = Env::start().await;
+    let asking = kit::compose_asking("category=1").replace("format = 1", "format = 2");
+    let without = env.write_file("category-without.toml", &asking);
+    let text = unique("in a category, none chosen");
+    let (code, v, err) = env.publish("alice", &without, &text, &[]).await;
+    assert_eq!(code, 11, "{v} {err}");
+    assert_eq!(
+        (v["state"].as_str(), v["pressed"].as_bool()),
+        (Some("failed"), Some(false)),
+        "{v}"
+    );
+
+    let fields = "[[compose.fields]]";
+    assert!(asking.contains(fields));
+    let step = "[[compose.steps]]\naction = \"select\"\nlocator = { strategies = [{ css = \"#post-category\" }] }\noption = \"News\"\nafter_fill = true\nnon_publishing = true\nwhy = \"picks the post's category; the page sends nothing for it\"\n\n";
+    let with = asking.replacen(fields, &format!("{step}{fields}"), 1);
+    let chosen = env.write_file("category-chosen.toml", &with);
+    let text = unique("in a category, News chosen");
+    let (code, v, err) = env.publish("alice", &chosen, &text, &[]).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["state"], "published", "{v}");
+    assert_eq!((env.arrivals(), env.copies(&text)), (1, 1), "{v}");
+
+    for (name, c, says) in [
+        (
+            "no-option",
+            with.replace("option = \"News\"\n", ""),
+            "a select step names no option",
+        ),
+        (
+            "option-on-click",
+            with.replace("action = \"select\"", "action = \"click\""),
+            "only a select step chooses an option",
+        ),
+    ] {
+        assert_ne!(c, with, "{name}");
+        let path = env.write_file(&format!("category-{name}.toml"), &c);
+        let (code, out, err) = env
+            .run(&["contract", "check", path.to_str().unwrap()])
+            .await;
+        assert_eq!(code, 2, "{name}: {out} {err}");
+        assert!(format!("{out}{err}").contains(says), "{name}: {out} {err}");
+    }
+}
