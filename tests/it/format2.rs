@@ -480,12 +480,8 @@ async fn a_create_by_get_is_checked_for_what_a_get_can_be() {
         ),
     ] {
         assert_ne!(c, good, "{name}");
-        let path = env.write_file(&format!("get-create-{name}.toml"), &c);
-        let (code, out, err) = env
-            .run(&["contract", "check", path.to_str().unwrap()])
+        env.assert_check_refuses(&format!("get-create-{name}"), &c, says)
             .await;
-        assert_eq!(code, 2, "{name}: {out} {err}");
-        assert!(format!("{out}{err}").contains(says), "{name}: {out} {err}");
     }
 }
 
@@ -531,11 +527,7 @@ async fn a_required_category_is_chosen_by_a_select_step() {
         ),
     ] {
         assert_ne!(c, with, "{name}");
-        let path = env.write_file(&format!("category-{name}.toml"), &c);
-        let (code, out, err) = env
-            .run(&["contract", "check", path.to_str().unwrap()])
+        env.assert_check_refuses(&format!("category-{name}"), &c, says)
             .await;
-        assert_eq!(code, 2, "{name}: {out} {err}");
-        assert!(format!("{out}{err}").contains(says), "{name}: {out} {err}");
     }
 }

@@ -240,6 +240,16 @@ impl Env {
         std::fs::write(&p, contents).expect("write test file");
         p
     }
+
+    /// `contract check` on `contents` (written as `name.toml`) refuses it with exit 2, saying `says`.
+    pub async fn assert_check_refuses(&self, name: &str, contents: &str, says: &str) {
+        let path = self.write_file(&format!("{name}.toml"), contents);
+        let (code, out, err) = self
+            .run(&["contract", "check", path.to_str().unwrap()])
+            .await;
+        assert_eq!(code, 2, "{name}: {out} {err}");
+        assert!(format!("{out}{err}").contains(says), "{name}: {out} {err}");
+    }
 }
 
 /// Stored posts of `platform` with exactly `text`.
