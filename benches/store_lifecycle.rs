@@ -3,7 +3,11 @@
 //! floor commit before each lifecycle), so both see the same machine: on a shared machine the floor measured
 //! in a block of its own moved 1.4x between two blocks a few seconds apart. Prints figures; asserts nothing.
 //!
-//!   cargo bench --bench store_lifecycle -- [--lifecycles N] [--history N[,N...]]
+//!   cargo bench --bench store_lifecycle -- [--lifecycles N] [--history N[,N...]] [--text-bytes N]
+//!                                          [--backends sqlite|postgresql|both]
+//!
+//! `--text-bytes N` pads each post's text to N bytes (default: a short line, ~20 bytes): a long post makes the
+//! intent's row larger than a page, and every transition rewrites the row.
 //!
 //! `--history 0,1000000` measures each backend on a fresh database per size, after bulk-filling it with that
 //! many settled intents (published, two events each, one old dispatch each, a platform limit and caps set so
@@ -102,7 +106,13 @@ async fn fill(store: &Store, postgres: bool, n: u64) {
     eprintln!("filled {n} intents in {:.1} s", t.elapsed().as_secs_f64());
 }
 
-async fn measure(backend: &'static str, location: StoreLocation, n: usize, history: u64) -> Row {
+async fn measure(
+    backend: &'static str,
+    location: StoreLocation,
+    n: usize,
+    history: u64,
+    text_bytes: usize,
+) -> Row {
     let store = Store::open(&location, Policy::default())
         .await
         .expect("open");
@@ -168,7 +178,7 @@ async fn measure(backend: &'static str, location: StoreLocation, n: usize, histo
                     action: ActionKind::Post,
                     target: String::new(),
                     request: CanonicalRequest::new(
-                        Some(&format!("benchmark post {i}")),
+                        Some(&padded(format!("benchmark post {i}"), text_bytes)),
                         &BTreeMap::new(),
                     ),
                     source: None,
@@ -261,33 +271,63 @@ async fn measure(backend: &'static str, location: StoreLocation, n: usize, histo
     }
 }
 
+/// `text` followed by words until it is `bytes` long (unchanged when it is already longer).
+fn padded(mut text: String, bytes: usize) -> String {
+    const WORDS: [&str; 8] = [
+        "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel",
+    ];
+    let mut i = 0;
+    while text.len() < bytes {
+        text.push(' ');
+        text.push_str(WORDS[i % WORDS.len()]);
+        i += 1;
+    }
+    if i > 0 {
+        // ASCII only, so any byte is a character boundary.
+        text.truncate(bytes);
+    }
+    text
+}
+
+fn arg<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .map(String::as_str)
+}
+
 #[tokio::main]
 async fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let n = args
-        .iter()
-        .position(|a| a == "--lifecycles")
-        .and_then(|i| args.get(i + 1))
+    let n = arg(&args, "--lifecycles")
         .and_then(|v| v.parse().ok())
         .unwrap_or(300usize);
-    let sizes: Vec<u64> = args
-        .iter()
-        .position(|a| a == "--history")
-        .and_then(|i| args.get(i + 1))
+    let sizes: Vec<u64> = arg(&args, "--history")
         .map(|v| v.split(',').filter_map(|x| x.trim().parse().ok()).collect())
         .unwrap_or_else(|| vec![0]);
+    let text_bytes = arg(&args, "--text-bytes")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0usize);
+    let backends = arg(&args, "--backends").unwrap_or("both");
+    let (run_sqlite, run_postgres) = match backends {
+        "sqlite" => (true, false),
+        "postgresql" => (false, true),
+        "both" => (true, true),
+        other => panic!("--backends {other}: sqlite, postgresql or both"),
+    };
     // `ONCEPOST_BENCH_DIR` keeps the SQLite files there (for EXPLAIN QUERY PLAN afterwards).
     let dir = tempfile::tempdir().expect("tempdir");
     let keep = std::env::var_os("ONCEPOST_BENCH_DIR").map(std::path::PathBuf::from);
     let sqlite_dir = keep.as_deref().unwrap_or(dir.path());
     let mut rows = Vec::new();
-    for &h in &sizes {
+    for &h in sizes.iter().filter(|_| run_sqlite) {
         rows.push(
             measure(
                 "sqlite (WAL, synchronous=FULL)",
                 StoreLocation::Sqlite(sqlite_dir.join(format!("bench-{h}.db"))),
                 n,
                 h,
+                text_bytes,
             )
             .await,
         );
@@ -296,6 +336,7 @@ async fn main() {
     let repo = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let mut owned = None;
     let base = match std::env::var("ONCEPOST_BENCH_PG") {
+        _ if !run_postgres => None,
         Ok(u) if !u.is_empty() => Some(u),
         _ => {
             let pgdir =
@@ -328,6 +369,7 @@ async fn main() {
                     StoreLocation::Postgres(url),
                     n,
                     h,
+                    text_bytes,
                 )
                 .await,
             );

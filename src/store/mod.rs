@@ -26,6 +26,7 @@ mod rows;
 mod sources;
 pub mod state;
 mod tx;
+mod writer;
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -157,6 +158,8 @@ pub struct Store {
     /// One pool over `sqlx::Any`: the same statement text runs on both backends (docs/store.md says why Any
     /// and not an enum of the two pool types).
     pool: AnyPool,
+    /// SQLite: the one connection this handle writes through (writer.rs says why); None on PostgreSQL.
+    sqlite_writer: Option<writer::SqliteWriter>,
     dialect: Dialect,
     /// Write transactions this handle committed (a metric: the benchmark reports commits per lifecycle).
     commits: std::sync::Arc<std::sync::atomic::AtomicU64>,
@@ -217,15 +220,31 @@ impl Store {
         let started = std::time::Instant::now();
         let locked = |e| waited(map_db(e), started);
         let conn = match (self.dialect, plans) {
-            (Dialect::Sqlite, _) => self.pool.begin_with("BEGIN IMMEDIATE").await,
-            (Dialect::Postgres, Plans::AsThePlannerLikes) => self.pool.begin().await,
-            (Dialect::Postgres, Plans::Generic) => {
+            (Dialect::Sqlite, _) => {
+                let mut held = self
+                    .hold_sqlite_writer()
+                    .await
+                    .map_err(|e| waited(e, started))?;
+                // Not `done`: from here on a transaction may be open on it (writer.rs).
+                if let Err(e) = sqlx::query("BEGIN IMMEDIATE").execute(held.conn()).await {
+                    // SQLite answered: a `BEGIN` that failed (the lock busy past the wait) opened nothing.
+                    if matches!(e, sqlx::Error::Database(_)) {
+                        held.done();
+                    }
+                    return Err(locked(e));
+                }
+                tx::TxConn::Writer(held)
+            }
+            (Dialect::Postgres, Plans::AsThePlannerLikes) => {
+                tx::TxConn::Pooled(self.pool.begin().await.map_err(locked)?)
+            }
+            (Dialect::Postgres, Plans::Generic) => tx::TxConn::Pooled(
                 self.pool
                     .begin_with("BEGIN; SET LOCAL plan_cache_mode = force_generic_plan")
                     .await
-            }
-        }
-        .map_err(locked)?;
+                    .map_err(locked)?,
+            ),
+        };
         let mut tx = Tx::new(conn, self.dialect);
         match body(&mut tx).await {
             Ok(v) => {
@@ -246,6 +265,16 @@ impl Store {
     /// The pool, an executor for reads outside a transaction.
     pub(crate) fn pool(&self) -> &AnyPool {
         &self.pool
+    }
+
+    /// SQLite: the write connection, held (waiting for another write of this handle to end).
+    pub(crate) async fn hold_sqlite_writer(&self) -> Result<writer::Held, StoreError> {
+        match &self.sqlite_writer {
+            Some(w) => w.hold().await,
+            None => Err(StoreError::Db(sqlx::Error::Configuration(
+                "a SQLite write connection on a PostgreSQL store".into(),
+            ))),
+        }
     }
 }
 
@@ -351,13 +380,14 @@ impl Store {
     pub async fn open(location: &StoreLocation, policy: Policy) -> Result<Store, StoreError> {
         let started = std::time::Instant::now();
         sqlx::any::install_default_drivers();
-        let (pool, dialect) = match location {
+        let (pool, sqlite_writer, dialect) = match location {
             StoreLocation::Sqlite(path) => {
                 let bad = |e: String| StoreError::BadLocation(path.display().to_string(), e);
                 create_private(path).map_err(|e| bad(e.to_string()))?;
                 let opts = AnyConnectOptions::from_str(&sqlite_url(path).map_err(bad)?)
                     .map_err(|e| bad(e.to_string()))?;
                 let pragmas = sqlite_pragmas(policy.lock_wait_ms);
+                // The pool is for reads (and the migrations); writes go through `writer`.
                 let pool = AnyPoolOptions::new()
                     .max_connections(4)
                     // A SQLite connection is a file handle on this machine; nothing can hang up on it. sqlx
@@ -372,14 +402,19 @@ impl Store {
                                 .map(|_| ())
                         })
                     })
-                    .connect_with(opts)
+                    .connect_with(opts.clone())
                     .await
                     .map_err(|e| match map_db(e) {
                         e @ StoreError::Locked(_) => waited(e, started),
                         StoreError::Db(inner) => bad(inner.to_string()),
                         other => other,
                     })?;
-                (pool, Dialect::Sqlite)
+                let writer = writer::SqliteWriter::new(
+                    opts,
+                    sqlite_pragmas(policy.lock_wait_ms),
+                    Duration::from_millis(policy.lock_wait_ms + 5_000),
+                );
+                (pool, Some(writer), Dialect::Sqlite)
             }
             StoreLocation::Postgres(url) => {
                 // Parsed as PostgreSQL first, so a bad URL is reported as before (and never reaches the driver).
@@ -393,11 +428,12 @@ impl Store {
                     .connect_with(opts)
                     .await
                     .map_err(|e| StoreError::BadLocation(redact_url(url), e.to_string()))?;
-                (pool, Dialect::Postgres)
+                (pool, None, Dialect::Postgres)
             }
         };
         let store = Store {
             pool,
+            sqlite_writer,
             dialect,
             commits: Default::default(),
             policy,
@@ -477,14 +513,28 @@ impl Store {
 
     /// Close the pool, waiting for connections to finish.
     pub async fn close(&self) {
+        if let Some(w) = &self.sqlite_writer {
+            w.close().await;
+        }
         self.pool.close().await;
     }
 
     /// Run raw SQL: for tests that play an operator doing something they should not (truncating claim data,
-    /// updating history). Not used by oncepost itself.
+    /// updating history). Not used by oncepost itself. Runs where the store's writes run.
     #[doc(hidden)]
     pub async fn execute_raw_for_tests(&self, sql: &str) -> Result<u64, StoreError> {
-        let r = sqlx::query(sql).execute(&self.pool).await.map_err(map_db)?;
+        let r = match self.dialect {
+            Dialect::Sqlite => {
+                let mut held = self.hold_sqlite_writer().await?;
+                let r = sqlx::query(sql).execute(held.conn()).await;
+                if r.is_ok() {
+                    held.done();
+                }
+                r
+            }
+            Dialect::Postgres => sqlx::query(sql).execute(&self.pool).await,
+        }
+        .map_err(map_db)?;
         Ok(r.rows_affected())
     }
 }
@@ -557,6 +607,175 @@ mod tests {
                 ("wal", 2, 4321, 1)
             );
         }
+        drop(held);
+        // And the connection writes go through.
+        let mut held = store.hold_sqlite_writer().await.unwrap();
+        let settings: (String, i64, i64, i64) = sqlx::query_as(
+            "SELECT (SELECT journal_mode FROM pragma_journal_mode), \
+             (SELECT synchronous FROM pragma_synchronous), (SELECT timeout FROM pragma_busy_timeout), \
+             (SELECT foreign_keys FROM pragma_foreign_keys)",
+        )
+        .fetch_one(held.conn())
+        .await
+        .unwrap();
+        held.done();
+        assert_eq!(settings, ("wal".to_string(), 2, 4321, 1));
+    }
+
+    /// A write whose caller stops part way (its future dropped inside the transaction) gives SQLite's write
+    /// lock back at once and leaves nothing written; the next write of the same handle goes through.
+    #[tokio::test]
+    async fn a_write_dropped_part_way_gives_the_lock_back_and_keeps_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.db");
+        let store = Store::open(&StoreLocation::Sqlite(path.clone()), Policy::default())
+            .await
+            .unwrap();
+        let admin_rows = async |s: &Store| -> i64 {
+            sqlx::query_scalar("SELECT COUNT(*) FROM admin_events")
+                .fetch_one(s.pool())
+                .await
+                .unwrap()
+        };
+        let before = admin_rows(&store).await;
+        let stopped = tokio::time::timeout(
+            Duration::from_millis(300),
+            store.write(async |tx| {
+                tx.admin_event(tx::AdminEvent {
+                    at: Timestamp(1),
+                    actor: "test",
+                    action: "never committed",
+                    details: serde_json::json!({}),
+                })
+                .await?;
+                std::future::pending::<()>().await;
+                Ok(())
+            }),
+        )
+        .await;
+        assert!(
+            stopped.is_err(),
+            "the write was meant to be stopped part way"
+        );
+        // Another process's store (a second handle, its own connections) writes at once: the lock is free.
+        let other = Store::open(
+            &StoreLocation::Sqlite(path),
+            Policy {
+                lock_wait_ms: 500,
+                ..Policy::default()
+            },
+        )
+        .await
+        .unwrap();
+        other
+            .execute_raw_for_tests("INSERT INTO guard_checks (matched) VALUES (1)")
+            .await
+            .expect("the write lock was still held by the stopped write");
+        assert_eq!(admin_rows(&other).await, before);
+        // The first handle writes again (on a new connection).
+        assert_eq!(
+            store
+                .execute_raw_for_tests("INSERT INTO guard_checks (matched) VALUES (1)")
+                .await
+                .unwrap(),
+            0
+        );
+        assert_eq!(admin_rows(&store).await, before);
+    }
+
+    /// Migration 10 rebuilds `events` and `dispatches` without AUTOINCREMENT: a store written before it keeps
+    /// every row with its id, the next row's id follows the largest, and both stay append-only.
+    #[tokio::test]
+    async fn migration_10_keeps_every_event_and_dispatch_with_its_id() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.db");
+        create_private(&path).unwrap();
+        sqlx::any::install_default_drivers();
+        let pool = AnyPoolOptions::new()
+            .max_connections(1)
+            .connect_with(AnyConnectOptions::from_str(&sqlite_url(&path).unwrap()).unwrap())
+            .await
+            .unwrap();
+        let before_10 = Migrator {
+            migrations: std::borrow::Cow::Owned(
+                SQLITE_MIGRATIONS
+                    .iter()
+                    .filter(|m| m.version < 10)
+                    .cloned()
+                    .collect(),
+            ),
+            ignore_missing: false,
+            locking: true,
+            no_tx: false,
+        };
+        before_10.run(&pool).await.unwrap();
+        sqlx::raw_sql(
+            "INSERT INTO accounts (name, platform, created_at) VALUES ('a', 'p', 1); \
+             INSERT INTO intents (delivery_key, account, platform, action_kind, target, request_json, \
+                 content_hash, state, max_attempts, created_at, updated_at) \
+             VALUES (printf('%064d', 1), 'a', 'p', 'post', '', '{}', 'h', 'pending', 3, 1, 1); \
+             INSERT INTO events (id, intent_id, at, kind, to_state, actor) \
+             VALUES (5, 1, 1, 'created', 'pending', 't'), (9, 1, 2, 'noted', 'pending', 't'); \
+             INSERT INTO dispatches (id, account, intent_id, at) VALUES (3, 'a', 1, 7);",
+        )
+        .execute(&pool)
+        .await
+        .unwrap();
+        pool.close().await;
+
+        let store = Store::open(&StoreLocation::Sqlite(path), Policy::default())
+            .await
+            .unwrap();
+        assert!(store.applied_schema_version().await.unwrap() >= 10);
+        let events: Vec<(i64, String)> = sqlx::query_as("SELECT id, kind FROM events ORDER BY id")
+            .fetch_all(store.pool())
+            .await
+            .unwrap();
+        assert_eq!(events, [(5, "created".into()), (9, "noted".into())]);
+        let dispatches: Vec<(i64, String, i64)> =
+            sqlx::query_as("SELECT id, account, at FROM dispatches")
+                .fetch_all(store.pool())
+                .await
+                .unwrap();
+        assert_eq!(dispatches, [(3, "a".into(), 7)]);
+        store
+            .execute_raw_for_tests(
+                "INSERT INTO events (intent_id, at, kind, to_state, actor) \
+                 VALUES (1, 3, 'later', 'pending', 't')",
+            )
+            .await
+            .unwrap();
+        let last: i64 = sqlx::query_scalar("SELECT MAX(id) FROM events")
+            .fetch_one(store.pool())
+            .await
+            .unwrap();
+        assert_eq!(last, 10);
+        for refused in [
+            "UPDATE events SET kind = 'x' WHERE id = 5",
+            "DELETE FROM events WHERE id = 10",
+            "UPDATE dispatches SET at = 8",
+            "DELETE FROM dispatches",
+        ] {
+            let e = store.execute_raw_for_tests(refused).await.unwrap_err();
+            assert!(e.to_string().contains("append-only"), "{refused}: {e}");
+        }
+        let tables: Vec<String> = sqlx::query_scalar(
+            "SELECT sql FROM sqlite_master WHERE name IN ('events', 'dispatches', 'intents_redelivery_of')",
+        )
+        .fetch_all(store.pool())
+        .await
+        .unwrap();
+        assert_eq!(tables.len(), 3);
+        assert!(
+            tables.iter().all(|t| !t.contains("AUTOINCREMENT")),
+            "{tables:?}"
+        );
+        assert!(
+            tables
+                .iter()
+                .any(|t| t.contains("WHERE redelivery_of IS NOT NULL")),
+            "{tables:?}"
+        );
     }
 
     /// The file path goes through a `sqlite://` URL: characters a URL gives a meaning to (and `%` itself) must

@@ -14,35 +14,14 @@
 //! wrong: a text that stops part way (an error, or the caller's future dropped: the driver stops at the first
 //! result nobody receives) leaves its transaction open on the connection, and a pooled connection inside an
 //! open transaction would hold the write lock and take the next caller's statements into it. So unless the
-//! text ran to its end, the connection is closed, never returned to the pool (closing a SQLite connection
-//! rolls its open transaction back).
+//! text ran to its end, the write connection is closed (closing a SQLite connection rolls its open
+//! transaction back) and the next write opens another (writer.rs).
 use sqlx::Any;
 use sqlx::any::{AnyArguments, AnyRow};
-use sqlx::pool::PoolConnection;
 use sqlx::query::Query;
 
 use super::error::StoreError;
-use super::{Store, map_db, waited};
-
-/// A pooled connection that is closed on drop unless [`OpenUntilDone::done`] was called.
-struct OpenUntilDone {
-    conn: PoolConnection<Any>,
-    done: bool,
-}
-
-impl OpenUntilDone {
-    fn done(mut self) {
-        self.done = true;
-    }
-}
-
-impl Drop for OpenUntilDone {
-    fn drop(&mut self) {
-        if !self.done {
-            self.conn.close_on_drop();
-        }
-    }
-}
+use super::{Store, waited};
 
 impl Store {
     /// Run `text` (a whole `BEGIN IMMEDIATE; ...; COMMIT` transaction, SQLite only) in one call; the rows
@@ -56,27 +35,21 @@ impl Store {
     ) -> Result<Vec<AnyRow>, StoreError> {
         debug_assert!(self.dialect == super::Dialect::Sqlite);
         let started = std::time::Instant::now();
-        let conn = self
-            .pool
-            .acquire()
+        let mut held = self
+            .hold_sqlite_writer()
             .await
-            .map_err(|e| waited(map_db(e), started))?;
-        let mut open = OpenUntilDone { conn, done: false };
-        match text.fetch_all(&mut *open.conn).await {
+            .map_err(|e| waited(e, started))?;
+        match text.fetch_all(held.conn()).await {
             Ok(rows) => {
-                open.done();
+                held.done();
                 Ok(rows)
             }
             Err(e) => {
                 // The text stopped part way, inside its transaction (or before it: then there is none and
-                // the rollback fails). Rolled back, the connection is as good as new; otherwise `open` is
-                // dropped not done, and the connection is closed.
-                if sqlx::query("ROLLBACK")
-                    .execute(&mut *open.conn)
-                    .await
-                    .is_ok()
-                {
-                    open.done();
+                // the rollback fails). Rolled back, the connection is as good as new; otherwise `held` is
+                // dropped not done, and the connection is closed (writer.rs).
+                if sqlx::query("ROLLBACK").execute(held.conn()).await.is_ok() {
+                    held.done();
                 }
                 Err(waited(on_error(e), started))
             }

@@ -7,13 +7,48 @@ use super::error::StoreError;
 use super::model::Timestamp;
 use super::rows::{IntentRow, find_intent};
 use super::state::{EventKind, Status};
+use super::writer::Held;
 use super::{Dialect, map_db};
 use crate::identity::DeliveryKey;
 
 /// One open write transaction, and the dialect of its backend.
 pub(crate) struct Tx {
-    conn: Transaction<'static, Any>,
+    conn: TxConn,
     dialect: Dialect,
+}
+
+/// Where a transaction runs.
+pub(super) enum TxConn {
+    /// PostgreSQL: a pooled connection, in sqlx's transaction (rolled back if dropped).
+    Pooled(Transaction<'static, Any>),
+    /// SQLite: the store's write connection, after `BEGIN IMMEDIATE` (closed, so rolled back, if dropped
+    /// before its `COMMIT` or `ROLLBACK` ran: writer.rs).
+    Writer(Held),
+}
+
+impl TxConn {
+    /// End the transaction with `COMMIT`.
+    pub(super) async fn commit(self) -> Result<(), sqlx::Error> {
+        match self {
+            TxConn::Pooled(t) => t.commit().await,
+            TxConn::Writer(held) => end(held, "COMMIT").await,
+        }
+    }
+
+    /// End the transaction with `ROLLBACK`.
+    pub(super) async fn rollback(self) -> Result<(), sqlx::Error> {
+        match self {
+            TxConn::Pooled(t) => t.rollback().await,
+            TxConn::Writer(held) => end(held, "ROLLBACK").await,
+        }
+    }
+}
+
+/// Run `COMMIT` or `ROLLBACK` on the write connection; only once it ran is the connection kept.
+async fn end(mut held: Held, statement: &'static str) -> Result<(), sqlx::Error> {
+    sqlx::query(statement).execute(held.conn()).await?;
+    held.done();
+    Ok(())
 }
 
 /// One `events` row to append. `details` and `reason` are redacted on the way in.
@@ -42,11 +77,11 @@ pub(crate) struct AdminEvent<'a> {
 }
 
 impl Tx {
-    pub(super) fn new(conn: Transaction<'static, Any>, dialect: Dialect) -> Self {
+    pub(super) fn new(conn: TxConn, dialect: Dialect) -> Self {
         Tx { conn, dialect }
     }
 
-    pub(super) fn into_inner(self) -> Transaction<'static, Any> {
+    pub(super) fn into_inner(self) -> TxConn {
         self.conn
     }
 
@@ -57,12 +92,15 @@ impl Tx {
 
     /// The connection, an executor for this transaction's statements.
     pub(crate) fn conn(&mut self) -> &mut AnyConnection {
-        &mut self.conn
+        match &mut self.conn {
+            TxConn::Pooled(t) => t,
+            TxConn::Writer(held) => held.conn(),
+        }
     }
 
     /// The intent with this key, as this transaction sees it; [`StoreError::UnknownKey`] if there is none.
     pub(crate) async fn intent(&mut self, key: &DeliveryKey) -> Result<IntentRow, StoreError> {
-        find_intent(&mut *self.conn, key.as_str())
+        find_intent(self.conn(), key.as_str())
             .await?
             .ok_or_else(|| StoreError::UnknownKey(key.to_string()))
     }
@@ -84,7 +122,7 @@ impl Tx {
         .bind(crate::redact::json(e.details).to_string())
         .bind(e.attempt)
         .bind(e.generation)
-        .execute(&mut *self.conn)
+        .execute(self.conn())
         .await
         .map_err(map_db)?;
         Ok(())
@@ -99,7 +137,7 @@ impl Tx {
         .bind(e.actor)
         .bind(e.action)
         .bind(crate::redact::json(&e.details).to_string())
-        .execute(&mut *self.conn)
+        .execute(self.conn())
         .await
         .map_err(map_db)?;
         Ok(())
