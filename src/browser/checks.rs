@@ -502,9 +502,22 @@ pub(crate) async fn check_and_act(
     let act = serde_json::to_value(act).unwrap_or(serde_json::Value::Null);
     let opts = serde_json::json!({ "scroll": scroll == Scroll::IntoView, "frames": frames, "full_text": false });
     let js = format!("(locs) => ({CHECK_JS})(locs, {act}, {opts})");
-    let value = evaluate_json(page, live, "locator checks", &js, &locs).await?;
-    let raw: RawResult = serde_json::from_value(value)
-        .map_err(|e| BrowserError::Script(format!("unexpected check result: {e}")))?;
+    let evaluate = async || -> Result<RawResult, BrowserError> {
+        let value = evaluate_json(page, live, "locator checks", &js, &locs).await?;
+        serde_json::from_value(value)
+            .map_err(|e| BrowserError::Script(format!("unexpected check result: {e}")))
+    };
+    let mut raw = evaluate().await?;
+    // A locator that found nothing may look into a closed root the HTML parser made, which no script saw
+    // being made: the DOM agent lists those, and once the keeper holds a new one the check runs again.
+    // Asked only on a miss (a found element costs nothing more), and never again after an action was done
+    // (the check runs its action again).
+    if raw.checks.iter().any(|c| c.used.is_none())
+        && raw.acted.as_deref() != Some("done")
+        && super::closed_roots::keep_parser_made(page, live).await? > 0
+    {
+        raw = evaluate().await?;
+    }
     let (raws, acted) = (raw.checks, raw.acted);
     if raws.len() != locators.len() {
         return Err(BrowserError::Script(format!(

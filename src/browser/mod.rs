@@ -31,7 +31,7 @@
 macro_rules! shadow_js {
     () => {
         r#"
-  // An element's shadow root: an open one, or a closed one the page made after CLOSED_ROOTS_JS ran.
+  // An element's shadow root: an open one, or a closed one the keeper holds (closed_roots.rs).
   const sr = e => {
     if (e.shadowRoot) return e.shadowRoot;
     const w = e.ownerDocument && e.ownerDocument.defaultView;
@@ -87,6 +87,7 @@ macro_rules! shadow_js {
 }
 
 pub mod checks;
+mod closed_roots;
 pub mod compose;
 pub mod dialogs;
 pub mod door;

@@ -230,27 +230,6 @@ pub fn launches() -> u64 {
 /// How long a launch waits for the Chromium of an earlier session on the same profile to let go of it.
 const PROFILE_RELEASE_WAIT: Duration = Duration::from_secs(10);
 
-/// Run in every document of every page oncepost opens, before the page's own scripts: each closed shadow
-/// root the page attaches (`attachShadow({ mode: 'closed' })`, some design systems' and third-party widgets'
-/// components) is kept where the locators look (`shadow_js!`'s `sr`), so a compose form inside one is found,
-/// checked and filled as in an open one. The root stays closed to the page (`host.shadowRoot` is still
-/// null); the page cannot replace the keeper (a frozen, non-writable property whose lookup was taken before
-/// any page script ran). A root the HTML parser makes (`<template shadowrootmode="closed">`) is not seen.
-const CLOSED_ROOTS_JS: &str = r#"(() => {
-  const attach = Element.prototype.attachShadow;
-  if (typeof attach !== 'function' || window.__oncepostClosedRoots) return;
-  const roots = new WeakMap();
-  const get = WeakMap.prototype.get, set = WeakMap.prototype.set;
-  Object.defineProperty(window, '__oncepostClosedRoots', {
-    value: Object.freeze({ get: e => get.call(roots, e) }),
-  });
-  Element.prototype.attachShadow = function attachShadow(init) {
-    const root = attach.call(this, init);
-    if (init && init.mode === 'closed') set.call(roots, this, root);
-    return root;
-  };
-})();"#;
-
 impl BrowserSession {
     /// Launch headless Chromium on `opts.profile_dir` (created with 0700 permissions).
     ///
@@ -422,7 +401,8 @@ impl BrowserSession {
         let page = live
             .call(what, self.browser().new_page("about:blank"))
             .await?;
-        let mut keep_roots = AddScriptToEvaluateOnNewDocumentParams::new(CLOSED_ROOTS_JS);
+        let mut keep_roots =
+            AddScriptToEvaluateOnNewDocumentParams::new(super::closed_roots::KEEPER_JS);
         keep_roots.run_immediately = Some(true);
         let prepared = async {
             live.call(

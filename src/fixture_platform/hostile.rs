@@ -77,6 +77,10 @@ pub enum Misbehaviour {
     /// answers the outer host. Publishes as the compose page does. `?cover=1`: an element of the inner
     /// shadow root (`#shadow-cover`) lies over `#publish`.
     ShadowDom,
+    /// The compose form arrives in the HTML inside `<template shadowrootmode="closed">` of `<fb-composer>`:
+    /// a closed shadow root the parser makes, which no script attaches (the component reaches it through its
+    /// `ElementInternals`). Publishes as the compose page does.
+    DeclarativeClosedShadowDom,
 }
 
 /// The counter key of a draft saved through `POST /api/posts` (`/hostile/one-endpoint`).
@@ -235,5 +239,9 @@ pub const HOSTILE_VARIANTS: &[HostileVariant] = &[
     HostileVariant {
         name: "shadow",
         misbehaviour: Misbehaviour::ShadowDom,
+    },
+    HostileVariant {
+        name: "declarative-shadow",
+        misbehaviour: Misbehaviour::DeclarativeClosedShadowDom,
     },
 ];

@@ -52,6 +52,7 @@ const HOSTILE: &[&str] = &[
     "outbox",
     "outbox-relay",
     "shadow",
+    "declarative-shadow",
     "cross-origin",
     "cross-origin-inner",
 ];
@@ -93,6 +94,7 @@ const HOSTILE: &[&str] = &[
 {%- when "outbox" %}{% include "hostile/outbox.html" %}
 {%- when "outbox-relay" %}{% include "hostile/outbox-relay.html" %}
 {%- when "shadow" %}{% include "hostile/shadow.html" %}
+{%- when "declarative-shadow" %}{% include "hostile/declarative-shadow.html" %}
 {%- when "cross-origin" %}{% include "hostile/cross-origin.html" %}
 {%- when "cross-origin-inner" %}{% include "hostile/cross-origin-inner.html" %}
 {%- when _ %}

@@ -995,8 +995,8 @@ fn reload_if_asked(req: &Request<Incoming>, page: String) -> String {
     }
 }
 
-/// A post's page or the search rendered as the request asks: `?paragraphs=1`, `?shadow=1`, `?spa=1` (each
-/// script runs in that order as the page loads).
+/// A post's page or the search rendered as the request asks: `?paragraphs=1`, `?shadow=1` (or `=closed`),
+/// `?spa=1` (each script runs in that order as the page loads).
 fn as_asked(req: &Request<Incoming>, page: String) -> String {
     spa_if_asked(req, shadow_if_asked(req, paragraphs_if_asked(req, page)))
 }
@@ -1010,14 +1010,41 @@ fn shadow_if_asked(req: &Request<Incoming>, page: String) -> String {
         var host = document.createElement('fb-post'); a.replaceWith(host);\n\
         var root = host.attachShadow({ mode: 'open' }); var css = document.createElement('link');\n\
         css.rel = 'stylesheet'; css.href = '/static/style.css'; root.append(css, a); });</script>";
-    match page.rfind("</body>") {
-        Some(at) if query_param(req, "shadow").as_deref() == Some("1") => {
+    match (page.rfind("</body>"), query_param(req, "shadow").as_deref()) {
+        (Some(at), Some("1")) => {
             let mut page = page;
             page.insert_str(at, SHADOW);
             page
         }
+        (_, Some("closed")) => closed_by_the_parser(&page),
         _ => page,
     }
+}
+
+/// `?shadow=closed`: each post arrives in the HTML inside a closed shadow root of its own `<fb-post>` host,
+/// `<template shadowrootmode="closed">` (a server-rendered component): the parser attaches it without any
+/// script, and `host.shadowRoot` is null to every script.
+fn closed_by_the_parser(page: &str) -> String {
+    const OPEN: &str = "<article class=\"post\"";
+    const CLOSE: &str = "</article>";
+    let mut out = String::with_capacity(page.len() + 256);
+    let mut rest = page;
+    while let Some(start) = rest.find(OPEN) {
+        let Some(len) = rest[start..].find(CLOSE) else {
+            break;
+        };
+        let end = start + len + CLOSE.len();
+        out.push_str(&rest[..start]);
+        out.push_str(
+            "<fb-post><template shadowrootmode=\"closed\">\
+             <link rel=\"stylesheet\" href=\"/static/style.css\">",
+        );
+        out.push_str(&rest[start..end]);
+        out.push_str("</template></fb-post>");
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// `GET /api/stream`: a live feed's server-sent event stream (`?spa=sse` pages). One `posts` event after

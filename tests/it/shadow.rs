@@ -114,6 +114,30 @@ async fn a_compose_form_in_closed_shadow_roots_is_pressed_once() {
     }
 }
 
+/// `/hostile/declarative-shadow`: the compose form arrives in the HTML inside
+/// `<template shadowrootmode="closed">`, a closed root the parser makes without any script calling
+/// `attachShadow`, so the keeper never sees it made. When a locator finds nothing, oncepost asks Chromium's
+/// DOM agent for the page's closed roots and keeps them too: the form is found (by CSS and by role), filled,
+/// checked and pressed once, and a rerun presses nothing. Before, nothing was found and nothing published.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compose_form_in_a_closed_root_the_parser_made_is_pressed_once() {
+    let env = start().await;
+    for (name, kept) in [("css", Kept::CssOnly), ("role", Kept::RoleOnly)] {
+        let contract = shadow_contract(
+            &env,
+            &format!("declarative-{name}"),
+            Some("/hostile/declarative-shadow"),
+            kept,
+        );
+        let text = unique(&format!("declarative shadow by {name}"));
+        let arrivals = env.arrivals() + 1;
+        published_once(&env, &contract, &text, arrivals).await;
+        let (code, v, _) = env.publish("alice", &contract, &text, &[]).await;
+        assert_eq!((code, v["pressed"].as_bool()), (0, Some(false)), "{v}");
+        assert_eq!(env.arrivals(), arrivals, "the rerun sent nothing");
+    }
+}
+
 /// `?cover=1`: an element of the component's own shadow root lies over the publish control (found by role
 /// and name alone). The hit test
 /// lands on it (not on the outer host, which would name the page's shell), so the control is not
@@ -151,6 +175,29 @@ async fn a_post_shown_inside_web_components_is_found_before_writing_and_never_se
     assert!(kinds(&v).contains(&"found_before_write".to_string()), "{v}");
     assert_eq!(env.arrivals(), 1, "nothing was sent again");
     assert_eq!(env.copies(&text), 1);
+}
+
+/// `?shadow=closed`: the post page and the search show each post inside a closed shadow root the HTML parser
+/// makes (`<template shadowrootmode="closed">`), out of every script's reach. A post published is read back
+/// there, and a post already there (an earlier lost run of alice's) is found by the look before writing and
+/// never sent again: a look that saw only what scripts can see found nothing and pressed a second copy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn posts_inside_closed_roots_the_parser_made_are_read_back_and_found_before_writing() {
+    let env = start().await;
+    let contract = env.write_file("closed-feed.toml", &kit::read_pages_asking("shadow=closed"));
+    let text = unique("read back from a closed root");
+    published_once(&env, &contract, &text, 1).await;
+
+    let there = unique("already there, in a closed root");
+    let r = kit::platform::post_directly(&env.base_url(), "alice", &there).await;
+    assert_eq!(r.status().as_u16(), 201);
+    assert_eq!(env.arrivals(), 2);
+    let (code, v, err) = env.publish("alice", &contract, &there, &[]).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["pressed"], false, "{v}");
+    assert!(kinds(&v).contains(&"found_before_write".to_string()), "{v}");
+    assert_eq!(env.arrivals(), 2, "nothing was sent again");
+    assert_eq!(env.copies(&there), 1);
 }
 
 /// `?host_button=1`: the publish control is a design-system button (`<fb-button id="publish">`, a custom
