@@ -72,6 +72,20 @@ async fn published_once(env: &Env, contract: &std::path::Path, text: &str, arriv
     assert_eq!(env.copies(text), 1);
 }
 
+/// The compose form at `compose`, found by CSS alone and then by role alone: each published once, and a
+/// rerun presses nothing.
+async fn pressed_once_by_css_and_by_role(env: &Env, label: &str, compose: &str) {
+    for (name, kept) in [("css", Kept::CssOnly), ("role", Kept::RoleOnly)] {
+        let contract = shadow_contract(env, &format!("{label}-{name}"), Some(compose), kept);
+        let text = unique(&format!("{label} web components by {name}"));
+        let arrivals = env.arrivals() + 1;
+        published_once(env, &contract, &text, arrivals).await;
+        let (code, v, _) = env.publish("alice", &contract, &text, &[]).await;
+        assert_eq!((code, v["pressed"].as_bool()), (0, Some(false)), "{v}");
+        assert_eq!(env.arrivals(), arrivals, "the rerun sent nothing");
+    }
+}
+
 fn kinds(v: &Value) -> Vec<String> {
     kit::event_kinds(&v["timeline"])
 }
@@ -97,21 +111,7 @@ async fn a_compose_form_two_shadow_roots_deep_is_pressed_once_and_read_back() {
 /// locator found anything and nothing could be published.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_compose_form_in_closed_shadow_roots_is_pressed_once() {
-    let env = start().await;
-    for (name, kept) in [("css", Kept::CssOnly), ("role", Kept::RoleOnly)] {
-        let contract = shadow_contract(
-            &env,
-            &format!("closed-{name}"),
-            Some("/hostile/shadow?closed=1"),
-            kept,
-        );
-        let text = unique(&format!("closed web components by {name}"));
-        let arrivals = env.arrivals() + 1;
-        published_once(&env, &contract, &text, arrivals).await;
-        let (code, v, _) = env.publish("alice", &contract, &text, &[]).await;
-        assert_eq!((code, v["pressed"].as_bool()), (0, Some(false)), "{v}");
-        assert_eq!(env.arrivals(), arrivals, "the rerun sent nothing");
-    }
+    pressed_once_by_css_and_by_role(&start().await, "closed", "/hostile/shadow?closed=1").await;
 }
 
 /// `/hostile/declarative-shadow`: the compose form arrives in the HTML inside
@@ -121,21 +121,8 @@ async fn a_compose_form_in_closed_shadow_roots_is_pressed_once() {
 /// checked and pressed once, and a rerun presses nothing. Before, nothing was found and nothing published.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_compose_form_in_a_closed_root_the_parser_made_is_pressed_once() {
-    let env = start().await;
-    for (name, kept) in [("css", Kept::CssOnly), ("role", Kept::RoleOnly)] {
-        let contract = shadow_contract(
-            &env,
-            &format!("declarative-{name}"),
-            Some("/hostile/declarative-shadow"),
-            kept,
-        );
-        let text = unique(&format!("declarative shadow by {name}"));
-        let arrivals = env.arrivals() + 1;
-        published_once(&env, &contract, &text, arrivals).await;
-        let (code, v, _) = env.publish("alice", &contract, &text, &[]).await;
-        assert_eq!((code, v["pressed"].as_bool()), (0, Some(false)), "{v}");
-        assert_eq!(env.arrivals(), arrivals, "the rerun sent nothing");
-    }
+    pressed_once_by_css_and_by_role(&start().await, "declarative", "/hostile/declarative-shadow")
+        .await;
 }
 
 /// `?cover=1`: an element of the component's own shadow root lies over the publish control (found by role
