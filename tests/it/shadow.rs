@@ -86,6 +86,25 @@ async fn pressed_once_by_css_and_by_role(env: &Env, label: &str, compose: &str) 
     }
 }
 
+/// `text` posted directly as alice (an earlier lost run of hers: the platform's `arrivals`-th post), then
+/// published: the look before writing finds it, nothing is pressed or sent again.
+async fn found_before_writing_never_sent_again(
+    env: &Env,
+    contract: &std::path::Path,
+    text: &str,
+    arrivals: u64,
+) {
+    let r = kit::platform::post_directly(&env.base_url(), "alice", text).await;
+    assert_eq!(r.status().as_u16(), 201);
+    assert_eq!(env.arrivals(), arrivals);
+    let (code, v, err) = env.publish("alice", contract, text, &[]).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["pressed"], false, "{v}");
+    assert!(kinds(&v).contains(&"found_before_write".to_string()), "{v}");
+    assert_eq!(env.arrivals(), arrivals, "nothing was sent again");
+    assert_eq!(env.copies(text), 1);
+}
+
 fn kinds(v: &Value) -> Vec<String> {
     kit::event_kinds(&v["timeline"])
 }
@@ -152,16 +171,13 @@ async fn a_publish_control_covered_inside_its_shadow_root_is_never_pressed() {
 async fn a_post_shown_inside_web_components_is_found_before_writing_and_never_sent_again() {
     let env = start().await;
     let contract = shadow_contract(&env, "shadow-feed", None, Kept::Both);
-    let text = unique("already there, in the shadow");
-    let r = kit::platform::post_directly(&env.base_url(), "alice", &text).await;
-    assert_eq!(r.status().as_u16(), 201);
-    assert_eq!(env.arrivals(), 1);
-    let (code, v, err) = env.publish("alice", &contract, &text, &[]).await;
-    assert_eq!(code, 0, "{v} {err}");
-    assert_eq!(v["pressed"], false, "{v}");
-    assert!(kinds(&v).contains(&"found_before_write".to_string()), "{v}");
-    assert_eq!(env.arrivals(), 1, "nothing was sent again");
-    assert_eq!(env.copies(&text), 1);
+    found_before_writing_never_sent_again(
+        &env,
+        &contract,
+        &unique("already there, in the shadow"),
+        1,
+    )
+    .await;
 }
 
 /// `?shadow=closed`: the post page and the search show each post inside a closed shadow root the HTML parser
@@ -176,15 +192,7 @@ async fn posts_inside_closed_roots_the_parser_made_are_read_back_and_found_befor
     published_once(&env, &contract, &text, 1).await;
 
     let there = unique("already there, in a closed root");
-    let r = kit::platform::post_directly(&env.base_url(), "alice", &there).await;
-    assert_eq!(r.status().as_u16(), 201);
-    assert_eq!(env.arrivals(), 2);
-    let (code, v, err) = env.publish("alice", &contract, &there, &[]).await;
-    assert_eq!(code, 0, "{v} {err}");
-    assert_eq!(v["pressed"], false, "{v}");
-    assert!(kinds(&v).contains(&"found_before_write".to_string()), "{v}");
-    assert_eq!(env.arrivals(), 2, "nothing was sent again");
-    assert_eq!(env.copies(&there), 1);
+    found_before_writing_never_sent_again(&env, &contract, &there, 2).await;
 }
 
 /// `?host_button=1`: the publish control is a design-system button (`<fb-button id="publish">`, a custom
