@@ -49,8 +49,14 @@ pub(crate) const KEEPER_JS: &str = r#"(() => {
   };
 })();"#;
 
+/// How many levels of the DOM the agent lists (through shadow trees and frames). Each level is two levels
+/// of its JSON answer (a node, its list of children), and serde_json reads 128 at most: a whole page nested
+/// deeper (measured: 300 nested `<div>`s) was an answer that could not be read, and the check failed
+/// ("the compose page could not be prepared"). A closed root deeper than this is not found.
+const LISTED_DEPTH: i64 = 48;
+
 /// Hand the keeper of its own document every closed shadow root the DOM agent lists in the page (the main
-/// document, its shadow trees and its frames' documents). Returns how many it had not kept yet.
+/// document, its shadow trees and its frames' documents, [`LISTED_DEPTH`] levels deep). Returns how many it had not kept yet.
 ///
 /// `DOM.getDocument` turns the DOM agent on, which then reports every change of the page; it is turned off
 /// again before returning (whatever happened), so nothing keeps streaming.
@@ -68,7 +74,10 @@ pub(crate) async fn keep_parser_made(page: &Page, live: &Liveness) -> Result<usi
 }
 
 async fn keep_listed(page: &Page, live: &Liveness) -> Result<usize, BrowserError> {
-    let params = GetDocumentParams::builder().depth(-1).pierce(true).build();
+    let params = GetDocumentParams::builder()
+        .depth(LISTED_DEPTH)
+        .pierce(true)
+        .build();
     let document = live
         .call("list the page's shadow roots", page.execute(params))
         .await?;

@@ -144,6 +144,23 @@ async fn a_compose_form_in_a_closed_root_the_parser_made_is_pressed_once() {
         .await;
 }
 
+/// `?deep=300`: beside the parser-made closed root, 300 nested `<div>`s. A listing of the whole DOM nests
+/// deeper than a JSON reader follows (serde_json stops at 128 levels: the DOM agent's answer was dropped
+/// and the check waited out its call bound, then failed): the listing goes only as deep as it can be read,
+/// and the form (near the top) is found and pressed once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_root_the_parser_made_is_found_on_a_page_nested_deeper_than_json_is_read() {
+    let env = start().await;
+    let contract = shadow_contract(
+        &env,
+        "declarative-deep",
+        Some("/hostile/declarative-shadow?deep=300"),
+        Kept::CssOnly,
+    );
+    let text = unique("declarative shadow beside a deep tree");
+    published_once(&env, &contract, &text, 1).await;
+}
+
 /// `?cover=1`: an element of the component's own shadow root lies over the publish control (found by role
 /// and name alone). The hit test
 /// lands on it (not on the outer host, which would name the page's shell), so the control is not
