@@ -1,5 +1,6 @@
 //! The compose page of a publish: navigate, run the declared non-publishing steps, fill fields with
-//! `Input.insertText` (any Unicode, no key events), check the publish control strictly, and press it ONCE
+//! `Input.insertText` (any Unicode; the last character as a key press), check the publish control strictly,
+//! and press it ONCE
 //! with a trusted click, which requires consuming the store's dispatch authorization.
 //!
 //! [`PublishControl::press`] is the only method in the crate that presses a publish control. It takes a

@@ -105,7 +105,7 @@ pub enum Purpose {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Newlines {
-    /// Typed with the rest of the text (`Input.insertText`, no key events).
+    /// Typed with the rest of the text (`Input.insertText`; a text's last character as a key press).
     #[default]
     Text,
     /// Each line typed on its own; between two lines the Enter key (a blank line: a new paragraph) or

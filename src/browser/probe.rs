@@ -1,12 +1,12 @@
 //! Non-submitting probes: open the compose page under the write guard, run only the steps the plan marks
-//! non-publishing, optionally fill fields (`Input.insertText`; a key press only for a line break in a field whose contract
-//! says `newlines = "keys"`: Enter or Shift+Enter), check every locator in
+//! non-publishing, optionally fill fields (`Input.insertText`, the last character as a key press; Enter or
+//! Shift+Enter only for a line break in a field whose contract says `newlines = "keys"`), check every locator in
 //! one evaluation, keep watching for writes for a short window, and report.
 //!
 //! What a probe can do to a page is limited by types: [`ProbePage`] checks [`NamedLocator`]s, acts only on
 //! [`NonPublishingStep`]s and fills only compose fields. It has no method taking a [`PublishControl`] other
-//! than checking a read-only copy, no key event but a field's line break, and no form submission (a request
-//! an Enter causes is a write like any, failed at the door before the press).
+//! than checking a read-only copy, no key event but a field's typed characters and line breaks, and no form
+//! submission (a request a key causes is a write like any, failed at the door before the press).
 use std::time::{Duration, Instant};
 
 use chromiumoxide::Page;
@@ -328,11 +328,11 @@ impl<'a> ProbePage<'a> {
             .await?;
         if out.ok {
             match newlines {
-                Newlines::Text => self.insert_text(text).await?,
+                Newlines::Text => self.type_text(text).await?,
                 Newlines::Keys => {
                     for piece in typed_lines(text) {
                         match piece {
-                            Typed::Line(line) => self.insert_text(line).await?,
+                            Typed::Line(line) => self.type_text(line).await?,
                             Typed::Break(key) => self.press_break(key).await?,
                         }
                     }
@@ -341,6 +341,56 @@ impl<'a> ProbePage<'a> {
             out.outcome = "filled".into();
         }
         Ok(out)
+    }
+
+    /// Type `text` into the focused field: all of it but its last character at once (`Input.insertText`), the
+    /// last as the key press a person's typing ends with (key down with its text, key up). A page that
+    /// follows the keys rather than the `input` events (a Publish enabled by a `keyup` handler, as forms of
+    /// the jQuery era do: Fixturebook's `/hostile/key-events`) sees the typing end; text of any length and
+    /// any script still goes in with one call. A control character (a tab, a line break) ends no typing with
+    /// a key: it goes in with the rest.
+    async fn type_text(&self, text: &str) -> Result<(), BrowserError> {
+        match last_key(text) {
+            Some((head, last)) => {
+                if !head.is_empty() {
+                    self.insert_text(head).await?;
+                }
+                self.press_character(last).await
+            }
+            None => self.insert_text(text).await,
+        }
+    }
+
+    /// Press the key that types `c`: key down carrying its text (Chromium inserts it as a real key press
+    /// does, with `keypress`, `beforeinput` and `input` on the way), then key up. A letter, a digit or a
+    /// space also carries its key code and physical key, as a US keyboard sends them.
+    async fn press_character(&self, c: char) -> Result<(), BrowserError> {
+        use chromiumoxide::cdp::browser_protocol::input::{
+            DispatchKeyEventParams, DispatchKeyEventType,
+        };
+        let text = c.to_string();
+        let (code, vk) = match c {
+            'a'..='z' | 'A'..='Z' => (
+                Some(format!("Key{}", c.to_ascii_uppercase())),
+                Some(i64::from(u32::from(c.to_ascii_uppercase()))),
+            ),
+            '0'..='9' => (Some(format!("Digit{c}")), Some(i64::from(u32::from(c)))),
+            ' ' => (Some("Space".to_string()), Some(32)),
+            _ => (None, None),
+        };
+        for kind in [DispatchKeyEventType::KeyDown, DispatchKeyEventType::KeyUp] {
+            let mut p = DispatchKeyEventParams::new(kind.clone());
+            p.key = Some(text.clone());
+            p.code = code.clone();
+            p.windows_virtual_key_code = vk;
+            p.native_virtual_key_code = vk;
+            if kind == DispatchKeyEventType::KeyDown {
+                p.text = Some(text.clone());
+                p.unmodified_text = Some(text.clone());
+            }
+            self.live.call("type a key", self.page.execute(p)).await?;
+        }
+        Ok(())
     }
 
     async fn insert_text(&self, text: &str) -> Result<(), BrowserError> {
@@ -726,17 +776,31 @@ async fn fill_all(
 /// What filling `field` with `text` types, each value the write guard must watch from the fill on: the
 /// text, and with `newlines = "keys"` each of its lines too (the page sees the text grow line by line, and a
 /// draft it sends after the first line holds only that line, which the whole text's beginning may not be).
+/// And each of those without its last character, which is typed as a key after the rest
+/// ([`ProbePage::type_text`]): in between, the page holds the text one character short, and a draft it sends
+/// then (a pixel on every change) holds that, which a short text's whole beginning is not in.
 pub(crate) fn typed_values<'a>(field: &NamedLocator, text: &'a str) -> Vec<&'a str> {
+    let pieces: Vec<&str> = match field.purpose {
+        Purpose::Field {
+            newlines: Newlines::Keys,
+            ..
+        } => typed_lines(text)
+            .into_iter()
+            .filter_map(|t| match t {
+                Typed::Line(line) => Some(line),
+                Typed::Break(_) => None,
+            })
+            .collect(),
+        _ => vec![text],
+    };
     let mut values = vec![text];
-    if let Purpose::Field {
-        newlines: Newlines::Keys,
-        ..
-    } = field.purpose
-    {
-        values.extend(typed_lines(text).into_iter().filter_map(|t| match t {
-            Typed::Line(line) => Some(line),
-            Typed::Break(_) => None,
-        }));
+    for piece in pieces {
+        if piece != text {
+            values.push(piece);
+        }
+        if let Some((short, _)) = last_key(piece).filter(|(short, _)| !short.is_empty()) {
+            values.push(short);
+        }
     }
     values
 }
@@ -780,6 +844,13 @@ enum Break {
 enum Typed<'a> {
     Line(&'a str),
     Break(Break),
+}
+
+/// `text` split before its last character when that one is typed as a key press ([`ProbePage::type_text`]):
+/// `None` for an empty text or one ending in a control character (typed with the rest).
+fn last_key(text: &str) -> Option<(&str, char)> {
+    let last = text.chars().next_back().filter(|c| !c.is_control())?;
+    Some((&text[..text.len() - last.len_utf8()], last))
 }
 
 /// `text` as lines and the keys between them (`newlines = "keys"`): a blank line (or more) between two lines
@@ -923,6 +994,22 @@ mod tests {
         assert!(
             shows_other_text("\u{1F469}\u{200D}\u{1F4BB}", Some("\u{1F469}\u{1F4BB}")).is_some()
         );
+    }
+
+    #[test]
+    fn typing_ends_with_its_last_character_as_a_key_unless_that_is_a_control_character() {
+        use super::last_key;
+        assert_eq!(last_key("Hello"), Some(("Hell", 'o')));
+        assert_eq!(last_key("x"), Some(("", 'x')));
+        // One scalar value, whatever its length in UTF-8 or UTF-16: an emoji sequence keeps its joiner.
+        assert_eq!(
+            last_key("\u{1F469}\u{200D}\u{1F4BB}"),
+            Some(("\u{1F469}\u{200D}", '\u{1F4BB}'))
+        );
+        assert_eq!(last_key("cafe\u{301}"), Some(("cafe", '\u{301}')));
+        assert_eq!(last_key(""), None);
+        assert_eq!(last_key("two lines\n"), None);
+        assert_eq!(last_key("a\t"), None);
     }
 
     #[test]

@@ -81,6 +81,10 @@ pub enum Misbehaviour {
     /// a closed shadow root the parser makes, which no script attaches (the component reaches it through its
     /// `ElementInternals`). Publishes as the compose page does.
     DeclarativeClosedShadowDom,
+    /// Publish follows the keys, as forms of the jQuery era do: a `keyup` in `#post-text` enables it when the
+    /// field holds text, and the field's `input` events never reach the page's handler. Text that arrives
+    /// without a key press leaves Publish disabled. Publishes as the compose page does.
+    KeyEventsOnly,
 }
 
 /// The counter key of a draft saved through `POST /api/posts` (`/hostile/one-endpoint`).
@@ -243,5 +247,9 @@ pub const HOSTILE_VARIANTS: &[HostileVariant] = &[
     HostileVariant {
         name: "declarative-shadow",
         misbehaviour: Misbehaviour::DeclarativeClosedShadowDom,
+    },
+    HostileVariant {
+        name: "key-events",
+        misbehaviour: Misbehaviour::KeyEventsOnly,
     },
 ];

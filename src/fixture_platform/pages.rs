@@ -55,6 +55,7 @@ const HOSTILE: &[&str] = &[
     "declarative-shadow",
     "cross-origin",
     "cross-origin-inner",
+    "key-events",
 ];
 
 /// The content of a hostile page, by name (`fixtures/hostile/NAME.html`).
@@ -97,6 +98,7 @@ const HOSTILE: &[&str] = &[
 {%- when "declarative-shadow" %}{% include "hostile/declarative-shadow.html" %}
 {%- when "cross-origin" %}{% include "hostile/cross-origin.html" %}
 {%- when "cross-origin-inner" %}{% include "hostile/cross-origin-inner.html" %}
+{%- when "key-events" %}{% include "hostile/key-events.html" %}
 {%- when _ %}
 {%- endmatch -%}
 "#

@@ -1041,8 +1041,22 @@ mod chromium {
                 if within(WAIT / 2, || p.stats().writes_to(sink) >= 1).await {
                     break;
                 }
+                // What the page itself saw (the service-worker page records its registration), for the
+                // next time this happens on a loaded machine.
+                let saw: String = match page.as_ref() {
+                    Some(pg) => tokio::time::timeout(
+                        WAIT / 4,
+                        pg.evaluate("String(document.readyState) + ' data-sw=' + document.body.getAttribute('data-sw')"),
+                    )
+                    .await
+                    .ok()
+                    .and_then(|r| r.ok())
+                    .and_then(|v| v.into_value::<String>().ok())
+                    .unwrap_or_else(|| "(no answer)".into()),
+                    None => "(no page)".into(),
+                };
                 eprintln!(
-                    "{name}: load {load} wrote nothing to {sink} in {:?}",
+                    "{name}: load {load} wrote nothing to {sink} in {:?} ({saw})",
                     WAIT / 2
                 );
             }

@@ -259,6 +259,28 @@ async fn a_compose_form_in_a_covered_iframe_is_never_pressed() {
     assert_eq!(env.copies(&text), 0);
 }
 
+/// `key-events`: Publish follows the keys (a `keyup` handler), not the `input` events, as forms of the jQuery
+/// era do. oncepost types a field's last character as a key press, so the page enables Publish as it would for
+/// a person: pressed once and published; a rerun presses nothing. Typed without a key (all of it by
+/// `Input.insertText`), Publish stayed disabled and the send failed before its press.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_publish_control_that_follows_key_presses_is_enabled_by_the_typing_and_pressed_once() {
+    let env = Env::start(Fault::default()).await;
+    let contract = env.write_file(
+        "key-events.toml",
+        &kit::hostile_contract_text("key-events", None),
+    );
+    let text = unique("typed with keys");
+    for run in 1..=2 {
+        let (code, v, err) = env.publish_with(&contract, &text, &[]).await;
+        assert_eq!(code, 0, "run {run}: {v} {err}");
+        assert_eq!(v["state"], "published", "run {run}: {v}");
+        assert_eq!(v["pressed"], run == 1, "run {run}: {v}");
+    }
+    assert_eq!(env.arrivals(), 1);
+    assert_eq!(env.copies(&text), 1);
+}
+
 /// One test per fault mode: (mode, extra args, exit code, state, expected create arrivals).
 async fn fault_case(
     mode: FaultMode,
