@@ -85,6 +85,11 @@ pub enum Misbehaviour {
     /// field holds text, and the field's `input` events never reach the page's handler. Text that arrives
     /// without a key press leaves Publish disabled. Publishes as the compose page does.
     KeyEventsOnly,
+    /// A classic server-rendered form and no script: `enctype="multipart/form-data"` (it has a file input),
+    /// the CSRF token in a hidden `_csrf` field, a submit button whose press is a navigation POST to
+    /// `/forum/posts` (a create arrival), answered `303` to the post's page. `?enctype=urlencoded`: the same
+    /// form urlencoded.
+    ClassicMultipartForm,
 }
 
 /// The counter key of a draft saved through `POST /api/posts` (`/hostile/one-endpoint`).
@@ -251,5 +256,9 @@ pub const HOSTILE_VARIANTS: &[HostileVariant] = &[
     HostileVariant {
         name: "key-events",
         misbehaviour: Misbehaviour::KeyEventsOnly,
+    },
+    HostileVariant {
+        name: "multipart-form",
+        misbehaviour: Misbehaviour::ClassicMultipartForm,
     },
 ];

@@ -21,6 +21,7 @@
 mod conn;
 mod editors;
 mod fault;
+mod form_post;
 mod hostile;
 mod live;
 mod pages;

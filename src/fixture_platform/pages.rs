@@ -56,6 +56,7 @@ const HOSTILE: &[&str] = &[
     "cross-origin",
     "cross-origin-inner",
     "key-events",
+    "multipart-form",
 ];
 
 /// The content of a hostile page, by name (`fixtures/hostile/NAME.html`).
@@ -99,6 +100,7 @@ const HOSTILE: &[&str] = &[
 {%- when "cross-origin" %}{% include "hostile/cross-origin.html" %}
 {%- when "cross-origin-inner" %}{% include "hostile/cross-origin-inner.html" %}
 {%- when "key-events" %}{% include "hostile/key-events.html" %}
+{%- when "multipart-form" %}{% include "hostile/multipart-form.html" %}
 {%- when _ %}
 {%- endmatch -%}
 "#
@@ -107,6 +109,8 @@ struct HostileMain<'a> {
     name: &'a str,
     compose_form: ComposeForm<'a>,
     compose_script: Constant,
+    /// The viewer's CSRF token, for a page that renders it into its form (`multipart-form`).
+    csrf: &'a str,
 }
 
 /// Who is looking at a page: the account name and the CSRF token for their session.
@@ -210,6 +214,7 @@ pub fn hostile(viewer: &Viewer, name: &str) -> Option<String> {
         name,
         compose_form: ComposeForm::of(viewer),
         compose_script: COMPOSE_SCRIPT,
+        csrf: &viewer.csrf,
     };
     Some(layout(
         viewer,

@@ -48,7 +48,7 @@ pub(crate) async fn handle(
     // `POST /graphql` is counted by what its body asks (see `graphql`): a query and the create share it.
     if !is_read && !is_admin && path != "/graphql" {
         let mut stats = shared.lock_stats();
-        if (method == Method::POST && path == "/api/posts")
+        if (method == Method::POST && (path == "/api/posts" || path == "/forum/posts"))
             || (method == Method::PUT && path.starts_with("/api/items/"))
         {
             stats.create_arrivals += 1;
@@ -283,6 +283,9 @@ pub(crate) async fn handle(
                 r
             }
         }
+        (&Method::POST, ["forum", "posts"]) => {
+            form_post(req, shared, control, session, viewer).await
+        }
         // The title-keyed create of `/hostile/title-put`: `PUT /api/items/{title}` with `{"text"}`.
         (&Method::POST, ["graphql"]) => graphql(req, shared, control, session, viewer).await,
         (&Method::PUT, ["api", "items", title]) => {
@@ -378,6 +381,68 @@ async fn create(
         title_from_path,
     )
     .await
+}
+
+/// `POST /forum/posts`, the create of `/hostile/multipart-form`: a classic server-rendered form's POST (a
+/// navigation), its body as the browser encodes the form (`multipart/form-data`, or urlencoded), the CSRF
+/// token in its `_csrf` field. Made as `POST /api/posts` makes a post (a create arrival, fault modes applied);
+/// a made post is answered `303` to its page, as such forms are; anything else as it is.
+async fn form_post(
+    req: Request<Incoming>,
+    shared: Arc<Shared>,
+    control: Arc<ConnControl>,
+    session: Option<String>,
+    viewer: Viewer,
+) -> Resp {
+    let content_type = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let body = match read_body(req).await {
+        Ok(b) => b,
+        Err(e) => return json(StatusCode::BAD_REQUEST, &serde_json::json!({"error": e})),
+    };
+    let fields = match super::form_post::fields(content_type.as_deref(), &body) {
+        Ok(f) => f,
+        Err(e) => return json(StatusCode::BAD_REQUEST, &serde_json::json!({"error": e})),
+    };
+    let csrf_ok = fields
+        .get("_csrf")
+        .is_some_and(|t| crate::secret::same(t.as_bytes(), viewer.csrf.as_bytes()));
+    // A textarea's line breaks arrive as CRLF in a form body (HTML's form encoding); stored as typed.
+    let text = fields
+        .get("text")
+        .map(|t| t.replace("\r\n", "\n"))
+        .unwrap_or_default();
+    let as_json = serde_json::json!({ "text": text, "title": fields.get("title") });
+    let r = create_from(
+        as_json.to_string().as_bytes(),
+        csrf_ok,
+        shared,
+        control,
+        session,
+        viewer,
+        None,
+    )
+    .await;
+    if r.status() != StatusCode::CREATED {
+        return r;
+    }
+    let Ok(created) = r.into_body().collect().await.map(|b| b.to_bytes());
+    let id = serde_json::from_slice::<serde_json::Value>(&created)
+        .ok()
+        .and_then(|v| v["id"].as_str().map(str::to_owned))
+        .unwrap_or_default();
+    let mut r = respond(
+        StatusCode::SEE_OTHER,
+        "text/plain; charset=utf-8",
+        Bytes::new(),
+    );
+    if let Ok(v) = HeaderValue::from_str(&format!("/p/{id}")) {
+        r.headers_mut().insert(header::LOCATION, v);
+    }
+    r
 }
 
 /// Whether the request carries the viewer's CSRF token in `x-csrf-token`.

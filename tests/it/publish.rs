@@ -281,6 +281,43 @@ async fn a_publish_control_that_follows_key_presses_is_enabled_by_the_typing_and
     assert_eq!(env.copies(&text), 1);
 }
 
+/// `multipart-form`: a classic server-rendered form with no script (forum and wiki edit forms are such), its
+/// body `multipart/form-data` because it has a file input (left empty), the CSRF token in a hidden field; the
+/// press submits it, a navigation POST. The harness sends that paused request itself, its body as Chromium
+/// encoded it (the boundary in its `Content-Type`), the platform answers 303 to the post's page, and the
+/// post is read back: published once, a rerun presses nothing. The same form urlencoded too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_classic_multipart_form_is_posted_once_by_the_harness_and_read_back() {
+    let env = Env::start(Fault::default()).await;
+    for (query, what) in [("", "multipart"), ("?enctype=urlencoded", "urlencoded")] {
+        let text = kit::hostile_contract_text("multipart-form", None)
+            .replace(
+                "/hostile/multipart-form\"",
+                &format!("/hostile/multipart-form{query}\""),
+            )
+            .replace(
+                r#"url = "{base_url}/api/posts""#,
+                r#"url = "{base_url}/forum/posts""#,
+            );
+        assert!(text.contains("{base_url}/forum/posts"), "{text}");
+        let contract = env.write_file(&format!("form-{what}.toml"), &text);
+        let post = unique(&format!("a topic sent as a {what} form, with ünïcode"));
+        for run in 1..=2 {
+            let (code, v, err) = env.publish_with(&contract, &post, &[]).await;
+            assert_eq!(code, 0, "{what} run {run}: {v} {err}");
+            assert_eq!(v["state"], "published", "{what} run {run}: {v}");
+            assert_eq!(v["pressed"], run == 1, "{what} run {run}: {v}");
+            assert!(
+                v["permalink"].as_str().is_some_and(|p| p.contains("/p/")),
+                "{what}: {v}"
+            );
+        }
+        assert_eq!(env.copies(&post), 1, "{what}");
+    }
+    assert_eq!(env.arrivals(), 2);
+    assert_eq!(env.stats().other_writes_total, 0, "{:?}", env.stats());
+}
+
 /// One test per fault mode: (mode, extra args, exit code, state, expected create arrivals).
 async fn fault_case(
     mode: FaultMode,
