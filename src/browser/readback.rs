@@ -485,15 +485,29 @@ pub struct Readback {
 }
 
 // Items, and what is inside each, are found in the document and in its open shadow roots (a feed rendered by
-// web components): see `shadow_js!`.
+// web components): see `shadow_js!`; and in its frames, of any origin (oncepost's Chromium reaches a frame of
+// another site: session.rs, `OUR_FLAGS`), where an embedded comment widget shows its posts. Each frame's
+// content box is placed in the top viewport for the masks. At most 64 documents.
 const ITEMS_JS: &str = concat!(
     "(p) => {",
     shadow_js!(),
     r#"
+  const docs = [{ doc: document, x: 0, y: 0 }];
+  for (let i = 0; i < docs.length && docs.length < 64; i++) {
+    const { doc, x, y } = docs[i];
+    for (const f of deepAll(doc, 'iframe, frame')) {
+      let d = null;
+      try { d = f.contentDocument; } catch (e) { d = null; }
+      if (!d || docs.length >= 64) continue;
+      const r = f.getBoundingClientRect(), cs = f.ownerDocument.defaultView.getComputedStyle(f);
+      docs.push({ doc: d, x: x + r.left + f.clientLeft + (parseFloat(cs.paddingLeft) || 0),
+                  y: y + r.top + f.clientTop + (parseFloat(cs.paddingTop) || 0) });
+    }
+  }
   let found = [];
-  for (const sel of p.item) { found = deepAll(document, sel); if (found.length) break; }
-  const masks = p.masks.flatMap(s => { try { return deepAll(document, s); } catch (e) { return []; } })
-    .map(e => { const r = e.getBoundingClientRect(); return { x: r.left, y: r.top, w: r.width, h: r.height }; });
+  for (const sel of p.item) { found = docs.flatMap(d => deepAll(d.doc, sel)); if (found.length) break; }
+  const masks = docs.flatMap(d => p.masks.flatMap(s => { try { return deepAll(d.doc, s); } catch (e) { return []; } })
+    .map(e => { const r = e.getBoundingClientRect(); return { x: d.x + r.left, y: d.y + r.top, w: r.width, h: r.height }; }));
   return { dpr: window.devicePixelRatio || 1, masks, items: found.map(el => {
     const t = deepOne(el, p.text);
     const a = deepOne(el, 'a[href]');

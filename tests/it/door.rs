@@ -613,6 +613,66 @@ async fn the_compose_pages_own_navigation_may_carry_the_text_after_the_press() {
     );
 }
 
+/// Posts shown only inside a frame of another site (`?framed=1` on Fixturebook's post and search pages: an
+/// embedded comment widget, served by another loopback name). The listing looks into the frames too
+/// (session.rs, `OUR_FLAGS`; readback.rs, `ITEMS_JS`): a post is read back there by its permalink, and one
+/// already there is found by the look before writing and never sent again. Without the frames in the
+/// listing, the permalink showed nothing and the send ended indeterminate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_post_shown_inside_a_frame_of_another_site_is_read_back_there() {
+    let env = Env::start(Fault::new(FaultMode::Normal)).await;
+    let other = env.base_url().replace("127.0.0.1", "localhost");
+    let c = std::fs::read_to_string(repo("selectors/fixture.toml"))
+        .unwrap()
+        .replace(
+            r#"permalink = "{base_url}/p/{id}""#,
+            r#"permalink = "{base_url}/p/{id}?framed=1""#,
+        )
+        .replace(
+            r#"search = "{base_url}/search?q={text}""#,
+            r#"search = "{base_url}/search?framed=1&q={text}""#,
+        )
+        .replace(
+            r#"allowed = ["{base_url}"]"#,
+            &format!(r#"allowed = ["{{base_url}}", "{other}"]"#),
+        );
+    assert!(c.contains("?framed=1") && c.contains(&other), "{c}");
+    let contract = env.write_file("framed-reads.toml", &c);
+    let text = unique("read inside a frame of another site");
+    let (code, v, err) = env.publish(&contract, &text).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["state"], "published", "{v}");
+    assert_eq!(env.copies(&text), 1);
+    let t = env.show(v["key"].as_str().unwrap()).await;
+    let read = t["events"]
+        .as_array()
+        .and_then(|es| es.iter().find(|e| e["kind"] == "published"))
+        .map(|e| e["details"]["readback"]["readback"].clone())
+        .unwrap_or_default();
+    assert_eq!(read["by"], "permalink", "{t}");
+    assert!(
+        read["url"]
+            .as_str()
+            .is_some_and(|u| u.ends_with("?framed=1")),
+        "{read}"
+    );
+    // A post already there, shown inside the search page's frame: the look before writing finds it (it runs
+    // before anything is typed, so the frame may search by the text) and nothing is sent again.
+    let there = unique("already inside a frame of another site");
+    let r = kit::platform::post_directly(&env.base_url(), "alice", &there).await;
+    assert_eq!(r.status().as_u16(), 201);
+    let arrivals = env.arrivals();
+    let (code, v, err) = env.publish(&contract, &there).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["pressed"], false, "{v}");
+    assert!(
+        kit::event_kinds(&v["timeline"]).contains(&"found_before_write".to_string()),
+        "{v}"
+    );
+    assert_eq!(env.arrivals(), arrivals, "nothing was sent again");
+    assert_eq!(env.copies(&there), 1);
+}
+
 /// A compose page framed from another site (`/hostile/cross-origin`: `localhost` for `127.0.0.1`), as a guest
 /// comment widget is embedded: a full Chromium would run it as an out-of-process iframe, and in any Chromium a
 /// page script is refused its document. It writes as soon as it loads (a fetch and a beacon). The door is
