@@ -1,4 +1,4 @@
-//! Locator checks: every locator of the page (and of its iframes, of any origin) in ONE `Runtime.evaluate`.
+//! Locator checks: every locator of the page (and of its same-origin iframes) in ONE `Runtime.evaluate`.
 //!
 //! The script resolves each locator's strategies in order, counts matches per strategy, and measures the
 //! chosen element: attached, visible, enabled, editable, focusable, in viewport, receives events (hit test
@@ -94,9 +94,7 @@ async (locs, act, opts) => {"#,
       const f = fr[0];
       let d = null;
       try { d = f.contentDocument; } catch (e) { d = null; }
-      // A frame of another site is reachable too: oncepost's Chromium runs it in the page's process with
-      // the same-origin rule off (session.rs, OUR_FLAGS). No document: not loaded yet.
-      if (!d) throw new Error(`iframe ${JSON.stringify(sel)} has no document yet (not loaded, or out of reach)`);
+      if (!d) throw new Error(`iframe ${JSON.stringify(sel)} is cross-origin or not loaded: locators are checked in same-origin iframes only`);
       chain.push({ doc, frame: f });
       doc = d;
     }

@@ -809,7 +809,7 @@ pub(crate) fn typed_values<'a>(field: &NamedLocator, text: &'a str) -> Vec<&'a s
 const ONE_FRAME_JS: &str =
     "new Promise(r => { requestAnimationFrame(() => setTimeout(r, 0)); setTimeout(r, 50); })";
 
-/// Resolves once the caret (in the focused frame, through its iframes) is in an empty block, the
+/// Resolves once the caret (in the focused frame, through same-origin iframes) is in an empty block, the
 /// paragraph an Enter just made, checked every 10 ms from the next frame; at most 1000 ms.
 const CARET_IN_A_NEW_BLOCK_JS: &str = r#"new Promise(done => {
   const started = performance.now();

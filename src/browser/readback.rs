@@ -485,9 +485,9 @@ pub struct Readback {
 }
 
 // Items, and what is inside each, are found in the document and in its open shadow roots (a feed rendered by
-// web components): see `shadow_js!`; and in its frames, of any origin (oncepost's Chromium reaches a frame of
-// another site: session.rs, `OUR_FLAGS`), where an embedded comment widget shows its posts. Each frame's
-// content box is placed in the top viewport for the masks. At most 64 documents.
+// web components): see `shadow_js!`; and in its same-origin frames (a frame of another site is out of a page
+// script's reach: docs/contracts.md), where an app shell or a widget of the same site shows its posts. Each
+// frame's content box is placed in the top viewport for the masks. At most 64 documents.
 const ITEMS_JS: &str = concat!(
     "(p) => {",
     shadow_js!(),

@@ -521,16 +521,11 @@ fn scrub_history(profile: &Path) {
 /// container, no GPU, no QUIC so every request is visible HTTP/1-2, nothing in the background, service
 /// workers never preloaded so CDP Fetch sees every request).
 ///
-/// The last three let oncepost's checks into a frame of another site (a composer embedded from another
-/// origin, as comment widgets and editors served from a CDN subdomain are): measured on Chromium 156, a
-/// cross-site iframe runs in a process of its own in the full browser (the top document's script gets no
-/// `contentDocument`, and the page's session does not even list the frame) unless site isolation is off
-/// (`disable-site-isolation-trials` with `IsolateOrigins,site-per-process` disabled); in the page's process it
-/// is still out of a script's reach (`SecurityError`) unless `disable-web-security`. With all three, the
-/// locator checks, the fills and the press reach it as they reach a same-origin frame. What they do not
-/// open: every request still meets the door (browser-wide interception, a proxy that answers nothing, no UDP),
-/// so a page gains no way out; and a page still cannot read local files (measured: `fetch`, XHR, an iframe
-/// and a window on `file:///` all came back empty or refused).
+/// Not `disable-web-security`, though it would let the checks into a frame of another site (tried in stop 34:
+/// with site isolation off too, Fixturebook's `cross-origin` composer was published once): it lifts the
+/// same-origin rule for the page as well, and the door fetches every GET a page makes, so a hostile page could
+/// read any origin's answer through it (a cloud metadata endpoint, a loopback service) and send it out in a
+/// GET's URL. docs/contracts.md, "Frames of another site".
 const OUR_FLAGS: &[&str] = &[
     "no-sandbox",
     "disable-gpu",
@@ -539,11 +534,9 @@ const OUR_FLAGS: &[&str] = &[
     "disable-background-networking",
     "disable-component-update",
     "disable-sync",
-    "disable-features=TranslateUI,ServiceWorkerAutoPreload,IsolateOrigins,site-per-process",
+    "disable-features=TranslateUI,ServiceWorkerAutoPreload",
     "hide-scrollbars",
     "mute-audio",
-    "disable-site-isolation-trials",
-    "disable-web-security",
 ];
 
 /// Chromium's command line: chromiumoxide's defaults plus ours (the machine notes list why each is there).

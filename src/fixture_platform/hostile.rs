@@ -147,8 +147,8 @@ pub const HOSTILE_VARIANTS: &[HostileVariant] = &[
     ),
     // The compose DOM lives in the frame (/hostile/iframe-inner), which writes on load.
     writes("iframe", "POST /api/sink/iframe", Trigger::Load),
-    // The compose page is framed from another site (`localhost` for `127.0.0.1`): an out-of-process iframe in
-    // a full Chromium, that writes on load by fetch and by beacon (/hostile/cross-origin-inner).
+    // The compose page is framed from another site (`localhost` for `127.0.0.1`): an out-of-process iframe,
+    // with a target of its own, that writes on load by fetch and by beacon (/hostile/cross-origin-inner).
     writes("cross-origin", "POST /api/sink/cross-origin", Trigger::Load),
     // An analytics "pixel": every keystroke sends the draft in a GET's query (`/api/pixel?d=...`).
     writes("pixel", "GET /api/pixel", Trigger::InputText),

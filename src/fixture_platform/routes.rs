@@ -1060,21 +1060,20 @@ fn reload_if_asked(req: &Request<Incoming>, page: String) -> String {
     }
 }
 
-/// A post's page or the search rendered as the request asks: `?framed=1` (a page that frames it from another
-/// site), `?paragraphs=1`, `?shadow=1` (or `=closed`), `?spa=1` (each script runs in that order as the page
+/// A post's page or the search rendered as the request asks: `?framed=1` (a page that frames it),
+/// `?paragraphs=1`, `?shadow=1` (or `=closed`), `?spa=1` (each script runs in that order as the page
 /// loads).
 fn as_asked(req: &Request<Incoming>, page: String) -> String {
     if query_param(req, "framed").as_deref() == Some("1") {
-        return FRAMED_BY_ANOTHER_SITE.to_string();
+        return FRAMED.to_string();
     }
     spa_if_asked(req, shadow_if_asked(req, paragraphs_if_asked(req, page)))
 }
 
-/// `?framed=1` on a post's page or the search: a page of its own that shows the posts only inside an iframe of
-/// another site (the same server by its other loopback name, `localhost` for `127.0.0.1`; the same path and
-/// query without `framed`), as an embedded comment widget does. The frame's site gets no session cookie from
-/// the page's (another site's frame), so it shows the posts as to a visitor.
-const FRAMED_BY_ANOTHER_SITE: &str = r#"<!doctype html>
+/// `?framed=1` on a post's page or the search: a page of its own that shows the posts only inside an iframe
+/// (the same path and query without `framed`, from the same site), as an app shell or an embedded widget of the
+/// same site does.
+const FRAMED: &str = r#"<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Discussion · Fixturebook</title>
 <link rel="stylesheet" href="/static/style.css"></head>
 <body><main class="page">
@@ -1082,12 +1081,10 @@ const FRAMED_BY_ANOTHER_SITE: &str = r#"<!doctype html>
 <iframe id="posts-frame" title="Posts" style="width: 100%; height: 1600px; border: 0"></iframe>
 <script>
 (function () {
-  var other = location.hostname === 'localhost' ? '127.0.0.1' : 'localhost';
   var q = new URLSearchParams(location.search);
   q.delete('framed');
   var s = q.toString();
-  document.getElementById('posts-frame').src =
-    location.protocol + '//' + other + ':' + location.port + location.pathname + (s ? '?' + s : '');
+  document.getElementById('posts-frame').src = location.pathname + (s ? '?' + s : '');
 })();
 </script>
 </main></body></html>

@@ -613,15 +613,14 @@ async fn the_compose_pages_own_navigation_may_carry_the_text_after_the_press() {
     );
 }
 
-/// Posts shown only inside a frame of another site (`?framed=1` on Fixturebook's post and search pages: an
-/// embedded comment widget, served by another loopback name). The listing looks into the frames too
-/// (session.rs, `OUR_FLAGS`; readback.rs, `ITEMS_JS`): a post is read back there by its permalink, and one
-/// already there is found by the look before writing and never sent again. Without the frames in the
-/// listing, the permalink showed nothing and the send ended indeterminate.
+/// Posts shown only inside a frame (`?framed=1` on Fixturebook's post and search pages: a page that frames its
+/// posts, as an app shell or an embedded widget of the same site does). The listing looks into the frames too
+/// (readback.rs, `ITEMS_JS`): a post is read back there by its permalink, and one already there is found by
+/// the look before writing and never sent again. Without the frames in the listing, the permalink showed
+/// nothing and the send ended indeterminate.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_post_shown_inside_a_frame_of_another_site_is_read_back_there() {
+async fn a_post_shown_inside_a_frame_is_read_back_there_and_found_before_writing() {
     let env = Env::start(Fault::new(FaultMode::Normal)).await;
-    let other = env.base_url().replace("127.0.0.1", "localhost");
     let c = std::fs::read_to_string(repo("selectors/fixture.toml"))
         .unwrap()
         .replace(
@@ -631,14 +630,10 @@ async fn a_post_shown_inside_a_frame_of_another_site_is_read_back_there() {
         .replace(
             r#"search = "{base_url}/search?q={text}""#,
             r#"search = "{base_url}/search?framed=1&q={text}""#,
-        )
-        .replace(
-            r#"allowed = ["{base_url}"]"#,
-            &format!(r#"allowed = ["{{base_url}}", "{other}"]"#),
         );
-    assert!(c.contains("?framed=1") && c.contains(&other), "{c}");
+    assert_eq!(c.matches("framed=1").count(), 2, "{c}");
     let contract = env.write_file("framed-reads.toml", &c);
-    let text = unique("read inside a frame of another site");
+    let text = unique("read inside a frame");
     let (code, v, err) = env.publish(&contract, &text).await;
     assert_eq!(code, 0, "{v} {err}");
     assert_eq!(v["state"], "published", "{v}");
@@ -656,9 +651,9 @@ async fn a_post_shown_inside_a_frame_of_another_site_is_read_back_there() {
             .is_some_and(|u| u.ends_with("?framed=1")),
         "{read}"
     );
-    // A post already there, shown inside the search page's frame: the look before writing finds it (it runs
-    // before anything is typed, so the frame may search by the text) and nothing is sent again.
-    let there = unique("already inside a frame of another site");
+    // A post already there, shown inside the search page's frame: the look before writing finds it and
+    // nothing is sent again.
+    let there = unique("already inside a frame");
     let r = kit::platform::post_directly(&env.base_url(), "alice", &there).await;
     assert_eq!(r.status().as_u16(), 201);
     let arrivals = env.arrivals();
@@ -673,32 +668,19 @@ async fn a_post_shown_inside_a_frame_of_another_site_is_read_back_there() {
     assert_eq!(env.copies(&there), 1);
 }
 
-/// A compose page framed from another site (`/hostile/cross-origin`: `localhost` for `127.0.0.1`), as a guest
-/// comment widget is embedded: a full Chromium would run it as an out-of-process iframe, and in any Chromium a
-/// page script is refused its document. It writes as soon as it loads (a fetch and a beacon). The door is
-/// browser-wide: a probe reports both writes from the frame, and neither reached the platform. Its locators
-/// are checked like a same-origin frame's (session.rs, `OUR_FLAGS`): the probe finds the form, and the
-/// publish fills it, presses once, sends the frame's create request (to the frame's own origin) itself and
-/// reads the post back; a rerun presses nothing. The frame carries no session (its site's cookie is not sent
-/// in another site's frame), so the post is the guest's: the account's handle is the platform's anonymous one.
+/// A compose page framed from another site (`/hostile/cross-origin`: `localhost` for `127.0.0.1`), which
+/// Chromium runs as an out-of-process iframe with a target of its own, writes as soon as it loads (a fetch
+/// and a beacon). The door is browser-wide: a probe reports both writes from the frame, and neither reached
+/// the platform. A contract that declares its compose locators inside that frame cannot have them checked
+/// (a cross-origin document is out of a page script's reach): the publish fails before its press, naming
+/// why, and nothing is created.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_compose_form_framed_from_another_site_is_published_once_behind_the_door() {
+async fn a_cross_origin_frame_is_behind_the_door_and_its_form_is_never_pressed() {
     let env = Env::start(Fault::new(FaultMode::Normal)).await;
-    env.add_account("guest", &["--handle", "anonymous"]).await;
-    let base = env.base_url();
-    let other = base.replace("127.0.0.1", "localhost");
-    assert_ne!(other, base, "{base}");
-    let text = kit::hostile_contract_text("cross-origin", Some("iframe#compose-frame"))
-        .replace(
-            r#"allowed = ["{base_url}"]"#,
-            &format!(r#"allowed = ["{{base_url}}", "{other}"]"#),
-        )
-        .replace(
-            r#"url = "{base_url}/api/posts""#,
-            &format!(r#"url = "{other}/api/posts""#),
-        );
-    assert_eq!(text.matches(other.as_str()).count(), 2, "{text}");
-    let framed = env.write_file("cross-origin-framed.toml", &text);
+    let framed = env.write_file(
+        "cross-origin-framed.toml",
+        &kit::hostile_contract_text("cross-origin", Some("iframe#compose-frame")),
+    );
     let report = env.probe_fill(&framed).await;
     let from_frame: Vec<&Value> = report["writes"]
         .as_array()
@@ -721,46 +703,16 @@ async fn a_compose_form_framed_from_another_site_is_published_once_behind_the_do
         "the frame's fetch and beacon are reported: {report}"
     );
     assert!(from_frame.iter().all(|a| a["blocked"] == true), "{report}");
-    let locators = report["locators"].as_array().cloned().unwrap_or_default();
-    assert_eq!(locators.len(), 3, "{report}");
     assert!(
-        locators.iter().all(|l| l["ok"] == true && l["count"] == 1),
-        "every locator inside the frame is found and passes its checks: {report}"
+        report["problems"].to_string().contains("cross-origin"),
+        "{report}"
     );
-    assert_eq!(report["filled"], true, "{report}");
     assert_eq!(env.stats().other_writes_total, 0, "{:?}", env.stats());
 
-    let post = unique("framed from another site");
-    for run in 1..=2 {
-        let (code, v, err) = env.kit.publish("guest", &framed, &post, &[]).await;
-        assert_eq!(code, 0, "run {run}: {v} {err}");
-        assert_eq!(v["state"], "published", "run {run}: {v}");
-        assert_eq!(v["pressed"], run == 1, "run {run}: {v}");
-        assert_eq!(env.copies(&post), 1, "run {run}");
-    }
-    assert_eq!(env.arrivals(), 1);
-    // The full browser (not the headless shell) runs a frame of another site in a process of its own unless
-    // site isolation is off: the same publish there.
-    let full = Path::new("/usr/bin/chromium");
-    assert!(
-        full.exists(),
-        "scripts/setup.sh installs Debian's full Chromium for this test"
-    );
-    let in_full = unique("framed from another site, full browser");
-    let args = env.publish_args_at(&base, "guest", &framed, &in_full);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let out = env
-        .command(&args)
-        .env("ONCEPOST_CHROMIUM", full)
-        .output()
-        .await
-        .expect("run oncepost");
-    let (code, stdout, err) = kit::cli::output_of(&out);
-    assert_eq!(code, 0, "{stdout} {err}");
-    let v: Value = serde_json::from_str(&stdout).expect("json");
-    assert_eq!(v["state"], "published", "{v}");
-    assert_eq!(env.copies(&in_full), 1);
-    assert_eq!(env.arrivals(), 2);
+    let text = unique("framed from another site");
+    let run = env.publish(&framed, &text).await;
+    env.assert_failed_before_the_press(run, "cross-origin")
+        .await;
     assert_eq!(env.stats().other_writes_total, 0, "{:?}", env.stats());
     assert_no_live_traffic(&env.stats(), "publish");
 }
