@@ -426,20 +426,32 @@ async fn form_post(
         None,
     )
     .await;
-    if r.status() != StatusCode::CREATED {
-        return r;
+    match created_id(r).await {
+        Ok(id) => see_other(&format!("/p/{id}")),
+        Err(r) => r,
     }
-    let Ok(created) = r.into_body().collect().await.map(|b| b.to_bytes());
-    let id = serde_json::from_slice::<serde_json::Value>(&created)
+}
+
+/// The id of the post a create answer (`201 {"id", ...}`) made, or that answer itself when it made none.
+async fn created_id(r: Resp) -> Result<String, Resp> {
+    if r.status() != StatusCode::CREATED {
+        return Err(r);
+    }
+    let Ok(body) = r.into_body().collect().await.map(|b| b.to_bytes());
+    Ok(serde_json::from_slice::<serde_json::Value>(&body)
         .ok()
         .and_then(|v| v["id"].as_str().map(str::to_owned))
-        .unwrap_or_default();
+        .unwrap_or_default())
+}
+
+/// `303 See Other` to `location`, as a server-rendered form's create is answered.
+fn see_other(location: &str) -> Resp {
     let mut r = respond(
         StatusCode::SEE_OTHER,
         "text/plain; charset=utf-8",
         Bytes::new(),
     );
-    if let Ok(v) = HeaderValue::from_str(&format!("/p/{id}")) {
+    if let Ok(v) = HeaderValue::from_str(location) {
         r.headers_mut().insert(header::LOCATION, v);
     }
     r
@@ -988,32 +1000,19 @@ const BLOCK_EDITOR: &str = r#"<script>(function () {
 /// to its page with its text in the query (`/p/ID?created=<the post>`), which the browser then loads by a
 /// GET; any other answer as it is.
 async fn redirect_to_created(r: Resp, shared: &Shared) -> Resp {
-    if r.status() != StatusCode::CREATED {
-        return r;
-    }
-    let Ok(body) = r.into_body().collect().await.map(|b| b.to_bytes());
-    let id = serde_json::from_slice::<serde_json::Value>(&body)
-        .ok()
-        .and_then(|v| v["id"].as_str().map(str::to_owned))
-        .unwrap_or_default();
+    let id = match created_id(r).await {
+        Ok(id) => id,
+        Err(r) => return r,
+    };
     let text = shared
         .lock_state()
         .post(&id)
         .map(|p| p.text.clone())
         .unwrap_or_default();
-    let location = format!(
+    see_other(&format!(
         "/p/{id}?created={}",
         percent_encoding::utf8_percent_encode(&text, percent_encoding::NON_ALPHANUMERIC)
-    );
-    let mut r = respond(
-        StatusCode::SEE_OTHER,
-        "text/plain; charset=utf-8",
-        Bytes::new(),
-    );
-    if let Ok(v) = HeaderValue::from_str(&location) {
-        r.headers_mut().insert(header::LOCATION, v);
-    }
-    r
+    ))
 }
 
 /// `page` with `script` inserted before its `</body>` (as it was without one).
