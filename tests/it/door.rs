@@ -621,18 +621,7 @@ async fn the_compose_pages_own_navigation_may_carry_the_text_after_the_press() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_post_shown_inside_a_frame_is_read_back_there_and_found_before_writing() {
     let env = Env::start(Fault::new(FaultMode::Normal)).await;
-    let c = std::fs::read_to_string(repo("selectors/fixture.toml"))
-        .unwrap()
-        .replace(
-            r#"permalink = "{base_url}/p/{id}""#,
-            r#"permalink = "{base_url}/p/{id}?framed=1""#,
-        )
-        .replace(
-            r#"search = "{base_url}/search?q={text}""#,
-            r#"search = "{base_url}/search?framed=1&q={text}""#,
-        );
-    assert_eq!(c.matches("framed=1").count(), 2, "{c}");
-    let contract = env.write_file("framed-reads.toml", &c);
+    let contract = env.write_file("framed-reads.toml", &kit::read_pages_asking("framed=1"));
     let text = unique("read inside a frame");
     let (code, v, err) = env.publish(&contract, &text).await;
     assert_eq!(code, 0, "{v} {err}");
