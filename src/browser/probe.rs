@@ -343,19 +343,23 @@ impl<'a> ProbePage<'a> {
         Ok(out)
     }
 
-    /// Type `text` into the focused field: all of it but its last character at once (`Input.insertText`), the
-    /// last as the key press a person's typing ends with (key down with its text, key up). A page that
-    /// follows the keys rather than the `input` events (a Publish enabled by a `keyup` handler, as forms of
-    /// the jQuery era do: Fixturebook's `/hostile/key-events`) sees the typing end; text of any length and
-    /// any script still goes in with one call. A control character (a tab, a line break) ends no typing with
-    /// a key: it goes in with the rest.
+    /// Type `text` into the focused field: all of it at once (`Input.insertText`) but its last character
+    /// that is no control character, which goes in as the key press a person's typing ends with (key down
+    /// with its text, key up), and the control characters after it (a trailing line break) at once again. A
+    /// page that follows the keys rather than the `input` events (a Publish enabled by a `keyup` handler, as
+    /// forms of the jQuery era do: Fixturebook's `/hostile/key-events`) sees the typing end; text of any
+    /// length and any script still goes in with at most two calls.
     async fn type_text(&self, text: &str) -> Result<(), BrowserError> {
         match last_key(text) {
-            Some((head, last)) => {
+            Some((head, last, tail)) => {
                 if !head.is_empty() {
                     self.insert_text(head).await?;
                 }
-                self.press_character(last).await
+                self.press_character(last).await?;
+                if !tail.is_empty() {
+                    self.insert_text(tail).await?;
+                }
+                Ok(())
             }
             None => self.insert_text(text).await,
         }
@@ -798,7 +802,7 @@ pub(crate) fn typed_values<'a>(field: &NamedLocator, text: &'a str) -> Vec<&'a s
         if piece != text {
             values.push(piece);
         }
-        if let Some((short, _)) = last_key(piece).filter(|(short, _)| !short.is_empty()) {
+        if let Some((short, _, _)) = last_key(piece).filter(|(short, _, _)| !short.is_empty()) {
             values.push(short);
         }
     }
@@ -846,11 +850,12 @@ enum Typed<'a> {
     Break(Break),
 }
 
-/// `text` split before its last character when that one is typed as a key press ([`ProbePage::type_text`]):
-/// `None` for an empty text or one ending in a control character (typed with the rest).
-fn last_key(text: &str) -> Option<(&str, char)> {
-    let last = text.chars().next_back().filter(|c| !c.is_control())?;
-    Some((&text[..text.len() - last.len_utf8()], last))
+/// `text` split around the character typed as a key press ([`ProbePage::type_text`]), its last one that is no
+/// control character: what comes before it, it, and the control characters after it. `None` for a text of
+/// control characters only (typed at once).
+fn last_key(text: &str) -> Option<(&str, char, &str)> {
+    let (at, last) = text.char_indices().rev().find(|(_, c)| !c.is_control())?;
+    Some((&text[..at], last, &text[at + last.len_utf8()..]))
 }
 
 /// `text` as lines and the keys between them (`newlines = "keys"`): a blank line (or more) between two lines
@@ -997,19 +1002,21 @@ mod tests {
     }
 
     #[test]
-    fn typing_ends_with_its_last_character_as_a_key_unless_that_is_a_control_character() {
+    fn typing_ends_with_its_last_character_that_is_no_control_character_as_a_key() {
         use super::last_key;
-        assert_eq!(last_key("Hello"), Some(("Hell", 'o')));
-        assert_eq!(last_key("x"), Some(("", 'x')));
+        assert_eq!(last_key("Hello"), Some(("Hell", 'o', "")));
+        assert_eq!(last_key("x"), Some(("", 'x', "")));
         // One scalar value, whatever its length in UTF-8 or UTF-16: an emoji sequence keeps its joiner.
         assert_eq!(
             last_key("\u{1F469}\u{200D}\u{1F4BB}"),
-            Some(("\u{1F469}\u{200D}", '\u{1F4BB}'))
+            Some(("\u{1F469}\u{200D}", '\u{1F4BB}', ""))
         );
-        assert_eq!(last_key("cafe\u{301}"), Some(("cafe", '\u{301}')));
+        assert_eq!(last_key("cafe\u{301}"), Some(("cafe", '\u{301}', "")));
+        // A trailing line break (or tab) goes in after the key, with whatever control characters follow it.
+        assert_eq!(last_key("two lines\r\n"), Some(("two line", 's', "\r\n")));
+        assert_eq!(last_key("a\t"), Some(("", 'a', "\t")));
         assert_eq!(last_key(""), None);
-        assert_eq!(last_key("two lines\n"), None);
-        assert_eq!(last_key("a\t"), None);
+        assert_eq!(last_key("\n\n"), None);
     }
 
     #[test]
