@@ -202,7 +202,7 @@ async (locs, act, opts) => {"#,
     const ctl = el ? closestDeep(el, 'button, input') : null;
     if (!el) acted = 'refused: target not found';
     else if (locs[act.target].strict && t.count > 1) acted = 'refused: target matched ' + t.count + ' elements';
-    else if (p && p._el && within(el, p._el)) acted = 'refused: target is the publish control';
+    else if (p && p._el && within(el, p._el) && !(act.focus_publish && act.action.startsWith('focus'))) acted = 'refused: target is the publish control';
     else if (act.action === 'click' && ctl && ctl.form && ['submit', 'image'].includes(ctl.type)) acted = 'refused: target would submit a form';
     else {
       if (act.action === 'focus') el.focus({ preventScroll: true });
@@ -430,6 +430,9 @@ pub(crate) struct Act {
     /// The option `select` chooses (value or label).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub option: Option<String>,
+    /// A focus may target the publish control: the publish is a key pressed in it, a field the fill types
+    /// into (`publish.key`). A click or a pick in it is still refused.
+    pub focus_publish: bool,
 }
 
 #[derive(Deserialize)]

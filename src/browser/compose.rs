@@ -25,14 +25,14 @@ use chromiumoxide::cdp::browser_protocol::input::{
 };
 use serde::Serialize;
 
-use super::checks::{LocatorCheck, Scroll, check_and_act, evaluate_json};
+use super::checks::{Act, LocatorCheck, Scroll, check_and_act, evaluate_json};
 use super::dialogs::{self, DialogLog, DialogPolicy};
-use super::locator::{NamedLocator, PublishControl};
+use super::locator::{NamedLocator, PressKey, PublishControl};
 use super::probe::{ProbePage, ProbePlan, StepOutcome};
 use super::transport::{
     self, CreatePattern, DispatchOutcome, TransportOptions, WireRequest, WriteLogEntry,
 };
-use super::{BrowserError, BrowserSession};
+use super::{BrowserError, BrowserSession, Liveness};
 use crate::store::{DispatchAuthorization, Fence};
 use crate::wait::Wait;
 
@@ -240,7 +240,7 @@ impl<'a> ComposePage<'a> {
         ProbePage::new(
             self.page.clone(),
             self.session.liveness(),
-            self.plan.publish.checkable(false),
+            &self.plan.publish,
         )
     }
 
@@ -656,7 +656,8 @@ impl<'a> ComposePage<'a> {
 
 impl PublishControl {
     /// Press the publish control ONCE: arm the write guard's takeover for the create request, consume the
-    /// authorization, click at the checked centre with trusted mouse events, then carry the create request
+    /// authorization, click at the checked centre with trusted mouse events (or, for a publish that is a key,
+    /// focus the control and press the key in it), then carry the create request
     /// through the transport (`before_send` runs after the request is rebuilt and before any byte leaves;
     /// an `Err` from it fails the request unsent).
     pub async fn press<H, Fut>(
@@ -683,26 +684,12 @@ impl PublishControl {
             page.dialogs.accept_confirms();
         }
         let mut log = Vec::new();
-        let mut click_error = None;
-        for (kind, buttons) in [
-            (DispatchMouseEventType::MouseMoved, 0),
-            (DispatchMouseEventType::MousePressed, 1),
-            (DispatchMouseEventType::MouseReleased, 0),
-        ] {
-            let mut p = DispatchMouseEventParams::new(kind.clone(), at.x, at.y);
-            if kind != DispatchMouseEventType::MouseMoved {
-                p.button = Some(MouseButton::Left);
-                p.click_count = Some(1);
-            }
-            p.buttons = Some(buttons);
-            if let Err(e) = live
-                .call("click the publish control", page.page.execute(p))
+        let click_error = match self.key() {
+            None => click(page, at, live).await.err(),
+            Some(key) => press_key(page, &self.checkable(true), key, live)
                 .await
-            {
-                click_error = Some(e.to_string());
-                break;
-            }
-        }
+                .err(),
+        };
         if let Some(e) = &click_error {
             log.push(WriteLogEntry {
                 at_ms: 0,
@@ -727,6 +714,79 @@ impl PublishControl {
             log,
         }
     }
+}
+
+/// The press as a click: trusted mouse events at the checked centre (move, press, release).
+async fn click(page: &ComposePage<'_>, at: &Actionable, live: &Liveness) -> Result<(), String> {
+    for (kind, buttons) in [
+        (DispatchMouseEventType::MouseMoved, 0),
+        (DispatchMouseEventType::MousePressed, 1),
+        (DispatchMouseEventType::MouseReleased, 0),
+    ] {
+        let mut p = DispatchMouseEventParams::new(kind.clone(), at.x, at.y);
+        if kind != DispatchMouseEventType::MouseMoved {
+            p.button = Some(MouseButton::Left);
+            p.click_count = Some(1);
+        }
+        p.buttons = Some(buttons);
+        live.call("click the publish control", page.page.execute(p))
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// The press as a key (`publish.key`: a chat box that sends on Enter): focus the control (the fill left the
+/// caret in it when it is the body field; focusing it again keeps it there), then key down and key up. Plain
+/// Enter carries its text, as a real key press does; with Control or Meta held it carries none, as a real
+/// one does not.
+async fn press_key(
+    page: &ComposePage<'_>,
+    control: &NamedLocator,
+    key: PressKey,
+    live: &Liveness,
+) -> Result<(), String> {
+    use chromiumoxide::cdp::browser_protocol::input::{
+        DispatchKeyEventParams, DispatchKeyEventType,
+    };
+    let focus = Act {
+        target: 0,
+        publish: None,
+        action: "focus",
+        option: None,
+        focus_publish: false,
+    };
+    let (_, acted) = check_and_act(
+        &page.page,
+        live,
+        std::slice::from_ref(control),
+        Some(&focus),
+        Scroll::Never,
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    if acted.as_deref() != Some("done") {
+        return Err(format!(
+            "could not focus the publish control: {}",
+            acted.unwrap_or_else(|| "no answer".into())
+        ));
+    }
+    for kind in [DispatchKeyEventType::KeyDown, DispatchKeyEventType::KeyUp] {
+        let mut p = DispatchKeyEventParams::new(kind.clone());
+        p.key = Some("Enter".into());
+        p.code = Some("Enter".into());
+        p.windows_virtual_key_code = Some(13);
+        p.native_virtual_key_code = Some(13);
+        p.modifiers = Some(key.modifiers());
+        if kind == DispatchKeyEventType::KeyDown && key == PressKey::Enter {
+            p.text = Some("\r".into());
+            p.unmodified_text = Some("\r".into());
+        }
+        live.call("press the publish key", page.page.execute(p))
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
 }
 
 fn dotted(v: &serde_json::Value, path: &str) -> Option<String> {

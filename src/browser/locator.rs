@@ -146,6 +146,29 @@ pub struct PublishControl {
     states: Vec<ElementState>,
     states_after_fill: Vec<ElementState>,
     accept_confirm: bool,
+    key: Option<PressKey>,
+}
+
+/// A publish pressed as a key in the control (a chat box that sends on Enter), not clicked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PressKey {
+    /// Enter alone.
+    Enter,
+    /// Control+Enter.
+    CtrlEnter,
+    /// Meta (Command)+Enter.
+    MetaEnter,
+}
+
+impl PressKey {
+    /// The key event's modifier bits (CDP `Input.dispatchKeyEvent`: Ctrl 2, Meta 4).
+    pub(crate) fn modifiers(self) -> i64 {
+        match self {
+            PressKey::Enter => 0,
+            PressKey::CtrlEnter => 2,
+            PressKey::MetaEnter => 4,
+        }
+    }
 }
 
 impl PublishControl {
@@ -161,7 +184,21 @@ impl PublishControl {
             states,
             states_after_fill,
             accept_confirm: false,
+            key: None,
         }
+    }
+
+    /// Whether the publish is `key` pressed in the control instead of a click (the contract's
+    /// `publish.key`). The fill may then focus the control, which is a field it types into; nothing else
+    /// may act on it.
+    pub fn pressed_with(mut self, key: Option<PressKey>) -> Self {
+        self.key = key;
+        self
+    }
+
+    /// See [`PublishControl::pressed_with`].
+    pub fn key(&self) -> Option<PressKey> {
+        self.key
     }
 
     /// Whether its press answers OK to a `confirm()` the page asks once it is pressed (the contract's

@@ -108,7 +108,7 @@ pub use checks::{ElementStates, LocatorCheck};
 pub use compose::{Actionable, ComposePage, Opening, Pressed, Success, SuccessRule, SuccessSeen};
 pub use dialogs::{DialogEvent, DialogPolicy};
 pub use locator::{
-    EditKind, ElementState, FillMode, Locator, NamedLocator, Newlines, NonPublishingStep,
+    EditKind, ElementState, FillMode, Locator, NamedLocator, Newlines, NonPublishingStep, PressKey,
     PublishControl, Purpose, StepAction, Strategy,
 };
 pub use probe::{ProbeOptions, ProbePlan, ProbeReport, ProbeVerdict};

@@ -203,15 +203,18 @@ pub struct ProbePage<'a> {
     page: Page,
     live: &'a Liveness,
     publish: NamedLocator,
+    /// The publish is a key pressed in the control, a field the fill types into: the fill may focus it.
+    publish_typed_into: bool,
 }
 
 impl<'a> ProbePage<'a> {
     /// A probe view of an open page (the publish control is only ever checked through it).
-    pub(crate) fn new(page: Page, live: &'a Liveness, publish: NamedLocator) -> Self {
+    pub(crate) fn new(page: Page, live: &'a Liveness, publish: &PublishControl) -> Self {
         ProbePage {
             page,
             live,
-            publish,
+            publish: publish.checkable(false),
+            publish_typed_into: publish.key().is_some(),
         }
     }
 
@@ -500,6 +503,9 @@ impl<'a> ProbePage<'a> {
             publish: Some(1),
             action: name,
             option: option.map(String::from),
+            // Contract steps never target the publish control (refused when the plan is made); this lets
+            // the fill focus a field that is also where the publish key goes, never click or pick in it.
+            focus_publish: self.publish_typed_into,
         };
         // The action re-resolves its target; it needs no states, so nothing scrolls but the action itself.
         let (_, acted) =
@@ -574,11 +580,7 @@ pub async fn run(
         }
     }
 
-    let probe_page = ProbePage {
-        page: page.clone(),
-        live,
-        publish: plan.publish.checkable(false),
-    };
+    let probe_page = ProbePage::new(page.clone(), live, &plan.publish);
     let t = Instant::now();
     let mut steps = Vec::new();
     // Steps marked `after_fill` run after the fill (only with `--fill`: they open what a written post opens).

@@ -303,6 +303,23 @@ pub struct Publish {
     /// Before the press every confirm is dismissed (a probe agrees to nothing).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confirm: Option<ConfirmAnswer>,
+    /// (format 2) The publish is a key pressed in the control, not a click: a chat box or comment field
+    /// that sends on `enter` (Shift+Enter makes a line break) or on `ctrl_enter` / `meta_enter`. The
+    /// locator then names the field the key goes to (usually the body field itself).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<PublishKey>,
+}
+
+/// The key a publish is pressed with, when it is a key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PublishKey {
+    /// Enter alone.
+    Enter,
+    /// Control+Enter.
+    CtrlEnter,
+    /// Meta (Command)+Enter.
+    MetaEnter,
 }
 
 /// An answer to a page's `confirm()`.

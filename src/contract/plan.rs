@@ -195,7 +195,12 @@ impl Contract {
                 .map(|s| state(*s))
                 .collect(),
         )
-        .accepting_confirm(self.publish.confirm == Some(format::ConfirmAnswer::Accept));
+        .accepting_confirm(self.publish.confirm == Some(format::ConfirmAnswer::Accept))
+        .pressed_with(self.publish.key.map(|k| match k {
+            format::PublishKey::Enter => browser::PressKey::Enter,
+            format::PublishKey::CtrlEnter => browser::PressKey::CtrlEnter,
+            format::PublishKey::MetaEnter => browser::PressKey::MetaEnter,
+        }));
         let mut steps = Vec::new();
         for (i, s) in self.compose.steps.iter().enumerate() {
             let target = match (&s.field, &s.locator) {

@@ -813,6 +813,21 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
     if c.publish.confirm.is_some() {
         format2(&mut k, publish.key("confirm"), "confirm");
     }
+    if let Some(key) = c.publish.key {
+        format2(&mut k, publish.key("key"), "key");
+        // Enter is the publish: a line break typed as Enter would press it in the middle of the text.
+        if key == PublishKey::Enter {
+            for (i, f) in c.compose.fields.iter().enumerate() {
+                if f.newlines == Some(Newlines::Keys) {
+                    k.err(
+                        root.key("compose").key("fields").index(i).key("newlines"),
+                        "newlines = \"keys\" presses Enter, and Enter publishes here (publish.key = \"enter\")",
+                        "remove newlines: line breaks then go in as typed text, which sends no key",
+                    );
+                }
+            }
+        }
+    }
     if let Some(ms) = c.publish.create_wait_ms
         && !(100..=120_000).contains(&ms)
     {

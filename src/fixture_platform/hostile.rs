@@ -90,6 +90,10 @@ pub enum Misbehaviour {
     /// `/forum/posts` (a create arrival), answered `303` to the post's page. `?enctype=urlencoded`: the same
     /// form urlencoded.
     ClassicMultipartForm,
+    /// A chat box: no Publish to click; the text field sends on Enter (Shift+Enter makes a line break).
+    /// `?key=ctrl`: on Control+Enter or Meta+Enter, and plain Enter makes a line break. The send is the
+    /// compose page's own create request.
+    SendsOnEnter,
 }
 
 /// The counter key of a draft saved through `POST /api/posts` (`/hostile/one-endpoint`).
@@ -260,5 +264,9 @@ pub const HOSTILE_VARIANTS: &[HostileVariant] = &[
     HostileVariant {
         name: "multipart-form",
         misbehaviour: Misbehaviour::ClassicMultipartForm,
+    },
+    HostileVariant {
+        name: "enter-to-send",
+        misbehaviour: Misbehaviour::SendsOnEnter,
     },
 ];

@@ -57,6 +57,7 @@ const HOSTILE: &[&str] = &[
     "cross-origin-inner",
     "key-events",
     "multipart-form",
+    "enter-to-send",
 ];
 
 /// The content of a hostile page, by name (`fixtures/hostile/NAME.html`).
@@ -101,6 +102,7 @@ const HOSTILE: &[&str] = &[
 {%- when "cross-origin-inner" %}{% include "hostile/cross-origin-inner.html" %}
 {%- when "key-events" %}{% include "hostile/key-events.html" %}
 {%- when "multipart-form" %}{% include "hostile/multipart-form.html" %}
+{%- when "enter-to-send" %}{% include "hostile/enter-to-send.html" %}
 {%- when _ %}
 {%- endmatch -%}
 "#

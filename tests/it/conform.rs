@@ -397,6 +397,11 @@ async fn conform_passes_every_cell_on_a_prefilled_field() {
 }
 
 #[tokio::test]
+async fn conform_passes_every_cell_on_a_chat_box_that_sends_on_enter() {
+    conform_variant("enter-to-send", &[]).await;
+}
+
+#[tokio::test]
 async fn conform_passes_every_cell_on_an_app_that_syncs_in_the_background() {
     conform_variant("draft-sync", &[]).await;
 }

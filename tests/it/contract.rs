@@ -405,3 +405,39 @@ fn the_documented_and_shipped_example_contracts_are_valid() {
     }
     assert!(shipped >= 6, "{shipped}");
 }
+
+/// `publish.key` (a publish that is a key pressed in the control: a chat box) is format 2, names one of
+/// three keys, and with `enter` refuses a field whose line breaks are typed as Enter (that Enter would
+/// publish part of the text).
+#[test]
+fn a_publish_key_is_format_2_and_refuses_line_breaks_typed_as_enter() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let v2 = std::fs::read_to_string(root.join("fixtures/contracts/enter-to-send.toml")).unwrap();
+    let c = Contract::parse(&v2, Path::new("t.toml")).expect("valid in format 2");
+    assert_eq!(c.publish.key, Some(oncepost::contract::PublishKey::Enter));
+    let v1 = v2.replace("format = 2", "format = 1");
+    let p = problems(&v1);
+    assert!(
+        p.iter()
+            .any(|x| x.path == "publish.key" && x.message.contains("needs format = 2")),
+        "{p:?}"
+    );
+    let unknown = v2.replace(r#"key = "enter""#, r#"key = "space""#);
+    assert!(Contract::parse(&unknown, Path::new("t.toml")).is_err());
+    // A contenteditable body typed with Enter between paragraphs, in a box where Enter sends.
+    let typed_enter = v2.replace(
+        "name = \"text\"\nkind = \"textarea\"",
+        "name = \"text\"\nkind = \"contenteditable\"\nnewlines = \"keys\"",
+    );
+    assert_ne!(typed_enter, v2);
+    let p = problems(&typed_enter);
+    assert!(
+        p.iter().any(|x| x.path == "compose.fields[0].newlines"
+            && x.message.contains("Enter publishes here")),
+        "{p:?}"
+    );
+    // With Control+Enter as the publish, Enter is only a line break.
+    let ctrl = typed_enter.replace(r#"key = "enter""#, r#"key = "ctrl_enter""#);
+    Contract::parse(&ctrl, Path::new("t.toml"))
+        .expect("Enter is a line break when Control+Enter sends");
+}

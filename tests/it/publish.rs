@@ -281,6 +281,48 @@ async fn a_publish_control_that_follows_key_presses_is_enabled_by_the_typing_and
     assert_eq!(env.copies(&text), 1);
 }
 
+/// `enter-to-send`: a chat box with no Publish to click; the text field sends on Enter (`?key=ctrl`: on
+/// Control+Enter, and Enter makes a line break). With `publish.key` the press focuses the field (the fill
+/// ends in the title) and presses the key once: published once and read back, a rerun presses nothing. A
+/// contract naming the wrong key (Enter where Control+Enter sends) presses a line break: nothing is sent and
+/// the send ends `failed`, no copy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chat_box_that_sends_on_a_key_is_published_once_by_that_key() {
+    let env = Env::start(Fault::default()).await;
+    let base = std::fs::read_to_string(kit::repo_path("fixtures/contracts/enter-to-send.toml"))
+        .expect("the enter-to-send contract");
+    let variant = |query: &str, key: &str| {
+        base.replace(
+            "/hostile/enter-to-send\"",
+            &format!("/hostile/enter-to-send{query}\""),
+        )
+        .replace(
+            "\nkey = \"enter\"\n",
+            &format!("\nkey = \"{key}\"\ncreate_wait_ms = 1500\n"),
+        )
+    };
+    for (query, key) in [("", "enter"), ("?key=ctrl", "ctrl_enter")] {
+        let contract = env.write_file(&format!("chat-{key}.toml"), &variant(query, key));
+        let text = unique(&format!("sent with {key}"));
+        for run in 1..=2 {
+            let (code, v, err) = env
+                .publish_with(&contract, &text, &["--field", "title=a title typed last"])
+                .await;
+            assert_eq!(code, 0, "{key} run {run}: {v} {err}");
+            assert_eq!(v["state"], "published", "{key} run {run}: {v}");
+            assert_eq!(v["pressed"], run == 1, "{key} run {run}: {v}");
+        }
+        assert_eq!(env.copies(&text), 1, "{key}");
+    }
+    assert_eq!(env.arrivals(), 2);
+    let wrong = env.write_file("chat-wrong-key.toml", &variant("?key=ctrl", "enter"));
+    let text = unique("a line break, not a send");
+    let (_, v, err) = env.publish_with(&wrong, &text, &[]).await;
+    assert_eq!(v["state"], "failed", "{v} {err}");
+    assert_eq!(env.copies(&text), 0);
+    assert_eq!(env.arrivals(), 2);
+}
+
 /// `multipart-form`: a classic server-rendered form with no script (forum and wiki edit forms are such), its
 /// body `multipart/form-data` because it has a file input (left empty), the CSRF token in a hidden field; the
 /// press submits it, a navigation POST. The harness sends that paused request itself, its body as Chromium
