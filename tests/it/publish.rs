@@ -323,6 +323,34 @@ async fn a_chat_box_that_sends_on_a_key_is_published_once_by_that_key() {
     assert_eq!(env.arrivals(), 2);
 }
 
+/// `enter-to-send`: a post in two lines, in a chat box that sends on Enter, a textarea and (`&editable=1`) a
+/// `contenteditable` box. The line break goes in as typed text, which sends no key: the post is published
+/// once with both lines, and only the press's Enter sent it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_line_break_in_a_chat_box_that_sends_on_enter_is_typed_not_sent() {
+    let env = Env::start(Fault::default()).await;
+    let base = std::fs::read_to_string(kit::repo_path("fixtures/contracts/enter-to-send.toml"))
+        .expect("the enter-to-send contract");
+    for (query, kind) in [("", "textarea"), ("?editable=1", "contenteditable")] {
+        let contract = base
+            .replace(
+                "/hostile/enter-to-send\"",
+                &format!("/hostile/enter-to-send{query}\""),
+            )
+            .replace(
+                "name = \"text\"\nkind = \"textarea\"",
+                &format!("name = \"text\"\nkind = \"{kind}\""),
+            );
+        let contract = env.write_file(&format!("chat-{kind}.toml"), &contract);
+        let text = format!("{}\nand its second line", unique(&format!("two lines in a {kind}")));
+        let (code, v, err) = env.publish_with(&contract, &text, &[]).await;
+        assert_eq!(code, 0, "{kind}: {v} {err}");
+        assert_eq!(v["state"], "published", "{kind}: {v}");
+        assert_eq!(env.copies(&text), 1, "{kind}");
+    }
+    assert_eq!(env.arrivals(), 2);
+}
+
 /// `multipart-form`: a classic server-rendered form with no script (forum and wiki edit forms are such), its
 /// body `multipart/form-data` because it has a file input (left empty), the CSRF token in a hidden field; the
 /// press submits it, a navigation POST. The harness sends that paused request itself, its body as Chromium
