@@ -342,7 +342,10 @@ async fn a_line_break_in_a_chat_box_that_sends_on_enter_is_typed_not_sent() {
                 &format!("name = \"text\"\nkind = \"{kind}\""),
             );
         let contract = env.write_file(&format!("chat-{kind}.toml"), &contract);
-        let text = format!("{}\nand its second line", unique(&format!("two lines in a {kind}")));
+        let text = format!(
+            "{}\nand its second line",
+            unique(&format!("two lines in a {kind}"))
+        );
         let (code, v, err) = env.publish_with(&contract, &text, &[]).await;
         assert_eq!(code, 0, "{kind}: {v} {err}");
         assert_eq!(v["state"], "published", "{kind}: {v}");
