@@ -746,9 +746,6 @@ async fn press_key(
     key: PressKey,
     live: &Liveness,
 ) -> Result<(), String> {
-    use chromiumoxide::cdp::browser_protocol::input::{
-        DispatchKeyEventParams, DispatchKeyEventType,
-    };
     let focus = Act {
         target: 0,
         publish: None,
@@ -771,17 +768,7 @@ async fn press_key(
             acted.unwrap_or_else(|| "no answer".into())
         ));
     }
-    for kind in [DispatchKeyEventType::KeyDown, DispatchKeyEventType::KeyUp] {
-        let mut p = DispatchKeyEventParams::new(kind.clone());
-        p.key = Some("Enter".into());
-        p.code = Some("Enter".into());
-        p.windows_virtual_key_code = Some(13);
-        p.native_virtual_key_code = Some(13);
-        p.modifiers = Some(key.modifiers());
-        if kind == DispatchKeyEventType::KeyDown && key == PressKey::Enter {
-            p.text = Some("\r".into());
-            p.unmodified_text = Some("\r".into());
-        }
+    for p in super::probe::enter_key(key.modifiers(), key == PressKey::Enter) {
         live.call("press the publish key", page.page.execute(p))
             .await
             .map_err(|e| e.to_string())?;

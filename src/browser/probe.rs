@@ -417,24 +417,10 @@ impl<'a> ProbePage<'a> {
     /// that makes no new block, such as a chat box that sends on Enter, costs that second, bounded); after
     /// Shift+Enter, one frame (at most 50 ms: a page whose animation frames are throttled).
     async fn press_break(&self, key: Break) -> Result<(), BrowserError> {
-        use chromiumoxide::cdp::browser_protocol::input::{
-            DispatchKeyEventParams, DispatchKeyEventType,
-        };
-        // Shift is modifier bit 8 (CDP `Input.dispatchKeyEvent`).
+        // Shift is modifier bit 8 (CDP `Input.dispatchKeyEvent`). The key's text makes Chromium run its
+        // editing command (a new paragraph, or a line break with Shift), as a real key press does.
         let modifiers = if key == Break::Line { 8 } else { 0 };
-        for kind in [DispatchKeyEventType::KeyDown, DispatchKeyEventType::KeyUp] {
-            let mut p = DispatchKeyEventParams::new(kind.clone());
-            p.key = Some("Enter".into());
-            p.code = Some("Enter".into());
-            p.windows_virtual_key_code = Some(13);
-            p.native_virtual_key_code = Some(13);
-            p.modifiers = Some(modifiers);
-            if kind == DispatchKeyEventType::KeyDown {
-                // The text makes Chromium run the key's editing command (a new paragraph, or a line break
-                // with Shift), as a real key press does.
-                p.text = Some("\r".into());
-                p.unmodified_text = Some("\r".into());
-            }
+        for p in enter_key(modifiers, true) {
             self.live.call("press Enter", self.page.execute(p)).await?;
         }
         let wait = match key {
@@ -518,6 +504,32 @@ impl<'a> ProbePage<'a> {
             outcome,
         })
     }
+}
+
+/// Enter as a key press: key down, then key up, with `modifiers` (CDP bits: Ctrl 2, Meta 4, Shift 8). With
+/// `text` the key down carries the key's text (`\r`), so Chromium runs its editing command as a real key
+/// press does; a real one held with Control or Meta carries none.
+pub(crate) fn enter_key(
+    modifiers: i64,
+    text: bool,
+) -> [chromiumoxide::cdp::browser_protocol::input::DispatchKeyEventParams; 2] {
+    use chromiumoxide::cdp::browser_protocol::input::{
+        DispatchKeyEventParams, DispatchKeyEventType,
+    };
+    [DispatchKeyEventType::KeyDown, DispatchKeyEventType::KeyUp].map(|kind| {
+        let down = kind == DispatchKeyEventType::KeyDown;
+        let mut p = DispatchKeyEventParams::new(kind);
+        p.key = Some("Enter".into());
+        p.code = Some("Enter".into());
+        p.windows_virtual_key_code = Some(13);
+        p.native_virtual_key_code = Some(13);
+        p.modifiers = Some(modifiers);
+        if down && text {
+            p.text = Some("\r".into());
+            p.unmodified_text = Some("\r".into());
+        }
+        p
+    })
 }
 
 fn outcome_of(c: &LocatorCheck) -> String {
