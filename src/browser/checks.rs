@@ -239,6 +239,17 @@ async (locs, act, opts) => {"#,
           el.dispatchEvent(new Event('change', { bubbles: true }));
         }
       }
+      else if (act.action === 'check') {
+        // Ticked once, never toggled back: a click only when it is not ticked, then it must read ticked.
+        const r = el.getAttribute('role');
+        const input = el.localName === 'input' && ['checkbox', 'radio'].includes(el.type);
+        const ticked = () => input ? el.checked : el.getAttribute('aria-checked') === 'true';
+        if (!input && !['checkbox', 'radio', 'switch'].includes(r)) acted = 'refused: target is not a checkbox, radio button or switch';
+        else {
+          if (!ticked()) el.click();
+          if (!ticked()) acted = 'refused: still not ticked after a click';
+        }
+      }
       else { acted = 'refused: unknown action ' + act.action; }
       if (acted === null) acted = 'done';
     }

@@ -255,6 +255,9 @@ pub enum StepAction {
     /// Choose an option of the target `<select>` (by value or label), as a person picks one: the page gets
     /// the `input` and `change` events a pick sends.
     Select,
+    /// Tick the target checkbox (radio button, `checkbox`/`radio`/`switch` role) unless it is ticked: a
+    /// click only when it is not, then it must read ticked.
+    Check,
     /// Read back what a filled field shows (no contract declares it: the fill's own check, reported like a
     /// step).
     Verify,

@@ -444,6 +444,7 @@ impl<'a> ProbePage<'a> {
             StepAction::ScrollIntoView => "scroll_into_view",
             StepAction::Click => "click",
             StepAction::Select => "select",
+            StepAction::Check => "check",
             // Read-only, like a wait: nothing for the page script to do.
             StepAction::Verify => "wait_for",
         };
@@ -481,7 +482,8 @@ impl<'a> ProbePage<'a> {
             StepAction::Focus
             | StepAction::ScrollIntoView
             | StepAction::Click
-            | StepAction::Select => {}
+            | StepAction::Select
+            | StepAction::Check => {}
         }
         let locs = [target.clone(), self.publish.clone()];
         let act = Act {

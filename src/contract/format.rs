@@ -106,6 +106,10 @@ pub enum StepAction {
     /// Choose the `<select>` element's option named by `option` (its value or its label), as a person
     /// picks a category (format 2).
     Select,
+    /// Tick the checkbox (or choose the radio button, or an element with the `checkbox`, `radio` or
+    /// `switch` role) unless it is ticked already: one click when it is not, nothing when it is (format 2).
+    /// A consent a form requires ("I accept the rules"); a `click` would untick a box the page remembered.
+    Check,
 }
 
 /// A step before publishing that the contract author declares non-publishing.

@@ -232,6 +232,7 @@ impl Contract {
                 format::StepAction::ScrollIntoView => browser::StepAction::ScrollIntoView,
                 format::StepAction::Click => browser::StepAction::Click,
                 format::StepAction::Select => browser::StepAction::Select,
+                format::StepAction::Check => browser::StepAction::Check,
             };
             steps.push(
                 NonPublishingStep::new(action, target, &publish)

@@ -677,6 +677,17 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
                 "say what the click opens and why it sends nothing",
             );
         }
+        if s.action == StepAction::Check {
+            format2(&mut k, p.key("action"), "action = \"check\"");
+            // A check is a click when the box is not ticked yet.
+            if s.why.trim().is_empty() {
+                k.err(
+                    p.key("action"),
+                    "a check step needs `why` it cannot publish",
+                    "say what the box consents to and why ticking it sends nothing",
+                );
+            }
+        }
     }
 
     let publish = root.key("publish");

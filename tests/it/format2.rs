@@ -485,6 +485,61 @@ async fn a_create_by_get_is_checked_for_what_a_get_can_be() {
     }
 }
 
+/// A required consent (`/compose?rules=1`: an "I accept the rules" checkbox; Publish stays disabled until it
+/// is ticked). Without a step nothing is pressed; a `check` step ticks it and the post is made once. Where the
+/// page remembered the consent (`?rules=checked`), a `click` step unticks the box and nothing is pressed,
+/// while `check` leaves it ticked and the post is made. `contract check` refuses `check` in format 1.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_required_consent_is_ticked_by_a_check_step_and_never_unticked() {
+    let env = Env::start().await;
+    let fields = "[[compose.fields]]";
+    let contract = |query: &str, action: Option<&str>| {
+        let asking = kit::compose_asking(query).replace("format = 1", "format = 2");
+        assert!(asking.contains(fields));
+        match action {
+            None => asking,
+            Some(action) => {
+                let step = format!(
+                    "[[compose.steps]]\naction = \"{action}\"\nlocator = {{ strategies = [{{ css = \"#accept-rules\" }}] }}\nafter_fill = true\nnon_publishing = true\nwhy = \"ticks the rules box; the page sends nothing for it\"\n\n"
+                );
+                asking.replacen(fields, &format!("{step}{fields}"), 1)
+            }
+        }
+    };
+    let mut made = 0;
+    for (query, action, published) in [
+        ("rules=1", None, false),
+        ("rules=1", Some("check"), true),
+        ("rules=checked", Some("click"), false),
+        ("rules=checked", Some("check"), true),
+    ] {
+        let what = format!("{query} {action:?}");
+        let c = env.write_file(
+            &format!("rules-{}-{}.toml", query.replace('=', "-"), action.unwrap_or("none")),
+            &contract(query, action),
+        );
+        let text = unique(&format!("consent {query} {}", action.unwrap_or("none")));
+        let (code, v, err) = env.publish("alice", &c, &text, &[]).await;
+        if published {
+            made += 1;
+            assert_eq!(code, 0, "{what}: {v} {err}");
+            assert_eq!(v["state"], "published", "{what}: {v}");
+            assert_eq!(env.copies(&text), 1, "{what}");
+        } else {
+            assert_eq!(
+                (v["state"].as_str(), v["pressed"].as_bool()),
+                (Some("failed"), Some(false)),
+                "{what}: {v} {err}"
+            );
+            assert_eq!(env.copies(&text), 0, "{what}");
+        }
+        assert_eq!(env.arrivals(), made, "{what}");
+    }
+    let v1 = contract("rules=1", Some("check")).replace("format = 2", "format = 1");
+    env.assert_check_refuses("rules-format-1", &v1, "needs format = 2")
+        .await;
+}
+
 /// A required category (`/compose?category=1`: a `<select>` whose first option chooses nothing; Publish
 /// stays disabled until one is picked). Without a step the publish control is never enabled and nothing is
 /// pressed; a `select` step choosing "News" (by its label) picks it as a person does and the post is made
