@@ -515,7 +515,11 @@ async fn a_required_consent_is_ticked_by_a_check_step_and_never_unticked() {
     ] {
         let what = format!("{query} {action:?}");
         let c = env.write_file(
-            &format!("rules-{}-{}.toml", query.replace('=', "-"), action.unwrap_or("none")),
+            &format!(
+                "rules-{}-{}.toml",
+                query.replace('=', "-"),
+                action.unwrap_or("none")
+            ),
             &contract(query, action),
         );
         let text = unique(&format!("consent {query} {}", action.unwrap_or("none")));
@@ -535,8 +539,11 @@ async fn a_required_consent_is_ticked_by_a_check_step_and_never_unticked() {
         }
         assert_eq!(env.arrivals(), made, "{what}");
     }
-    let v1 = contract("rules=1", Some("check")).replace("format = 2", "format = 1");
-    env.assert_check_refuses("rules-format-1", &v1, "needs format = 2")
+    // Without after_fill (itself format 2), only the check action asks for format 2.
+    let v1 = contract("rules=1", Some("check"))
+        .replace("format = 2", "format = 1")
+        .replace("after_fill = true\n", "");
+    env.assert_check_refuses("rules-format-1", &v1, "action = \"check\" needs format = 2")
         .await;
 }
 
