@@ -684,16 +684,20 @@ impl PublishControl {
             page.dialogs.accept_confirms();
         }
         let mut log = Vec::new();
-        let click_error = match self.key() {
-            None => click(page, at, live).await.err(),
-            Some(key) => press_key(page, &self.checkable(true), key, live)
-                .await
-                .err(),
+        // What the press could not do is logged under its own name: a click, or the publish key.
+        let (press_error, what) = match self.key() {
+            None => (click(page, at, live).await.err(), "click_error"),
+            Some(key) => (
+                press_key(page, &self.checkable(true), key, live)
+                    .await
+                    .err(),
+                "key_error",
+            ),
         };
-        if let Some(e) = &click_error {
+        if let Some(e) = &press_error {
             log.push(WriteLogEntry {
                 at_ms: 0,
-                what: "click_error".into(),
+                what: what.into(),
                 details: serde_json::json!({ "error": e }),
             });
         }
