@@ -104,9 +104,64 @@ pub fn field_name(placeholder: &str) -> Option<&str> {
     placeholder.strip_prefix("field:")
 }
 
+/// The fields a plain text names with `{field:NAME}` (a step's option, a locator's text or name), in order.
+/// Only that form is a placeholder there: any other brace is the text's own.
+pub fn text_field_refs(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("{field:") {
+        let after = &rest[start + "{field:".len()..];
+        match after.find('}') {
+            Some(end) => {
+                out.push(&after[..end]);
+                rest = &after[end + 1..];
+            }
+            None => break,
+        }
+    }
+    out
+}
+
+/// A plain text with each `{field:NAME}` replaced by `value(NAME)` as it is (no encoding: it is matched
+/// against what the page shows), or `None` when a named field has no value.
+pub fn fill_text<'a>(text: &str, value: impl Fn(&str) -> Option<&'a str>) -> Option<String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("{field:") {
+        let after = &rest[start + "{field:".len()..];
+        let Some(end) = after.find('}') else { break };
+        out.push_str(&rest[..start]);
+        out.push_str(value(&after[..end])?);
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_plain_text_fills_only_its_field_placeholders_and_as_they_are() {
+        let v = |n: &str| match n {
+            "category" => Some("News & views / {x}"),
+            _ => None,
+        };
+        assert_eq!(
+            fill_text("Pick {field:category} {not a field}", v).as_deref(),
+            Some("Pick News & views / {x} {not a field}")
+        );
+        assert_eq!(fill_text("{field:other}", v), None);
+        assert_eq!(
+            fill_text("no placeholder", v).as_deref(),
+            Some("no placeholder")
+        );
+        assert_eq!(
+            text_field_refs("{field:a} and {b} and {field:c}"),
+            vec!["a", "c"]
+        );
+    }
 
     #[test]
     fn each_value_is_encoded_for_where_it_stands() {

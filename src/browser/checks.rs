@@ -196,6 +196,24 @@ async (locs, act, opts) => {"#,
   // A non-publishing step acts on its target here, in the same evaluation that resolved it, never on the
   // publish control (also passed in) and never on a control that would submit a form.
   let acted = null;
+  // A person's click: the pointer and mouse events of a press and a release at the element's centre, then
+  // the click. `el.click()` alone sends only the last: design systems' selects open their list on
+  // mousedown (MUI's Select, react-select), so a bare click leaves it shut (Fixturebook's
+  // `/compose?category=list`).
+  const personClick = el => {
+    const w = el.ownerDocument.defaultView, r = el.getBoundingClientRect();
+    const at = { bubbles: true, cancelable: true, composed: true, view: w, button: 0,
+      clientX: r.x + r.width / 2, clientY: r.y + r.height / 2 };
+    const pointer = { pointerId: 1, pointerType: 'mouse', isPrimary: true };
+    const P = w.PointerEvent || w.MouseEvent;
+    el.dispatchEvent(new P('pointerdown', { ...at, ...pointer, buttons: 1 }));
+    if (el.dispatchEvent(new w.MouseEvent('mousedown', { ...at, buttons: 1 })) && typeof el.focus === 'function') {
+      el.focus({ preventScroll: true });
+    }
+    el.dispatchEvent(new P('pointerup', { ...at, ...pointer, buttons: 0 }));
+    el.dispatchEvent(new w.MouseEvent('mouseup', { ...at, buttons: 0 }));
+    el.click();
+  };
   if (act) {
     const t = out[act.target], p = act.publish === null ? null : out[act.publish];
     const el = t._el;
@@ -221,7 +239,7 @@ async (locs, act, opts) => {"#,
         }
       }
       else if (act.action === 'scroll_into_view') el.scrollIntoView({ block: 'center', inline: 'center' });
-      else if (act.action === 'click') el.click();
+      else if (act.action === 'click') personClick(el);
       else if (act.action === 'select') {
         // As a person's pick: the option by value, else by its label; the value set through the element's
         // own setter (a framework that tracks it sees the change), then the events a pick sends.
@@ -246,7 +264,7 @@ async (locs, act, opts) => {"#,
         const ticked = () => input ? el.checked : el.getAttribute('aria-checked') === 'true';
         if (!input && !['checkbox', 'radio', 'switch'].includes(r)) acted = 'refused: target is not a checkbox, radio button or switch';
         else {
-          if (!ticked()) el.click();
+          if (!ticked()) personClick(el);
           if (!ticked()) acted = 'refused: still not ticked after a click';
         }
       }

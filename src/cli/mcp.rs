@@ -331,10 +331,10 @@ impl OncepostMcp {
                 "fields: the contract has no field {k:?}"
             )));
         }
-        let missing = contract.missing_url_fields(&p.fields);
+        let missing = contract.missing_value_fields(&p.fields);
         if !missing.is_empty() {
             return Err(CliError::bad_input(format!(
-                "the contract's compose URL needs fields {missing:?}"
+                "the contract needs fields {missing:?} (they name the page to post on, or the choice a step picks)"
             )));
         }
         let plan = contract

@@ -83,10 +83,10 @@ pub async fn run(cli: &Cli, args: &ProbeArgs) -> ExitCode {
         errln!("error: --field {k}: the contract has no field {k:?}");
         return ExitCode::from(2);
     }
-    let missing = contract.missing_url_fields(&values);
+    let missing = contract.missing_value_fields(&values);
     if !missing.is_empty() {
         errln!(
-            "error: the contract's compose URL needs {}: give them with --field",
+            "error: the contract needs {}: give them with --field (they name the page, or the choice a step picks)",
             missing
                 .iter()
                 .map(|f| format!("--field {f}=..."))

@@ -129,7 +129,8 @@ pub struct Step {
     /// written (a two-step publish; the panel's own control is the publish control).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after_fill: Option<bool>,
-    /// The option a `select` step chooses: its value or its label (format 2).
+    /// The option a `select` step chooses: its value or its label (format 2). `{field:NAME}` of a `choice`
+    /// field chooses the post's own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub option: Option<String>,
     /// Must be `true`: the author asserts this step cannot publish.
@@ -153,6 +154,18 @@ pub enum FieldKind {
     /// (format 2) No control: a value that lives only in URL templates (`{field:NAME}`), such as a wiki
     /// page's name in its edit URL. It has no locator and nothing is typed.
     Url,
+    /// (format 2) No control of its own: a per-post value a step picks, such as a forum's category. A
+    /// step's `option` and its locator's `text` and `name` may say `{field:NAME}`: a `select` step with
+    /// `option = "{field:category}"` picks the post's own option, a `click` on `{ role = "option", name =
+    /// "{field:category}" }` picks it in a list a script draws. It has no locator and nothing is typed.
+    Choice,
+}
+
+impl FieldKind {
+    /// Whether the field is a control text is typed into (`url` and `choice` fields have none).
+    pub fn is_typed(self) -> bool {
+        !matches!(self, FieldKind::Url | FieldKind::Choice)
+    }
 }
 
 /// A compose field.

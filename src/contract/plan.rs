@@ -125,13 +125,14 @@ impl Contract {
         self.probe_plan_for(base_url, &PostValues::new())
     }
 
-    /// The required url fields (`kind = "url"`) `values` gives no non-empty value: a compose URL without
-    /// them names no page, so a probe or a publish refuses to start.
-    pub fn missing_url_fields(&self, values: &PostValues) -> Vec<&str> {
+    /// The required fields without a control (`kind = "url"` or `"choice"`) `values` gives no non-empty
+    /// value: a compose URL without them names no page, a step without its choice would pick nothing (or
+    /// leave the page's own), so a probe or a publish refuses to start.
+    pub fn missing_value_fields(&self, values: &PostValues) -> Vec<&str> {
         self.compose
             .fields
             .iter()
-            .filter(|f| f.kind == FieldKind::Url && f.required)
+            .filter(|f| !f.kind.is_typed() && f.required)
             .filter(|f| values.get(&f.name).is_none_or(|v| v.trim().is_empty()))
             .map(|f| f.name.as_str())
             .collect()
@@ -202,8 +203,15 @@ impl Contract {
             format::PublishKey::MetaEnter => browser::PressKey::MetaEnter,
         }));
         let mut steps = Vec::new();
+        // A choice's value, as posted (trimmed); none for an empty one.
+        let choice = |name: &str| values.get(name).map(|v| v.trim()).filter(|v| !v.is_empty());
         for (i, s) in self.compose.steps.iter().enumerate() {
-            let target = match (&s.field, &s.locator) {
+            // A step that picks a choice the post does not give is left out: an optional choice stays the
+            // page's own (a required one was refused before anything started).
+            let Some((option, at)) = step_with_choices(s, &choice) else {
+                continue;
+            };
+            let target = match (&s.field, &at) {
                 (Some(name), _) => {
                     let f = fields
                         .iter()
@@ -238,7 +246,7 @@ impl Contract {
                 NonPublishingStep::new(action, target, &publish)
                     .map_err(PlanError::Step)?
                     .after_fill(s.after_fill.unwrap_or(false))
-                    .choosing(s.option.clone()),
+                    .choosing(option),
             );
         }
         let non_publish_writes = self
@@ -326,14 +334,40 @@ fn text_rule(c: format::TextCompare) -> browser::TextRule {
     }
 }
 
-/// How text goes into a field of `kind`; `None` for a url field, which has no control.
+/// How text goes into a field of `kind`; `None` for a url or choice field, which has no control.
 fn edit_kind(kind: FieldKind) -> Option<browser::EditKind> {
     match kind {
         FieldKind::TextInput => Some(browser::EditKind::TextInput),
         FieldKind::Textarea => Some(browser::EditKind::Textarea),
         FieldKind::Contenteditable => Some(browser::EditKind::Contenteditable),
-        FieldKind::Url => None,
+        FieldKind::Url | FieldKind::Choice => None,
     }
+}
+
+/// A step's option and locator with each `{field:NAME}` (a choice) replaced by the post's value, as it
+/// is: the page shows an option's label or holds its value as typed, not URL-encoded. `None` when the
+/// step names a choice the post does not give.
+fn step_with_choices<'a>(
+    s: &format::Step,
+    choice: &impl Fn(&str) -> Option<&'a str>,
+) -> Option<(Option<String>, Option<format::Locator>)> {
+    let option = match &s.option {
+        Some(o) => Some(crate::template::fill_text(o, choice)?),
+        None => None,
+    };
+    let at = match &s.locator {
+        Some(l) => {
+            let mut l = l.clone();
+            for st in &mut l.strategies {
+                for t in [&mut st.text, &mut st.name].into_iter().flatten() {
+                    *t = crate::template::fill_text(t, choice)?;
+                }
+            }
+            Some(l)
+        }
+        None => None,
+    };
+    Some((option, at))
 }
 
 /// How long after the press the create request must arrive when the contract does not say

@@ -435,6 +435,48 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
         if s.option.is_some() {
             format2(&mut k, p.key("option"), "option");
         }
+        // `{field:NAME}` in the option or a locator's text or name picks the post's own choice.
+        let mut refs: Vec<(KeyPath, &str)> = Vec::new();
+        if let Some(o) = &s.option {
+            refs.extend(
+                crate::template::text_field_refs(o)
+                    .into_iter()
+                    .map(|n| (p.key("option"), n)),
+            );
+        }
+        if let Some(l) = &s.locator {
+            for (j, st) in l.strategies.iter().enumerate() {
+                let sp = p.key("locator").key("strategies").index(j);
+                for (key, t) in [("text", &st.text), ("name", &st.name)] {
+                    if let Some(t) = t {
+                        refs.extend(
+                            crate::template::text_field_refs(t)
+                                .into_iter()
+                                .map(|n| (sp.key(key), n)),
+                        );
+                    }
+                }
+            }
+        }
+        for (path, name) in refs {
+            format2(&mut k, path.clone(), "{field:NAME} in a step");
+            match c.compose.fields.iter().find(|f| f.name == name) {
+                None => k.err(
+                    path,
+                    format!("{{field:{name}}}: no compose field named {name:?}"),
+                    "declare it: [[compose.fields]] name = \"...\" kind = \"choice\"",
+                ),
+                Some(f) if f.kind != FieldKind::Choice => k.err(
+                    path,
+                    format!(
+                        "{{field:{name}}} names a {} field: a step picks only a choice field's value",
+                        kind_name(f.kind)
+                    ),
+                    format!("declare {name:?} with kind = \"choice\" (no locator: a step picks it)"),
+                ),
+                Some(_) => {}
+            }
+        }
         match (s.action == StepAction::Select, &s.option) {
             (true, None) => k.err(
                 p.key("option"),
@@ -474,10 +516,13 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
         }
         if let Some(l) = &f.shown_in {
             format2(&mut k, p.key("shown_in"), "shown_in");
-            if f.kind == FieldKind::Url {
+            if !f.kind.is_typed() {
                 k.err(
                     p.key("shown_in"),
-                    "a url field is never typed, so it shows nowhere",
+                    format!(
+                        "a {} field is never typed, so it shows nowhere",
+                        kind_name(f.kind)
+                    ),
                     "remove shown_in",
                 );
             } else {
@@ -589,19 +634,57 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
                 "a url field has no locator",
                 "remove the locator (the value only goes into URL templates), or give the field a control kind",
             ),
+            (FieldKind::Choice, None) => {
+                format2(&mut k, p.key("kind"), "kind = \"choice\"");
+                if f.fill.is_some() {
+                    k.err(
+                        p.key("fill"),
+                        "a choice field is never typed, so it has no fill",
+                        "remove fill",
+                    );
+                }
+                let placeholder = format!("{{field:{}}}", f.name);
+                let picked = c.compose.url.contains(&placeholder)
+                    || c.compose.steps.iter().any(|s| {
+                        s.option.as_deref().is_some_and(|o| o.contains(&placeholder))
+                            || s.locator.as_ref().is_some_and(|l| {
+                                l.strategies.iter().any(|st| {
+                                    [&st.text, &st.name]
+                                        .into_iter()
+                                        .flatten()
+                                        .any(|t| t.contains(&placeholder))
+                                })
+                            })
+                    });
+                if !picked {
+                    k.err(
+                        p.key("kind"),
+                        format!("choice field {:?} is picked by no step", f.name),
+                        format!(
+                            "a step picks it: option = \"{placeholder}\" on a select step, or name = \"{placeholder}\" in a click step's locator"
+                        ),
+                    );
+                }
+            }
+            (FieldKind::Choice, Some(_)) => k.err(
+                p.key("locator"),
+                "a choice field has no locator",
+                "remove the locator: a step picks the value (option = \"{field:NAME}\", or a locator's text or name)",
+            ),
             (_, Some(l)) => k.locator(p.key("locator"), l),
             (_, None) => k.err(
                 p.key("locator"),
                 "missing locator",
-                "locator = { strategies = [{ css = \"...\" }] }; only kind = \"url\" has none",
+                "locator = { strategies = [{ css = \"...\" }] }; only kind = \"url\" and \"choice\" have none",
             ),
         }
     }
+    // Fields with no control: nothing is typed into them and no step acts on them.
     let url_fields: HashSet<&str> = c
         .compose
         .fields
         .iter()
-        .filter(|f| f.kind == FieldKind::Url)
+        .filter(|f| !f.kind.is_typed())
         .map(|f| f.name.as_str())
         .collect();
     for (what, name) in [
@@ -617,7 +700,7 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
             };
             k.err(
                 path,
-                format!("{what} {name:?} is a url field, which is never typed"),
+                format!("{what} {name:?} is a field without a control, which is never typed"),
                 "name a field with a control (textarea, text_input, contenteditable)",
             );
         }
@@ -649,7 +732,7 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
                 } else if url_fields.contains(name.as_str()) {
                     k.err(
                         p.key("field"),
-                        format!("field {name:?} is a url field: it has no control to act on"),
+                        format!("field {name:?} has no control to act on (a url or choice field)"),
                         "target a field with a locator, or give the step its own locator",
                     );
                 }
@@ -1055,5 +1138,6 @@ fn kind_name(kind: FieldKind) -> &'static str {
         FieldKind::Textarea => "textarea",
         FieldKind::Contenteditable => "contenteditable",
         FieldKind::Url => "url",
+        FieldKind::Choice => "choice",
     }
 }

@@ -487,6 +487,7 @@ mod tests {
             created_at: "2026-11-30T15:20:11.123Z".into(),
             seq: 1,
             created_ms: 0,
+            category: None,
         }
     }
 

@@ -35,6 +35,9 @@ pub struct Post {
     /// the search's simulated index lag (`/search?lag_ms=N`).
     #[serde(default)]
     pub created_ms: i64,
+    /// The category the compose page sent (`/compose?category=...`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category: Option<String>,
 }
 
 /// Everything persisted.
@@ -104,6 +107,7 @@ impl PlatformState {
             created_at: format_rfc3339(created_ms as u64 / 1000, (created_ms % 1000) as u32),
             seq,
             created_ms,
+            category: None,
         };
         self.posts.push(post.clone());
         post

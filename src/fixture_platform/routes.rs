@@ -350,6 +350,9 @@ struct CreateBody {
     /// `"draft"` saves a draft instead (`/hostile/one-endpoint`); absent or anything else publishes.
     #[serde(default)]
     status: Option<String>,
+    /// The category a compose page with one sends (`/compose?category=1|list`).
+    #[serde(default)]
+    category: Option<String>,
 }
 
 /// `POST /api/posts`: the one write that publishes. Fault modes apply here only.
@@ -610,6 +613,10 @@ async fn create_from(
     let post = {
         let mut state = shared.lock_state();
         let mut post = state.add_post(text, title, account);
+        post.category = parsed.category.filter(|c| !c.trim().is_empty());
+        if let Some(stored) = state.posts.iter_mut().find(|p| p.id == post.id) {
+            stored.category = post.category.clone();
+        }
         if let Some(key) = keyed_by.filter(|k| state.post(k).is_none()) {
             if let Some(stored) = state.posts.iter_mut().find(|p| p.id == post.id) {
                 stored.id = key.clone();
@@ -789,6 +796,7 @@ fn posts_json(posts: &[super::Post]) -> Vec<serde_json::Value> {
         .map(|p| {
             serde_json::json!({
                 "id": p.id, "text": p.text, "title": p.title, "account": p.account, "created_at": p.created_at,
+                "category": p.category,
             })
         })
         .collect()

@@ -282,10 +282,10 @@ pub fn new_intent(req: &PublishRequest, contract: &Contract) -> Result<NewIntent
             )));
         }
     }
-    let missing = contract.missing_url_fields(&req.fields);
+    let missing = contract.missing_value_fields(&req.fields);
     if !missing.is_empty() {
         return Err(PublishError::BadInput(format!(
-            "the contract's compose URL needs {}: give them with --field (they name the page to post on)",
+            "the contract needs {}: give them with --field (they name the page to post on, or the choice a step picks)",
             missing
                 .iter()
                 .map(|f| format!("--field {f}=..."))

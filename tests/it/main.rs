@@ -20,6 +20,7 @@ mod binding;
 mod blocks;
 mod carry;
 mod chaos;
+mod choices;
 mod cli_store;
 mod conform;
 mod contract;

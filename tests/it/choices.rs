@@ -1,0 +1,180 @@
+//! A per-post choice (format 2, `kind = "choice"`): a forum's category, which each post picks for itself.
+//! The post gives it with `--field NAME=VALUE`; a step picks it with `{field:NAME}` in its `option` (a
+//! `<select>`) or in its locator's `name` or `text` (a list a script draws). Fixturebook's
+//! `/compose?category=1` (a `<select>`) and `?category=list` (a design system's list: it opens on a press,
+//! draws its options later in a portal, and has a disabled option) both keep Publish disabled until a
+//! category is picked, and send the pick with the create request.
+use oncepost::fixture_platform::{Fault, FaultMode};
+
+use crate::kit::{self, unique};
+
+/// The fields block of the bundled contract, which the choice and its steps go in front of.
+const FIELDS: &str = "[[compose.fields]]";
+
+/// The bundled contract on `/compose?{query}` in format 2, with a required choice `category` and `steps`.
+fn contract_with(query: &str, steps: &str) -> String {
+    let c = kit::compose_asking(query).replace("format = 1", "format = 2");
+    assert!(c.contains(FIELDS));
+    let choice = "[[compose.fields]]\nname = \"category\"\nkind = \"choice\"\n\n";
+    c.replacen(FIELDS, &format!("{steps}{choice}{FIELDS}"), 1)
+}
+
+/// A `<select>` picked by the post's value or label.
+fn select_contract() -> String {
+    contract_with(
+        "category=1",
+        "[[compose.steps]]\naction = \"select\"\nlocator = { strategies = [{ css = \"#post-category\" }] }\noption = \"{field:category}\"\nnon_publishing = true\nwhy = \"picks the post's category; the page sends nothing for it\"\n\n",
+    )
+}
+
+/// A list a script draws: open it, click the post's option by its accessible name, and see the pick shown.
+fn list_contract() -> String {
+    contract_with(
+        "category=list",
+        "[[compose.steps]]\naction = \"click\"\nlocator = { strategies = [{ role = \"combobox\", name = \"Category\" }] }\nnon_publishing = true\nwhy = \"opens the category list; a button of type button sends nothing\"\n\n\
+         [[compose.steps]]\naction = \"click\"\nlocator = { strategies = [{ role = \"option\", name = \"{field:category}\" }] }\nnon_publishing = true\nwhy = \"picks the post's category in the list\"\n\n\
+         [[compose.steps]]\naction = \"wait_for\"\nlocator = { strategies = [{ text = \"{field:category}\" }] }\nnon_publishing = true\nwhy = \"the pick shows in the button\"\n\n",
+    )
+}
+
+async fn env() -> kit::Env {
+    let env = kit::Env::start(Fault::new(FaultMode::Normal)).await;
+    env.add_account("alice", &["--handle", "alice"]).await;
+    env
+}
+
+/// The category the platform stored with `text`'s one copy.
+fn stored_category(env: &kit::Env, text: &str) -> Option<String> {
+    let posts: Vec<_> = env
+        .platform
+        .posts()
+        .into_iter()
+        .filter(|p| p.text == text)
+        .collect();
+    assert_eq!(posts.len(), 1, "one copy of {text:?}");
+    posts[0].category.clone()
+}
+
+/// Each post picks its own category in a `<select>`, by label or by value, and is made once with it; a
+/// category the page does not offer picks nothing and presses nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_post_picks_its_own_category_in_a_select() {
+    let env = env().await;
+    let c = env.write_file("category-select.toml", &select_contract());
+    for (given, stored) in [("News", "news"), ("notes", "notes")] {
+        let text = unique(&format!("filed under {given}"));
+        let field = format!("category={given}");
+        let (code, v, err) = env.publish("alice", &c, &text, &["--field", &field]).await;
+        assert_eq!(code, 0, "{v} {err}");
+        assert_eq!(v["state"], "published", "{v}");
+        assert_eq!(stored_category(&env, &text).as_deref(), Some(stored), "{v}");
+    }
+    let made = env.arrivals();
+    assert_eq!(made, 2);
+
+    let text = unique("filed under a category that is not offered");
+    let (code, v, err) = env
+        .publish("alice", &c, &text, &["--field", "category=Sport"])
+        .await;
+    assert_eq!(code, 11, "{v} {err}");
+    assert_eq!(
+        (v["state"].as_str(), v["pressed"].as_bool()),
+        (Some("failed"), Some(false)),
+        "{v}"
+    );
+    let intent = env.show(v["key"].as_str().unwrap_or_default()).await;
+    assert!(
+        intent.to_string().contains(r#"no option \"Sport\""#),
+        "{intent}"
+    );
+    assert_eq!(env.arrivals(), made, "nothing was sent");
+
+    // A post without its required choice is refused before anything is stored or opened.
+    let text = unique("filed under nothing");
+    let (code, v, err) = env.publish("alice", &c, &text, &[]).await;
+    assert_eq!(code, 2, "{v} {err}");
+    assert!(err.contains("--field category=..."), "{err}");
+    let (_, list, _) = env.oncepost.run_json(&["intents", "list", "--json"]).await;
+    assert!(!list.to_string().contains(&text), "{list}");
+    assert_eq!(env.arrivals(), made);
+}
+
+/// A list a script draws (no `<select>`: it opens on a press, its options come later in a portal): the
+/// post's option is clicked by its name and the post is made once in that category. A disabled option
+/// picks nothing, so Publish stays disabled and nothing is pressed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_post_picks_its_category_in_a_list_a_script_draws() {
+    let env = env().await;
+    let c = env.write_file("category-list.toml", &list_contract());
+    let text = unique("filed under Notes from a list");
+    let (code, v, err) = env
+        .publish("alice", &c, &text, &["--field", "category=Notes"])
+        .await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["state"], "published", "{v}");
+    assert_eq!(stored_category(&env, &text).as_deref(), Some("notes"));
+    assert_eq!(env.arrivals(), 1);
+
+    for given in ["Archive", "Sport"] {
+        let text = unique(&format!("filed under {given} from a list"));
+        let field = format!("category={given}");
+        let (code, v, err) = env.publish("alice", &c, &text, &["--field", &field]).await;
+        assert_eq!(code, 11, "{given}: {v} {err}");
+        assert_eq!(
+            (v["state"].as_str(), v["pressed"].as_bool()),
+            (Some("failed"), Some(false)),
+            "{given}: {v}"
+        );
+        assert_eq!(env.arrivals(), 1, "{given}: nothing was sent");
+    }
+}
+
+/// `contract check` refuses a choice where it cannot mean anything.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_choice_is_checked_where_it_is_declared_and_where_it_is_picked() {
+    let env = env().await;
+    let good = select_contract();
+    let path = env.write_file("choice-good.toml", &good);
+    let (code, out, err) = env
+        .run(&["contract", "check", path.to_str().unwrap()])
+        .await;
+    assert_eq!(code, 0, "{out} {err}");
+    let choice = "name = \"category\"\nkind = \"choice\"\n";
+    for (name, c, says) in [
+        (
+            "a-typed-field",
+            good.replace("{field:category}", "{field:title}"),
+            "{field:title} names a text_input field",
+        ),
+        (
+            "an-unknown-field",
+            good.replace(
+                "option = \"{field:category}\"",
+                "option = \"{field:topic}\"",
+            ),
+            "no compose field named \"topic\"",
+        ),
+        (
+            "picked-by-nothing",
+            good.replace("option = \"{field:category}\"", "option = \"News\""),
+            "choice field \"category\" is picked by no step",
+        ),
+        (
+            "with-a-locator",
+            good.replace(
+                choice,
+                &format!("{choice}locator = {{ strategies = [{{ css = \"#post-category\" }}] }}\n"),
+            ),
+            "a choice field has no locator",
+        ),
+        (
+            "format-1",
+            good.replace("format = 2", "format = 1"),
+            "kind = \"choice\" needs format = 2",
+        ),
+    ] {
+        assert_ne!(c, good, "{name}");
+        env.assert_check_refuses(&format!("choice-{name}"), &c, says)
+            .await;
+    }
+}
