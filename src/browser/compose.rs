@@ -283,17 +283,12 @@ impl<'a> ComposePage<'a> {
         out: &mut Vec<StepOutcome>,
     ) -> Result<bool, BrowserError> {
         for step in steps {
-            let c = pp.wait_for(step.target(), step_timeout).await?;
-            if !c.ok {
-                out.push(StepOutcome {
-                    action: step.action(),
-                    target: step.target().name.clone(),
-                    ok: false,
-                    outcome: format!("timed out: {}", c.problems.join("; ")),
-                });
+            let o = pp.run_step(step, step_timeout).await?;
+            let ok = o.ok;
+            out.push(o);
+            if !ok {
                 return Ok(false);
             }
-            out.push(pp.click_step(step).await?);
         }
         Ok(true)
     }

@@ -11,6 +11,8 @@
 //!     page.click_step(publish).await;
 //! }
 //! ```
+use std::time::Duration;
+
 use serde::Serialize;
 
 /// One way to find an element.
@@ -270,6 +272,7 @@ pub struct NonPublishingStep {
     target: NamedLocator,
     after_fill: bool,
     option: Option<String>,
+    optional: Option<Duration>,
 }
 
 impl NonPublishingStep {
@@ -290,7 +293,20 @@ impl NonPublishingStep {
             target,
             after_fill: false,
             option: None,
+            optional: None,
         })
+    }
+
+    /// The page shows this step's target only sometimes (a cookie banner on a first visit): it waits `wait`
+    /// for it and is skipped when it does not come ready. `None`: it is required, as by default.
+    pub fn optional_for(mut self, wait: Option<Duration>) -> Self {
+        self.optional = wait;
+        self
+    }
+
+    /// How long an optional step waits for its target; `None` for a required step.
+    pub fn optional_wait(&self) -> Option<Duration> {
+        self.optional
     }
 
     /// This step runs after the fields are filled (a click that opens a pre-publish panel once the post

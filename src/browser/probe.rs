@@ -254,6 +254,37 @@ impl<'a> ProbePage<'a> {
         }
     }
 
+    /// Wait (bounded by `step_timeout`) for a step's target, then perform the step. An optional step waits
+    /// its own time instead and, when its target does not come ready in it, is skipped: reported done,
+    /// saying so (the page did not show it this time; a banner that comes later still covers what the
+    /// checks after it look at, and they fail then).
+    pub async fn run_step(
+        &self,
+        step: &NonPublishingStep,
+        step_timeout: Duration,
+    ) -> Result<StepOutcome, BrowserError> {
+        let optional = step.optional_wait();
+        let c = self
+            .wait_for(step.target(), optional.unwrap_or(step_timeout))
+            .await?;
+        if c.ok {
+            return self.click_step(step).await;
+        }
+        Ok(StepOutcome {
+            action: step.action(),
+            target: step.target().name.clone(),
+            ok: optional.is_some(),
+            outcome: match optional {
+                Some(wait) => format!(
+                    "skipped: optional, not ready in {} ms ({})",
+                    wait.as_millis(),
+                    c.problems.join("; ")
+                ),
+                None => outcome_of(&c),
+            },
+        })
+    }
+
     /// Perform a non-publishing step. The target is resolved again, together with the publish control, in
     /// the same evaluation that acts; the script refuses when they are the same element or when a click
     /// would submit a form.
@@ -615,19 +646,7 @@ pub async fn run(
             filled = true;
         }
         // Every step first waits (bounded) for its target, so slow pages get their time.
-        let c = probe_page
-            .wait_for(step.target(), opts.step_timeout)
-            .await?;
-        let out = if !c.ok {
-            StepOutcome {
-                action: step.action(),
-                target: step.target().name.clone(),
-                ok: false,
-                outcome: outcome_of(&c),
-            }
-        } else {
-            probe_page.click_step(step).await?
-        };
+        let out = probe_page.run_step(step, opts.step_timeout).await?;
         if !out.ok {
             problems.push(format!(
                 "step {:?} on {}: {}",

@@ -133,6 +133,16 @@ pub struct Step {
     /// field chooses the post's own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub option: Option<String>,
+    /// (format 2) The page shows the target only sometimes (a cookie banner on a first visit, a "what's
+    /// new" dialog): the step waits `wait_ms` for it and, when it does not come ready, is skipped instead
+    /// of failing the post.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub optional: Option<bool>,
+    /// With `optional`: how long the target may take to come ready, in milliseconds (default 1000, at most
+    /// 10000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(max = 10000))]
+    pub wait_ms: Option<u64>,
     /// Must be `true`: the author asserts this step cannot publish.
     #[schemars(extend("const" = true))]
     pub non_publishing: bool,

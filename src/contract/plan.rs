@@ -246,7 +246,10 @@ impl Contract {
                 NonPublishingStep::new(action, target, &publish)
                     .map_err(PlanError::Step)?
                     .after_fill(s.after_fill.unwrap_or(false))
-                    .choosing(option),
+                    .choosing(option)
+                    .optional_for(s.optional.unwrap_or(false).then(|| {
+                        Duration::from_millis(s.wait_ms.unwrap_or(DEFAULT_OPTIONAL_WAIT_MS))
+                    })),
             );
         }
         let non_publish_writes = self
@@ -369,6 +372,12 @@ fn step_with_choices<'a>(
     };
     Some((option, at))
 }
+
+/// How long an optional step waits for its target when the contract does not say (`wait_ms`): a cookie
+/// banner a consent manager draws once its script has loaded.
+pub const DEFAULT_OPTIONAL_WAIT_MS: u64 = 1_000;
+/// The longest an optional step may wait: every post pays it whenever the target is not shown.
+pub const MAX_OPTIONAL_WAIT_MS: u64 = 10_000;
 
 /// How long after the press the create request must arrive when the contract does not say
 /// (`publish.create_wait_ms`).

@@ -435,6 +435,25 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
         if s.option.is_some() {
             format2(&mut k, p.key("option"), "option");
         }
+        if s.optional.is_some() {
+            format2(&mut k, p.key("optional"), "optional");
+        }
+        match (s.optional.unwrap_or(false), s.wait_ms) {
+            (false, Some(_)) => k.err(
+                p.key("wait_ms"),
+                "wait_ms is how long an optional step waits for its target",
+                "add optional = true (the page shows the target only sometimes), or remove wait_ms",
+            ),
+            (true, Some(ms)) if ms > super::plan::MAX_OPTIONAL_WAIT_MS => k.err(
+                p.key("wait_ms"),
+                format!(
+                    "wait_ms = {ms} is more than {} (every post whose page does not show the target waits it)",
+                    super::plan::MAX_OPTIONAL_WAIT_MS
+                ),
+                "wait_ms = 1000 covers a banner a script draws after the page loads",
+            ),
+            _ => {}
+        }
         // `{field:NAME}` in the option or a locator's text or name picks the post's own choice.
         let mut refs: Vec<(KeyPath, &str)> = Vec::new();
         if let Some(o) = &s.option {

@@ -39,6 +39,7 @@ mod marker;
 mod mcp;
 mod model;
 mod one_endpoint;
+mod optional_steps;
 mod partition;
 mod probe;
 mod process_edges;
