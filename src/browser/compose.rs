@@ -253,7 +253,9 @@ impl<'a> ComposePage<'a> {
     }
 
     /// Run the declared non-publishing steps (each waits, bounded, for its target), then fill each field
-    /// named in `values` (`field:NAME` → text). Returns what happened; `Err` only for browser failures.
+    /// named in `values` (`field:NAME` → text) in the contract's order, each followed by the steps that
+    /// follow it (a wizard's "Next"), then the steps after the fill. Stops at the first thing that could
+    /// not be done. Returns what happened; `Err` only for browser failures.
     pub async fn prepare(
         &self,
         values: &[(String, String)],
@@ -261,20 +263,56 @@ impl<'a> ComposePage<'a> {
     ) -> Result<Vec<StepOutcome>, BrowserError> {
         let pp = self.probe_page();
         let mut out = Vec::new();
-        let (before, after): (Vec<_>, Vec<_>) =
-            self.plan.steps.iter().partition(|s| !s.runs_after_fill());
+        let before: Vec<_> = self
+            .plan
+            .steps
+            .iter()
+            .filter(|s| s.runs_before_fill())
+            .collect();
         if !self.run_steps(&pp, &before, step_timeout, &mut out).await? {
             return Ok(out);
         }
-        self.fill_fields(&pp, values, step_timeout, &mut out)
-            .await?;
+        // Filled and not yet read back: each must show what was typed before anything is pressed (see
+        // `verify_filled`), and before a step that follows it, which may take it out of view.
+        let mut unchecked: Vec<(NamedLocator, &str)> = Vec::new();
+        for f in &self.plan.fields {
+            if let Some((_, text)) = values.iter().find(|(n, _)| *n == f.name)
+                && let Some(filled) = self
+                    .fill_field(&pp, f, text, step_timeout, &mut out)
+                    .await?
+            {
+                unchecked.push(filled);
+            }
+            let next: Vec<_> = self
+                .plan
+                .steps
+                .iter()
+                .filter(|s| s.follows_field() == Some(f.name.as_str()))
+                .collect();
+            if next.is_empty() {
+                continue;
+            }
+            if !self.verify(&pp, &mut unchecked, &mut out).await?
+                || out.iter().any(|o| !o.ok)
+                || !self.run_steps(&pp, &next, step_timeout, &mut out).await?
+            {
+                return Ok(out);
+            }
+        }
+        self.verify(&pp, &mut unchecked, &mut out).await?;
         // Steps after the fill: a click that opens a pre-publish panel once the post is written (a two-step
         // publish); like every step, never the publish control itself.
+        let after: Vec<_> = self
+            .plan
+            .steps
+            .iter()
+            .filter(|s| s.runs_after_fill())
+            .collect();
         self.run_steps(&pp, &after, step_timeout, &mut out).await?;
         Ok(out)
     }
 
-    /// Run `steps` in order; false (and the outcome recorded) when one's target never became ready.
+    /// Run `steps` in order; false (and the outcome recorded) when one could not be done.
     async fn run_steps(
         &self,
         pp: &ProbePage<'_>,
@@ -293,45 +331,51 @@ impl<'a> ComposePage<'a> {
         Ok(true)
     }
 
-    /// Fill every field that has a value.
-    async fn fill_fields(
+    /// Fill field `f` with `text` once it is ready (waiting like a step would, for slow pages); the field
+    /// and its text when it was filled.
+    async fn fill_field<'t>(
         &self,
         pp: &ProbePage<'_>,
-        values: &[(String, String)],
+        f: &NamedLocator,
+        text: &'t str,
         step_timeout: Duration,
         out: &mut Vec<StepOutcome>,
-    ) -> Result<(), BrowserError> {
-        let mut filled: Vec<(NamedLocator, &str)> = Vec::new();
-        for f in &self.plan.fields {
-            let Some((_, text)) = values.iter().find(|(n, _)| *n == f.name) else {
-                continue;
-            };
-            // Wait for the field like a step would (slow pages), then fill.
-            let c = pp.wait_for(f, step_timeout).await?;
-            if !c.ok {
-                out.push(StepOutcome {
-                    action: super::StepAction::Focus,
-                    target: f.name.clone(),
-                    ok: false,
-                    outcome: format!("not fillable: {}", c.problems.join("; ")),
-                });
-                continue;
-            }
-            for value in super::probe::typed_values(f, text) {
-                self.session.write_guard().watch_typed(value);
-            }
-            let o = pp.fill(f, text).await?;
-            if o.ok {
-                filled.push((f.clone(), text.as_str()));
-            }
-            out.push(o);
+    ) -> Result<Option<(NamedLocator, &'t str)>, BrowserError> {
+        let c = pp.wait_for(f, step_timeout).await?;
+        if !c.ok {
+            out.push(StepOutcome {
+                action: super::StepAction::Focus,
+                target: f.name.clone(),
+                ok: false,
+                outcome: format!("not fillable: {}", c.problems.join("; ")),
+            });
+            return Ok(None);
         }
-        if filled.is_empty() {
-            return Ok(());
+        for value in super::probe::typed_values(f, text) {
+            self.session.write_guard().watch_typed(value);
         }
-        // Each filled field must show what was typed before anything is pressed (see `verify_filled`).
-        out.extend(pp.verify_filled(&filled, self.plan.text_compare).await?);
-        Ok(())
+        let o = pp.fill(f, text).await?;
+        let filled = o.ok.then(|| (f.clone(), text));
+        out.push(o);
+        Ok(filled)
+    }
+
+    /// Read back the fields filled since the last read (`verify_filled`); false when one does not show
+    /// what was typed.
+    async fn verify(
+        &self,
+        pp: &ProbePage<'_>,
+        unchecked: &mut Vec<(NamedLocator, &str)>,
+        out: &mut Vec<StepOutcome>,
+    ) -> Result<bool, BrowserError> {
+        if unchecked.is_empty() {
+            return Ok(true);
+        }
+        let failed = pp.verify_filled(unchecked, self.plan.text_compare).await?;
+        unchecked.clear();
+        let ok = failed.is_empty();
+        out.extend(failed);
+        Ok(ok)
     }
 
     /// Strict actionability of the publish control after filling (all its states, `states_after_fill`

@@ -271,6 +271,7 @@ pub struct NonPublishingStep {
     action: StepAction,
     target: NamedLocator,
     after_fill: bool,
+    after_field: Option<String>,
     option: Option<String>,
     optional: Option<Duration>,
 }
@@ -292,9 +293,27 @@ impl NonPublishingStep {
             action,
             target,
             after_fill: false,
+            after_field: None,
             option: None,
             optional: None,
         })
+    }
+
+    /// This step runs right after the field named `field` (a field locator's name, `field:NAME`) is filled:
+    /// a wizard's "Next", which shows the next fields once these are written.
+    pub fn following_field(mut self, field: Option<String>) -> Self {
+        self.after_field = field;
+        self
+    }
+
+    /// The field (`field:NAME`) this step runs right after, if any.
+    pub fn follows_field(&self) -> Option<&str> {
+        self.after_field.as_deref()
+    }
+
+    /// Whether it runs before any field is filled (neither after the fill nor after a field).
+    pub fn runs_before_fill(&self) -> bool {
+        !self.after_fill && self.after_field.is_none()
     }
 
     /// The page shows this step's target only sometimes (a cookie banner on a first visit): it waits `wait`

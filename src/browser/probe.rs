@@ -628,11 +628,12 @@ pub async fn run(
     let probe_page = ProbePage::new(page.clone(), live, &plan.publish);
     let t = Instant::now();
     let mut steps = Vec::new();
-    // Steps marked `after_fill` run after the fill (only with `--fill`: they open what a written post opens).
+    // Steps marked `after_fill` run after the fill (only with `--fill`: they open what a written post opens);
+    // steps that follow a field run right after it, inside the fill (`fill_all`).
     let ordered: Vec<&NonPublishingStep> = plan
         .steps
         .iter()
-        .filter(|s| !s.runs_after_fill())
+        .filter(|s| s.runs_before_fill())
         .chain(
             plan.steps
                 .iter()
@@ -661,10 +662,32 @@ pub async fn run(
     timings.steps_ms = ms(t);
 
     let mut all: Vec<NamedLocator> = plan.fields.clone();
+    // A wizard: steps that follow a field move the page on. With `--fill` they ran, and the fields up to
+    // the last one such a step follows may be out of view now; without it they did not run, and the fields
+    // after the first one are not on the page yet. Those are looked for and shown, but cannot fail the probe.
+    let followed: Vec<usize> = plan
+        .fields
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| {
+            plan.steps
+                .iter()
+                .any(|s| s.follows_field() == Some(f.name.as_str()))
+        })
+        .map(|(i, _)| i)
+        .collect();
+    if let (Some(&first), Some(&last)) = (followed.first(), followed.last()) {
+        for (i, f) in all.iter_mut().enumerate() {
+            if (opts.fill.is_some() && i <= last) || (opts.fill.is_none() && i > first) {
+                f.required = false;
+            }
+        }
+    }
     let mut publish = plan.publish.checkable(opts.fill.is_some());
     // A two-step publish: the control appears only once an after-fill step opened its panel, which needs
-    // `--fill`. Without it the control is still looked for and shown, but cannot fail the probe.
-    if opts.fill.is_none() && plan.steps.iter().any(|s| s.runs_after_fill()) {
+    // `--fill` (so does a wizard's last page). Without it the control is still looked for and shown, but
+    // cannot fail the probe.
+    if opts.fill.is_none() && plan.steps.iter().any(|s| !s.runs_before_fill()) {
         publish.required = false;
     }
     all.push(publish);
@@ -785,30 +808,69 @@ async fn fill_all(
     problems: &mut Vec<String>,
     steps: &mut Vec<StepOutcome>,
 ) -> Result<(), BrowserError> {
-    if let Some(text) = &opts.fill {
-        let mut filled = Vec::new();
-        for f in &plan.fields {
-            for value in typed_values(f, text) {
-                guard.watch_typed(value);
-            }
-            let out = probe_page.fill(f, text).await?;
-            if !out.ok && f.required {
-                problems.push(format!("fill {}: {}", f.name, out.outcome));
-            }
-            if out.ok {
-                filled.push((f.clone(), text.as_str()));
+    let Some(text) = &opts.fill else {
+        return Ok(());
+    };
+    let mut filled = Vec::new();
+    // Once a wizard's "Next" ran, the next fields may come a moment later: each is waited for (bounded).
+    let mut moved_on = false;
+    for f in &plan.fields {
+        for value in typed_values(f, text) {
+            guard.watch_typed(value);
+        }
+        if moved_on {
+            probe_page.wait_for(f, opts.step_timeout).await?;
+        }
+        let out = probe_page.fill(f, text).await?;
+        if !out.ok && f.required {
+            problems.push(format!("fill {}: {}", f.name, out.outcome));
+        }
+        if out.ok {
+            filled.push((f.clone(), text.as_str()));
+        }
+        steps.push(out);
+        // A wizard's "Next" after this field: what was filled is read back first (it may leave the view).
+        let next: Vec<&NonPublishingStep> = plan
+            .steps
+            .iter()
+            .filter(|s| s.follows_field() == Some(f.name.as_str()))
+            .collect();
+        if next.is_empty() {
+            continue;
+        }
+        verify_probe_fill(probe_page, plan, &mut filled, problems, steps).await?;
+        moved_on = true;
+        for step in next {
+            let out = probe_page.run_step(step, opts.step_timeout).await?;
+            if !out.ok {
+                problems.push(format!(
+                    "step {:?} on {}: {}",
+                    out.action, out.target, out.outcome
+                ));
             }
             steps.push(out);
         }
-        // What publishing would refuse before its press: a field that does not show what was typed.
-        for v in probe_page.verify_filled(&filled, plan.text_compare).await? {
-            let required = plan.fields.iter().any(|f| f.name == v.target && f.required);
-            if required {
-                problems.push(format!("fill {}: {}", v.target, v.outcome));
-            }
-            steps.push(v);
-        }
     }
+    verify_probe_fill(probe_page, plan, &mut filled, problems, steps).await
+}
+
+/// What publishing would refuse before its press: a filled field that does not show what was typed. Reads
+/// back `filled` and empties it.
+async fn verify_probe_fill(
+    probe_page: &ProbePage<'_>,
+    plan: &ProbePlan,
+    filled: &mut Vec<(NamedLocator, &str)>,
+    problems: &mut Vec<String>,
+    steps: &mut Vec<StepOutcome>,
+) -> Result<(), BrowserError> {
+    for v in probe_page.verify_filled(filled, plan.text_compare).await? {
+        let required = plan.fields.iter().any(|f| f.name == v.target && f.required);
+        if required {
+            problems.push(format!("fill {}: {}", v.target, v.outcome));
+        }
+        steps.push(v);
+    }
+    filled.clear();
     Ok(())
 }
 

@@ -129,6 +129,11 @@ pub struct Step {
     /// written (a two-step publish; the panel's own control is the publish control).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after_fill: Option<bool>,
+    /// Run right after this field is filled (format 2): a wizard's "Next", which shows the next fields once
+    /// these are written. The fields filled until then are checked before it runs (it may take them out of
+    /// view). Exclusive with `after_fill`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_field: Option<String>,
     /// The option a `select` step chooses: its value or its label (format 2). `{field:NAME}` of a `choice`
     /// field chooses the post's own.
     #[serde(default, skip_serializing_if = "Option::is_none")]

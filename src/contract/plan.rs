@@ -246,6 +246,7 @@ impl Contract {
                 NonPublishingStep::new(action, target, &publish)
                     .map_err(PlanError::Step)?
                     .after_fill(s.after_fill.unwrap_or(false))
+                    .following_field(s.after_field.as_ref().map(|n| format!("field:{n}")))
                     .choosing(option)
                     .optional_for(s.optional.unwrap_or(false).then(|| {
                         Duration::from_millis(s.wait_ms.unwrap_or(DEFAULT_OPTIONAL_WAIT_MS))

@@ -432,6 +432,32 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
         if s.after_fill.is_some() {
             format2(&mut k, p.key("after_fill"), "after_fill");
         }
+        if let Some(name) = &s.after_field {
+            format2(&mut k, p.key("after_field"), "after_field");
+            match c.compose.fields.iter().find(|f| &f.name == name) {
+                None => k.err(
+                    p.key("after_field"),
+                    format!("no compose field named {name:?}"),
+                    "name the field the step follows (a wizard's \"Next\" after its page's last field)",
+                ),
+                Some(f) if !f.kind.is_typed() => k.err(
+                    p.key("after_field"),
+                    format!(
+                        "field {name:?} is a {} field, which is never filled",
+                        kind_name(f.kind)
+                    ),
+                    "name a field with a control",
+                ),
+                Some(_) => {}
+            }
+            if s.after_fill == Some(true) {
+                k.err(
+                    p.key("after_field"),
+                    "a step runs after one field or after the whole fill, not both",
+                    "keep after_field (right after that field) or after_fill (after every field)",
+                );
+            }
+        }
         if s.option.is_some() {
             format2(&mut k, p.key("option"), "option");
         }

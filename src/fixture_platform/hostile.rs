@@ -94,6 +94,9 @@ pub enum Misbehaviour {
     /// `?key=ctrl`: on Control+Enter or Meta+Enter, and plain Enter makes a line break. The send is the
     /// compose page's own create request.
     SendsOnEnter,
+    /// A wizard: the title and a Next button first; the text field and Publish only after Next, which
+    /// takes the title out of view. Filling every field at once finds no text field.
+    Wizard,
 }
 
 /// The counter key of a draft saved through `POST /api/posts` (`/hostile/one-endpoint`).
@@ -268,5 +271,9 @@ pub const HOSTILE_VARIANTS: &[HostileVariant] = &[
     HostileVariant {
         name: "enter-to-send",
         misbehaviour: Misbehaviour::SendsOnEnter,
+    },
+    HostileVariant {
+        name: "wizard",
+        misbehaviour: Misbehaviour::Wizard,
     },
 ];

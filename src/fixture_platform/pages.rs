@@ -58,6 +58,7 @@ const HOSTILE: &[&str] = &[
     "key-events",
     "multipart-form",
     "enter-to-send",
+    "wizard",
 ];
 
 /// The content of a hostile page, by name (`fixtures/hostile/NAME.html`).
@@ -103,6 +104,7 @@ const HOSTILE: &[&str] = &[
 {%- when "key-events" %}{% include "hostile/key-events.html" %}
 {%- when "multipart-form" %}{% include "hostile/multipart-form.html" %}
 {%- when "enter-to-send" %}{% include "hostile/enter-to-send.html" %}
+{%- when "wizard" %}{% include "hostile/wizard.html" %}
 {%- when _ %}
 {%- endmatch -%}
 "#

@@ -402,6 +402,11 @@ async fn conform_passes_every_cell_on_a_chat_box_that_sends_on_enter() {
 }
 
 #[tokio::test]
+async fn conform_passes_every_cell_on_a_post_written_in_steps() {
+    conform_variant("wizard", &["--field", "title=Conform wizard"]).await;
+}
+
+#[tokio::test]
 async fn conform_passes_every_cell_on_an_app_that_syncs_in_the_background() {
     conform_variant("draft-sync", &[]).await;
 }

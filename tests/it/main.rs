@@ -57,3 +57,4 @@ mod sources;
 mod store;
 mod store_triggers;
 mod warm;
+mod wizard;
