@@ -260,6 +260,9 @@ pub enum StepAction {
     /// Tick the target checkbox (radio button, `checkbox`/`radio`/`switch` role) unless it is ticked: a
     /// click only when it is not, then it must read ticked.
     Check,
+    /// Type the step's text into the target, its content replaced (the search box of a list that shows
+    /// only what matches); no Enter.
+    Type,
     /// Read back what a filled field shows (no contract declares it: the fill's own check, reported like a
     /// step).
     Verify,
@@ -273,6 +276,7 @@ pub struct NonPublishingStep {
     after_fill: bool,
     after_field: Option<String>,
     option: Option<String>,
+    typed: Option<String>,
     optional: Option<Duration>,
 }
 
@@ -295,8 +299,20 @@ impl NonPublishingStep {
             after_fill: false,
             after_field: None,
             option: None,
+            typed: None,
             optional: None,
         })
+    }
+
+    /// The text a [`StepAction::Type`] step types.
+    pub fn typing(mut self, text: Option<String>) -> Self {
+        self.typed = text;
+        self
+    }
+
+    /// See [`NonPublishingStep::typing`].
+    pub fn typed(&self) -> Option<&str> {
+        self.typed.as_deref()
     }
 
     /// This step runs right after the field named `field` (a field locator's name, `field:NAME`) is filled:

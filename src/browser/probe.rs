@@ -294,6 +294,18 @@ impl<'a> ProbePage<'a> {
                 .act_with(step.target(), StepAction::Select, "select", step.option())
                 .await;
         }
+        if step.action() == StepAction::Type {
+            // Focused (never the publish control: the page script refuses it) with its content selected,
+            // then typed as a person types; no Enter, which could submit a form.
+            let mut out = self
+                .act_named(step.target(), StepAction::Type, "focus_replace")
+                .await?;
+            if out.ok {
+                self.type_text(step.typed().unwrap_or_default()).await?;
+                out.outcome = "typed".into();
+            }
+            return Ok(out);
+        }
         self.act(step.target(), step.action()).await
     }
 
@@ -476,6 +488,8 @@ impl<'a> ProbePage<'a> {
             StepAction::Click => "click",
             StepAction::Select => "select",
             StepAction::Check => "check",
+            // Focus with the content selected: what is typed next replaces it (`click_step` types).
+            StepAction::Type => "focus_replace",
             // Read-only, like a wait: nothing for the page script to do.
             StepAction::Verify => "wait_for",
         };
@@ -514,7 +528,8 @@ impl<'a> ProbePage<'a> {
             | StepAction::ScrollIntoView
             | StepAction::Click
             | StepAction::Select
-            | StepAction::Check => {}
+            | StepAction::Check
+            | StepAction::Type => {}
         }
         let locs = [target.clone(), self.publish.clone()];
         let act = Act {

@@ -110,6 +110,10 @@ pub enum StepAction {
     /// `switch` role) unless it is ticked already: one click when it is not, nothing when it is (format 2).
     /// A consent a form requires ("I accept the rules"); a `click` would untick a box the page remembered.
     Check,
+    /// Type `text` into the element (format 2), its content replaced, as a person types (no Enter): the
+    /// search box of a list that shows only what matches (a searchable select, an autocomplete), usually
+    /// with a choice (`text = "{field:category}"`), before a click on the option it brings.
+    Type,
 }
 
 /// A step before publishing that the contract author declares non-publishing.
@@ -134,6 +138,9 @@ pub struct Step {
     /// view). Exclusive with `after_fill`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after_field: Option<String>,
+    /// What a `type` step types (format 2); `{field:NAME}` of a `choice` field types the post's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
     /// The option a `select` step chooses: its value or its label (format 2). `{field:NAME}` of a `choice`
     /// field chooses the post's own.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -208,7 +208,7 @@ impl Contract {
         for (i, s) in self.compose.steps.iter().enumerate() {
             // A step that picks a choice the post does not give is left out: an optional choice stays the
             // page's own (a required one was refused before anything started).
-            let Some((option, at)) = step_with_choices(s, &choice) else {
+            let Some((option, typed, at)) = step_with_choices(s, &choice) else {
                 continue;
             };
             let target = match (&s.field, &at) {
@@ -241,6 +241,7 @@ impl Contract {
                 format::StepAction::Click => browser::StepAction::Click,
                 format::StepAction::Select => browser::StepAction::Select,
                 format::StepAction::Check => browser::StepAction::Check,
+                format::StepAction::Type => browser::StepAction::Type,
             };
             steps.push(
                 NonPublishingStep::new(action, target, &publish)
@@ -248,6 +249,7 @@ impl Contract {
                     .after_fill(s.after_fill.unwrap_or(false))
                     .following_field(s.after_field.as_ref().map(|n| format!("field:{n}")))
                     .choosing(option)
+                    .typing(typed)
                     .optional_for(s.optional.unwrap_or(false).then(|| {
                         Duration::from_millis(s.wait_ms.unwrap_or(DEFAULT_OPTIONAL_WAIT_MS))
                     })),
@@ -348,15 +350,20 @@ fn edit_kind(kind: FieldKind) -> Option<browser::EditKind> {
     }
 }
 
-/// A step's option and locator with each `{field:NAME}` (a choice) replaced by the post's value, as it
-/// is: the page shows an option's label or holds its value as typed, not URL-encoded. `None` when the
+/// A step's option, text and locator with each `{field:NAME}` (a choice) replaced by the post's value, as
+/// it is: the page shows an option's label or holds its value as typed, not URL-encoded. `None` when the
 /// step names a choice the post does not give.
+#[allow(clippy::type_complexity)]
 fn step_with_choices<'a>(
     s: &format::Step,
     choice: &impl Fn(&str) -> Option<&'a str>,
-) -> Option<(Option<String>, Option<format::Locator>)> {
+) -> Option<(Option<String>, Option<String>, Option<format::Locator>)> {
     let option = match &s.option {
         Some(o) => Some(crate::template::fill_text(o, choice)?),
+        None => None,
+    };
+    let typed = match &s.text {
+        Some(t) => Some(crate::template::fill_text(t, choice)?),
         None => None,
     };
     let at = match &s.locator {
@@ -371,7 +378,7 @@ fn step_with_choices<'a>(
         }
         None => None,
     };
-    Some((option, at))
+    Some((option, typed, at))
 }
 
 /// How long an optional step waits for its target when the contract does not say (`wait_ms`): a cookie

@@ -482,12 +482,35 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
         }
         // `{field:NAME}` in the option or a locator's text or name picks the post's own choice.
         let mut refs: Vec<(KeyPath, &str)> = Vec::new();
-        if let Some(o) = &s.option {
-            refs.extend(
-                crate::template::text_field_refs(o)
-                    .into_iter()
-                    .map(|n| (p.key("option"), n)),
-            );
+        for (key, v) in [("option", &s.option), ("text", &s.text)] {
+            if let Some(v) = v {
+                refs.extend(
+                    crate::template::text_field_refs(v)
+                        .into_iter()
+                        .map(|n| (p.key(key), n)),
+                );
+            }
+        }
+        if s.action == StepAction::Type {
+            format2(&mut k, p.key("action"), "action = \"type\"");
+        }
+        match (s.action == StepAction::Type, &s.text) {
+            (true, None) => k.err(
+                p.key("text"),
+                "a type step names no text",
+                "text = \"{field:category}\" types the post's choice into a list's search box",
+            ),
+            (true, Some(t)) if t.trim().is_empty() => k.err(
+                p.key("text"),
+                "a type step's text is empty",
+                "text = \"what to type\"",
+            ),
+            (false, Some(_)) => k.err(
+                p.key("text"),
+                "only a type step types a text",
+                "remove text, or make the step action = \"type\"",
+            ),
+            _ => {}
         }
         if let Some(l) = &s.locator {
             for (j, st) in l.strategies.iter().enumerate() {
@@ -691,7 +714,10 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
                 let placeholder = format!("{{field:{}}}", f.name);
                 let picked = c.compose.url.contains(&placeholder)
                     || c.compose.steps.iter().any(|s| {
-                        s.option.as_deref().is_some_and(|o| o.contains(&placeholder))
+                        [&s.option, &s.text]
+                            .into_iter()
+                            .flatten()
+                            .any(|o| o.contains(&placeholder))
                             || s.locator.as_ref().is_some_and(|l| {
                                 l.strategies.iter().any(|st| {
                                     [&st.text, &st.name]

@@ -37,6 +37,16 @@ fn list_contract() -> String {
     )
 }
 
+/// A searchable list: type the post's category into its search box, then click the option it brings.
+fn search_contract() -> String {
+    contract_with("category=search", &format!("{TYPE_STEP}{PICK_STEP}"))
+}
+
+/// Types the post's category into the list's search box.
+const TYPE_STEP: &str = "[[compose.steps]]\naction = \"type\"\nlocator = { strategies = [{ role = \"combobox\", name = \"Category\" }] }\ntext = \"{field:category}\"\nnon_publishing = true\nwhy = \"searches the category list; the page sends nothing\"\n\n";
+/// Clicks the option named as the post's category.
+const PICK_STEP: &str = "[[compose.steps]]\naction = \"click\"\nlocator = { strategies = [{ role = \"option\", name = \"{field:category}\" }] }\nnon_publishing = true\nwhy = \"picks the post's category in the list\"\n\n";
+
 async fn env() -> kit::Env {
     let env = kit::Env::start(Fault::new(FaultMode::Normal)).await;
     env.add_account("alice", &["--handle", "alice"]).await;
@@ -175,6 +185,66 @@ async fn a_choice_is_checked_where_it_is_declared_and_where_it_is_picked() {
     ] {
         assert_ne!(c, good, "{name}");
         env.assert_check_refuses(&format!("choice-{name}"), &c, says)
+            .await;
+    }
+}
+
+/// A searchable list that shows 5 of its 40 categories at a time: the post's category is typed into its
+/// search box, then its option is clicked; the post is made once in it. Without the typing the option is
+/// never shown and nothing is pressed. `contract check` refuses a type step without a text and a text on
+/// another step.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_post_picks_its_category_by_typing_it_into_a_searchable_list() {
+    let env = env().await;
+    let c = env.write_file("category-search.toml", &search_contract());
+    let text = unique("filed under Topic 27 by a search");
+    let (code, v, err) = env
+        .publish("alice", &c, &text, &["--field", "category=Topic 27"])
+        .await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["state"], "published", "{v}");
+    assert_eq!(stored_category(&env, &text).as_deref(), Some("topic-27"));
+    assert_eq!(env.arrivals(), 1);
+
+    let click_only = env.write_file(
+        "category-click-only.toml",
+        &contract_with("category=search", PICK_STEP),
+    );
+    let text = unique("filed under Topic 27 without a search");
+    let (code, v, err) = env
+        .publish(
+            "alice",
+            &click_only,
+            &text,
+            &["--field", "category=Topic 27"],
+        )
+        .await;
+    assert_eq!(code, 11, "{v} {err}");
+    assert_eq!(
+        (v["state"].as_str(), v["pressed"].as_bool()),
+        (Some("failed"), Some(false)),
+        "{v}"
+    );
+    assert_eq!(env.arrivals(), 1, "nothing was sent");
+
+    let good = search_contract();
+    for (name, c, says) in [
+        (
+            "no-text",
+            good.replace("text = \"{field:category}\"\n", ""),
+            "a type step names no text",
+        ),
+        (
+            "text-on-a-click",
+            good.replace(
+                PICK_STEP,
+                &PICK_STEP.replace("non_publishing", "text = \"x\"\nnon_publishing"),
+            ),
+            "only a type step types a text",
+        ),
+    ] {
+        assert_ne!(c, good, "{name}");
+        env.assert_check_refuses(&format!("search-{name}"), &c, says)
             .await;
     }
 }
