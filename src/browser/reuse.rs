@@ -34,7 +34,11 @@ const TARGETS_GONE_WAIT: Duration = Duration::from_secs(3);
 /// Targets of the last send that must be gone: every kind that runs a page's code, except the containers
 /// (`browser`, `tab`) and service workers. A service worker outlives its pages in a cold browser's profile too
 /// (its registration is kept and it starts again with the next page of its scope), and every page oncepost
-/// opens bypasses it (`Network.setBypassServiceWorker`), so keeping the browser changes nothing there.
+/// opens bypasses it (`Network.setBypassServiceWorker`), so keeping the browser changes nothing there. And,
+/// measured, a page's service worker never starts in oncepost's browser (its registration never becomes
+/// ready: new workers are attached waiting for the debugger and a service worker is never resumed), so an
+/// outbox a page keeps in one never sends the last post again: Fixturebook's `/hostile/sw-outbox`, which in
+/// a plain browser does (tests/it/fixture_platform.rs), sends each of three warm posts once (tests/it/warm.rs).
 fn must_be_gone(t: &TargetInfo) -> bool {
     !matches!(t.r#type.as_str(), "browser" | "tab" | "service_worker")
 }

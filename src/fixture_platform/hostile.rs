@@ -97,6 +97,10 @@ pub enum Misbehaviour {
     /// A wizard: the title and a Next button first; the text field and Publish only after Next, which
     /// takes the title out of view. Filling every field at once finds no text field.
     Wizard,
+    /// An outbox in a service worker (`/hostile/sw-outbox.js`): the press hands the post to the worker,
+    /// which sends every post it holds again (`POST /api/posts`, from the worker) whenever a later page
+    /// announces a publish. In a warm browser the LAST post would meet the next press's armed takeover.
+    ServiceWorkerOutbox,
 }
 
 /// The counter key of a draft saved through `POST /api/posts` (`/hostile/one-endpoint`).
@@ -275,5 +279,9 @@ pub const HOSTILE_VARIANTS: &[HostileVariant] = &[
     HostileVariant {
         name: "wizard",
         misbehaviour: Misbehaviour::Wizard,
+    },
+    HostileVariant {
+        name: "sw-outbox",
+        misbehaviour: Misbehaviour::ServiceWorkerOutbox,
     },
 ];

@@ -13,6 +13,8 @@ pub const STYLE_CSS: &str = include_str!("../../fixtures/style.css");
 pub const COMPOSE_JS: &str = include_str!("../../fixtures/compose.js");
 /// The hostile service worker served at `/hostile/sw.js`.
 pub const HOSTILE_SW_JS: &str = include_str!("../../fixtures/hostile/sw.js");
+/// The outbox service worker of `/hostile/sw-outbox`, served at `/hostile/sw-outbox.js`.
+pub const HOSTILE_SW_OUTBOX_JS: &str = include_str!("../../fixtures/hostile/sw-outbox.js");
 
 /// Script tag that loads the compose behaviour.
 const COMPOSE_SCRIPT: Constant = Constant(r#"<script src="/static/compose.js"></script>"#);
@@ -59,6 +61,7 @@ const HOSTILE: &[&str] = &[
     "multipart-form",
     "enter-to-send",
     "wizard",
+    "sw-outbox",
 ];
 
 /// The content of a hostile page, by name (`fixtures/hostile/NAME.html`).
@@ -105,6 +108,7 @@ const HOSTILE: &[&str] = &[
 {%- when "multipart-form" %}{% include "hostile/multipart-form.html" %}
 {%- when "enter-to-send" %}{% include "hostile/enter-to-send.html" %}
 {%- when "wizard" %}{% include "hostile/wizard.html" %}
+{%- when "sw-outbox" %}{% include "hostile/sw-outbox.html" %}
 {%- when _ %}
 {%- endmatch -%}
 "#

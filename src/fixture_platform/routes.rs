@@ -69,7 +69,7 @@ pub(crate) async fn handle(
                 | ["search"]
                 | ["hostile", _]
         )
-        && segments.last() != Some(&"sw.js");
+        && !matches!(segments.last(), Some(&"sw.js") | Some(&"sw-outbox.js"));
     if renders_page
         && shared.tokens == TokenPolicy::PerPage
         && segments.first() == Some(&"search")
@@ -193,6 +193,10 @@ pub(crate) async fn handle(
         (&Method::GET, ["hostile", "sw.js"]) => {
             asset("text/javascript; charset=utf-8", pages::HOSTILE_SW_JS)
         }
+        (&Method::GET, ["hostile", "sw-outbox.js"]) => asset(
+            "text/javascript; charset=utf-8",
+            pages::HOSTILE_SW_OUTBOX_JS,
+        ),
         (&Method::GET, ["hostile", name]) => match pages::hostile(&viewer, name) {
             Some(page) => html(StatusCode::OK, page),
             None => html(StatusCode::NOT_FOUND, pages::not_found(&viewer, &path)),

@@ -996,6 +996,38 @@ mod chromium {
         }
     }
 
+    /// `/hostile/sw-outbox` misbehaves in a plain browser: its service worker sends the first post again,
+    /// from the worker, when the second page announces its publish (3 create requests for 2 posts).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_service_worker_outbox_sends_the_last_post_again_at_the_next_publish() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = start(dir.path()).await;
+        let chrome = Chrome::launch(WAIT).await;
+        let url = format!("{}/hostile/sw-outbox", p.base_url());
+        for (i, text) in ["the outbox's first post", "the outbox's second post"]
+            .iter()
+            .enumerate()
+        {
+            let page = chrome.open(&url).await;
+            until_js(&page, "document.body.getAttribute('data-sw') === 'ready'").await;
+            type_text(&page, "#post-text", text).await;
+            click(&page, "#publish").await;
+            let want = [1, 3][i];
+            assert!(
+                within(WAIT, || p.stats().create_arrivals >= want).await,
+                "{text}: {:?}",
+                p.stats()
+            );
+        }
+        let firsts = p
+            .posts()
+            .iter()
+            .filter(|q| q.text == "the outbox's first post")
+            .count();
+        assert_eq!(firsts, 2, "the worker sent the first post again");
+        chrome.close().await;
+    }
+
     /// Write-on-load style pages: loading alone makes the named sink's counter go up.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn hostile_pages_write_when_chromium_merely_loads_them() {

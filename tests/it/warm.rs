@@ -281,6 +281,29 @@ async fn nothing_of_one_send_lives_into_the_next() {
     assert_eq!(run.launches, 1, "the sends shared one browser");
 }
 
+/// `/hostile/sw-outbox`: each press hands its post to the page's service worker, which sends every post it
+/// holds again whenever a later page announces a publish, from the worker itself (in a plain browser: three
+/// create requests for two posts, `fixture_platform::chromium::the_service_worker_outbox_sends_...`). A
+/// service worker outlives the cleaning between sends, so on one warm browser the last post's copy would
+/// come first to the next press's takeover. What holds it, measured: in oncepost's browser a page's
+/// service worker never starts (its registration never becomes ready: workers are attached waiting for the
+/// debugger, and a service worker is never resumed), so nothing the page hands it runs. Three posts: each
+/// exactly once, and nothing but their three create requests reached the platform.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_outbox_in_a_service_worker_never_sends_the_last_post_again() {
+    let env = env(Backend::Sqlite).await;
+    let contract = env.write_file(
+        "sw-outbox.toml",
+        &kit::hostile_contract_text("sw-outbox", None),
+    );
+    let before = env.arrivals();
+    let run = three_warm_sends(&env, &contract, "sw outbox post").await;
+    assert_eq!(run.copies, [1, 1, 1], "{:?}\n{}", run.states, run.out);
+    assert_eq!(run.states, ["published"; 3], "{}", run.out);
+    assert_eq!(env.arrivals(), before + 3);
+    assert_eq!(run.launches, 1, "the sends shared one browser");
+}
+
 /// What one worker did with three queued posts (see [`three_warm_sends`]).
 struct WarmRun {
     /// The states the posts rested in, in order.
