@@ -28,7 +28,7 @@ use serde::Serialize;
 use super::checks::{Act, LocatorCheck, Scroll, check_and_act, evaluate_json};
 use super::dialogs::{self, DialogLog, DialogPolicy};
 use super::locator::{NamedLocator, PressKey, PublishControl};
-use super::probe::{ProbePage, ProbePlan, StepOutcome};
+use super::probe::{ProbePage, ProbePlan, StepOutcome, StepTime};
 use super::transport::{
     self, CreatePattern, DispatchOutcome, TransportOptions, WireRequest, WriteLogEntry,
 };
@@ -263,12 +263,7 @@ impl<'a> ComposePage<'a> {
     ) -> Result<Vec<StepOutcome>, BrowserError> {
         let pp = self.probe_page();
         let mut out = Vec::new();
-        let before: Vec<_> = self
-            .plan
-            .steps
-            .iter()
-            .filter(|s| s.runs_before_fill())
-            .collect();
+        let before = self.plan.steps_at(StepTime::BeforeFill);
         if !self.run_steps(&pp, &before, step_timeout, &mut out).await? {
             return Ok(out);
         }
@@ -283,12 +278,7 @@ impl<'a> ComposePage<'a> {
             {
                 unchecked.push(filled);
             }
-            let next: Vec<_> = self
-                .plan
-                .steps
-                .iter()
-                .filter(|s| s.follows_field() == Some(f.name.as_str()))
-                .collect();
+            let next = self.plan.steps_at(StepTime::AfterField(&f.name));
             if next.is_empty() {
                 continue;
             }
@@ -302,12 +292,7 @@ impl<'a> ComposePage<'a> {
         self.verify(&pp, &mut unchecked, &mut out).await?;
         // Steps after the fill: a click that opens a pre-publish panel once the post is written (a two-step
         // publish); like every step, never the publish control itself.
-        let after: Vec<_> = self
-            .plan
-            .steps
-            .iter()
-            .filter(|s| s.runs_after_fill())
-            .collect();
+        let after = self.plan.steps_at(StepTime::AfterFill);
         self.run_steps(&pp, &after, step_timeout, &mut out).await?;
         Ok(out)
     }

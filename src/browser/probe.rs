@@ -61,6 +61,31 @@ pub struct ProbePlan {
     pub text_compare: super::TextRule,
 }
 
+/// When a step runs, in the order a compose page runs them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepTime<'a> {
+    /// Before any field is filled.
+    BeforeFill,
+    /// Right after the field of this name (`field:NAME`) is filled: a wizard's Next.
+    AfterField(&'a str),
+    /// After every field is filled: a two-step publish's first button.
+    AfterFill,
+}
+
+impl ProbePlan {
+    /// The steps that run at `time`, in the contract's order.
+    pub fn steps_at(&self, time: StepTime<'_>) -> Vec<&NonPublishingStep> {
+        self.steps
+            .iter()
+            .filter(|s| match time {
+                StepTime::BeforeFill => s.runs_before_fill(),
+                StepTime::AfterField(name) => s.follows_field() == Some(name),
+                StepTime::AfterFill => s.runs_after_fill(),
+            })
+            .collect()
+    }
+}
+
 /// Probe settings.
 #[derive(Debug, Clone)]
 pub struct ProbeOptions {
@@ -645,16 +670,10 @@ pub async fn run(
     let mut steps = Vec::new();
     // Steps marked `after_fill` run after the fill (only with `--fill`: they open what a written post opens);
     // steps that follow a field run right after it, inside the fill (`fill_all`).
-    let ordered: Vec<&NonPublishingStep> = plan
-        .steps
-        .iter()
-        .filter(|s| s.runs_before_fill())
-        .chain(
-            plan.steps
-                .iter()
-                .filter(|s| s.runs_after_fill() && opts.fill.is_some()),
-        )
-        .collect();
+    let mut ordered = plan.steps_at(StepTime::BeforeFill);
+    if opts.fill.is_some() {
+        ordered.extend(plan.steps_at(StepTime::AfterFill));
+    }
     let mut filled = false;
     for step in ordered {
         if step.runs_after_fill() && !filled {
@@ -845,11 +864,7 @@ async fn fill_all(
         }
         steps.push(out);
         // A wizard's "Next" after this field: what was filled is read back first (it may leave the view).
-        let next: Vec<&NonPublishingStep> = plan
-            .steps
-            .iter()
-            .filter(|s| s.follows_field() == Some(f.name.as_str()))
-            .collect();
+        let next = plan.steps_at(StepTime::AfterField(&f.name));
         if next.is_empty() {
             continue;
         }

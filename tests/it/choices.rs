@@ -4,7 +4,10 @@
 //! `/compose?category=1` (a `<select>`) and `?category=list` (a design system's list: it opens on a press,
 //! draws its options later in a portal, and has a disabled option) both keep Publish disabled until a
 //! category is picked, and send the pick with the create request.
+use std::path::Path;
+
 use oncepost::fixture_platform::{Fault, FaultMode};
+use serde_json::Value;
 
 use crate::kit::{self, unique};
 
@@ -53,6 +56,31 @@ async fn env() -> kit::Env {
     env
 }
 
+/// Publish a post labelled `label` in `category` through `c`: the post's text, the exit code and the
+/// report.
+async fn publish_in(env: &kit::Env, c: &Path, label: &str, category: &str) -> (String, i32, Value) {
+    let text = unique(label);
+    let field = format!("category={category}");
+    let (code, v, err) = env.publish("alice", c, &text, &["--field", &field]).await;
+    assert!(code == 0 || code == 11, "{label}: {v} {err}");
+    (text, code, v)
+}
+
+/// The post was made once, in the category stored as `stored`.
+fn assert_made_in(env: &kit::Env, (text, code, v): &(String, i32, Value), stored: &str) {
+    assert_eq!((*code, v["state"].as_str()), (0, Some("published")), "{v}");
+    assert_eq!(stored_category(env, text).as_deref(), Some(stored), "{v}");
+}
+
+/// The post failed before anything was pressed.
+fn assert_unpressed((_, code, v): &(String, i32, Value)) {
+    assert_eq!(
+        (*code, v["state"].as_str(), v["pressed"].as_bool()),
+        (11, Some("failed"), Some(false)),
+        "{v}"
+    );
+}
+
 /// The category the platform stored with `text`'s one copy.
 fn stored_category(env: &kit::Env, text: &str) -> Option<String> {
     let posts: Vec<_> = env
@@ -72,26 +100,15 @@ async fn each_post_picks_its_own_category_in_a_select() {
     let env = env().await;
     let c = env.write_file("category-select.toml", &select_contract());
     for (given, stored) in [("News", "news"), ("notes", "notes")] {
-        let text = unique(&format!("filed under {given}"));
-        let field = format!("category={given}");
-        let (code, v, err) = env.publish("alice", &c, &text, &["--field", &field]).await;
-        assert_eq!(code, 0, "{v} {err}");
-        assert_eq!(v["state"], "published", "{v}");
-        assert_eq!(stored_category(&env, &text).as_deref(), Some(stored), "{v}");
+        let run = publish_in(&env, &c, &format!("filed under {given}"), given).await;
+        assert_made_in(&env, &run, stored);
     }
     let made = env.arrivals();
     assert_eq!(made, 2);
 
-    let text = unique("filed under a category that is not offered");
-    let (code, v, err) = env
-        .publish("alice", &c, &text, &["--field", "category=Sport"])
-        .await;
-    assert_eq!(code, 11, "{v} {err}");
-    assert_eq!(
-        (v["state"].as_str(), v["pressed"].as_bool()),
-        (Some("failed"), Some(false)),
-        "{v}"
-    );
+    let run = publish_in(&env, &c, "filed under a category not offered", "Sport").await;
+    assert_unpressed(&run);
+    let v = &run.2;
     let intent = env.show(v["key"].as_str().unwrap_or_default()).await;
     assert!(
         intent.to_string().contains(r#"no option \"Sport\""#),
@@ -116,25 +133,13 @@ async fn each_post_picks_its_own_category_in_a_select() {
 async fn a_post_picks_its_category_in_a_list_a_script_draws() {
     let env = env().await;
     let c = env.write_file("category-list.toml", &list_contract());
-    let text = unique("filed under Notes from a list");
-    let (code, v, err) = env
-        .publish("alice", &c, &text, &["--field", "category=Notes"])
-        .await;
-    assert_eq!(code, 0, "{v} {err}");
-    assert_eq!(v["state"], "published", "{v}");
-    assert_eq!(stored_category(&env, &text).as_deref(), Some("notes"));
+    let run = publish_in(&env, &c, "filed under Notes from a list", "Notes").await;
+    assert_made_in(&env, &run, "notes");
     assert_eq!(env.arrivals(), 1);
 
     for given in ["Archive", "Sport"] {
-        let text = unique(&format!("filed under {given} from a list"));
-        let field = format!("category={given}");
-        let (code, v, err) = env.publish("alice", &c, &text, &["--field", &field]).await;
-        assert_eq!(code, 11, "{given}: {v} {err}");
-        assert_eq!(
-            (v["state"].as_str(), v["pressed"].as_bool()),
-            (Some("failed"), Some(false)),
-            "{given}: {v}"
-        );
+        let run = publish_in(&env, &c, &format!("filed under {given} from a list"), given).await;
+        assert_unpressed(&run);
         assert_eq!(env.arrivals(), 1, "{given}: nothing was sent");
     }
 }
@@ -197,34 +202,16 @@ async fn a_choice_is_checked_where_it_is_declared_and_where_it_is_picked() {
 async fn a_post_picks_its_category_by_typing_it_into_a_searchable_list() {
     let env = env().await;
     let c = env.write_file("category-search.toml", &search_contract());
-    let text = unique("filed under Topic 27 by a search");
-    let (code, v, err) = env
-        .publish("alice", &c, &text, &["--field", "category=Topic 27"])
-        .await;
-    assert_eq!(code, 0, "{v} {err}");
-    assert_eq!(v["state"], "published", "{v}");
-    assert_eq!(stored_category(&env, &text).as_deref(), Some("topic-27"));
+    let run = publish_in(&env, &c, "filed under Topic 27 by a search", "Topic 27").await;
+    assert_made_in(&env, &run, "topic-27");
     assert_eq!(env.arrivals(), 1);
 
     let click_only = env.write_file(
         "category-click-only.toml",
         &contract_with("category=search", PICK_STEP),
     );
-    let text = unique("filed under Topic 27 without a search");
-    let (code, v, err) = env
-        .publish(
-            "alice",
-            &click_only,
-            &text,
-            &["--field", "category=Topic 27"],
-        )
-        .await;
-    assert_eq!(code, 11, "{v} {err}");
-    assert_eq!(
-        (v["state"].as_str(), v["pressed"].as_bool()),
-        (Some("failed"), Some(false)),
-        "{v}"
-    );
+    let run = publish_in(&env, &click_only, "Topic 27 without a search", "Topic 27").await;
+    assert_unpressed(&run);
     assert_eq!(env.arrivals(), 1, "nothing was sent");
 
     let good = search_contract();
