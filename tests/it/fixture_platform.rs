@@ -997,35 +997,57 @@ mod chromium {
     }
 
     /// `/hostile/sw-outbox` misbehaves in a plain browser: its service worker sends the first post again,
-    /// from the worker, when the second page announces its publish (3 create requests for 2 posts).
+    /// from the worker, when the second page announces its publish. Up to three tries, each on a fresh
+    /// platform and browser: on a loaded machine Chromium has been seen not to run a page's service worker
+    /// in time (`hostile_pages_write_when_chromium_merely_loads_them`); a try counts only when the worker
+    /// came up on both pages.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_service_worker_outbox_sends_the_last_post_again_at_the_next_publish() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = start(dir.path()).await;
-        let chrome = Chrome::launch(WAIT).await;
-        let url = format!("{}/hostile/sw-outbox", p.base_url());
-        for (i, text) in ["the outbox's first post", "the outbox's second post"]
-            .iter()
-            .enumerate()
-        {
-            let page = chrome.open(&url).await;
-            until_js(&page, "document.body.getAttribute('data-sw') === 'ready'").await;
-            type_text(&page, "#post-text", text).await;
-            click(&page, "#publish").await;
-            let want = [1, 3][i];
-            assert!(
-                within(WAIT, || p.stats().create_arrivals >= want).await,
-                "{text}: {:?}",
-                p.stats()
-            );
+        const FIRST: &str = "the outbox's first post";
+        let mut seen = Vec::new();
+        for _ in 0..3 {
+            let dir = tempfile::tempdir().unwrap();
+            let p = start(dir.path()).await;
+            let chrome = Chrome::launch(WAIT).await;
+            let url = format!("{}/hostile/sw-outbox", p.base_url());
+            let mut ready = true;
+            for text in [FIRST, "the outbox's second post"] {
+                let page = chrome.open(&url).await;
+                let mut up = false;
+                for _ in 0..100 {
+                    let sw: String =
+                        eval(&page, "String(document.body.getAttribute('data-sw'))").await;
+                    if sw == "ready" {
+                        up = true;
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                if !up {
+                    ready = false;
+                    break;
+                }
+                type_text(&page, "#post-text", text).await;
+                click(&page, "#publish").await;
+                within(WAIT, || p.posts().iter().any(|q| q.text == text)).await;
+            }
+            // The worker's copy may come a moment after the page's own.
+            within(WAIT, || {
+                p.posts().iter().filter(|q| q.text == FIRST).count() >= 2
+            })
+            .await;
+            let firsts = p.posts().iter().filter(|q| q.text == FIRST).count();
+            chrome.close().await;
+            seen.push((ready, firsts));
+            if ready {
+                assert!(
+                    firsts >= 2,
+                    "the worker sent the first post again: {seen:?}"
+                );
+                return;
+            }
         }
-        let firsts = p
-            .posts()
-            .iter()
-            .filter(|q| q.text == "the outbox's first post")
-            .count();
-        assert_eq!(firsts, 2, "the worker sent the first post again");
-        chrome.close().await;
+        panic!("the page's service worker never came up in three tries: {seen:?}");
     }
 
     /// Write-on-load style pages: loading alone makes the named sink's counter go up.
