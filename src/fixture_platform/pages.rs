@@ -494,6 +494,7 @@ mod tests {
             seq: 1,
             created_ms: 0,
             category: None,
+            visibility: None,
         }
     }
 

@@ -38,6 +38,9 @@ pub struct Post {
     /// The category the compose page sent (`/compose?category=...`), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub category: Option<String>,
+    /// Who may see it, as the compose page sent it (`/compose?visibility=1`), if it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub visibility: Option<String>,
 }
 
 /// Everything persisted.
@@ -108,6 +111,7 @@ impl PlatformState {
             seq,
             created_ms,
             category: None,
+            visibility: None,
         };
         self.posts.push(post.clone());
         post

@@ -357,6 +357,9 @@ struct CreateBody {
     /// The category a compose page with one sends (`/compose?category=1|list`).
     #[serde(default)]
     category: Option<String>,
+    /// Who may see it (`/compose?visibility=1`).
+    #[serde(default)]
+    visibility: Option<String>,
 }
 
 /// `POST /api/posts`: the one write that publishes. Fault modes apply here only.
@@ -618,8 +621,10 @@ async fn create_from(
         let mut state = shared.lock_state();
         let mut post = state.add_post(text, title, account);
         post.category = parsed.category.filter(|c| !c.trim().is_empty());
+        post.visibility = parsed.visibility.filter(|v| !v.trim().is_empty());
         if let Some(stored) = state.posts.iter_mut().find(|p| p.id == post.id) {
             stored.category = post.category.clone();
+            stored.visibility = post.visibility.clone();
         }
         if let Some(key) = keyed_by.filter(|k| state.post(k).is_none()) {
             if let Some(stored) = state.posts.iter_mut().find(|p| p.id == post.id) {
@@ -800,7 +805,7 @@ fn posts_json(posts: &[super::Post]) -> Vec<serde_json::Value> {
         .map(|p| {
             serde_json::json!({
                 "id": p.id, "text": p.text, "title": p.title, "account": p.account, "created_at": p.created_at,
-                "category": p.category,
+                "category": p.category, "visibility": p.visibility,
             })
         })
         .collect()

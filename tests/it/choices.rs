@@ -144,6 +144,52 @@ async fn a_post_picks_its_category_in_a_list_a_script_draws() {
     }
 }
 
+/// Who sees the post, a radio group (`/compose?visibility=1`, Public checked as the page's default): a
+/// `check` step on the radio named as the post's choice picks it, each post its own; the choice is optional,
+/// and a post that does not give it leaves the step out: the page keeps its default.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_post_picks_who_sees_it_in_a_radio_group() {
+    let env = env().await;
+    let c = kit::compose_asking("visibility=1").replace("format = 1", "format = 2");
+    let step = "[[compose.steps]]\naction = \"check\"\nlocator = { strategies = [{ role = \"radio\", name = \"{field:visibility}\" }] }\nnon_publishing = true\nwhy = \"picks who sees the post; the page sends nothing for it\"\n\n";
+    let choice =
+        "[[compose.fields]]\nname = \"visibility\"\nkind = \"choice\"\nrequired = false\n\n";
+    let c = env.write_file(
+        "visibility.toml",
+        &c.replacen(FIELDS, &format!("{step}{choice}{FIELDS}"), 1),
+    );
+    let stored = |text: &str| {
+        let posts: Vec<_> = env
+            .platform
+            .posts()
+            .into_iter()
+            .filter(|p| p.text == text)
+            .collect();
+        assert_eq!(posts.len(), 1, "one copy of {text:?}");
+        posts[0].visibility.clone()
+    };
+    for (given, want) in [
+        (Some("Private"), "private"),
+        (Some("Followers only"), "followers"),
+        (None, "public"),
+    ] {
+        let text = unique(&format!("seen by {given:?}"));
+        let field = given.map(|g| format!("visibility={g}"));
+        let extra: Vec<&str> = match &field {
+            Some(f) => vec!["--field", f],
+            None => vec![],
+        };
+        let (code, v, err) = env.publish("alice", &c, &text, &extra).await;
+        assert_eq!(
+            (code, v["state"].as_str()),
+            (0, Some("published")),
+            "{v} {err}"
+        );
+        assert_eq!(stored(&text).as_deref(), Some(want), "{given:?}: {v}");
+    }
+    assert_eq!(env.arrivals(), 3);
+}
+
 /// `contract check` refuses a choice where it cannot mean anything.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_choice_is_checked_where_it_is_declared_and_where_it_is_picked() {
