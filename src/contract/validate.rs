@@ -481,16 +481,20 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
             _ => {}
         }
         // `{field:NAME}` in the option or a locator's text or name picks the post's own choice.
-        let mut refs: Vec<(KeyPath, &str)> = Vec::new();
-        for (key, v) in [("option", &s.option), ("text", &s.text)] {
-            if let Some(v) = v {
-                refs.extend(
-                    crate::template::text_field_refs(v)
-                        .into_iter()
-                        .map(|n| (p.key(key), n)),
-                );
-            }
-        }
+        let refs: Vec<(KeyPath, &str)> = step_texts(s)
+            .into_iter()
+            .flat_map(|(at, t)| {
+                let path = match at {
+                    StepText::Own(key) => p.key(key),
+                    StepText::Strategy(j, key) => {
+                        p.key("locator").key("strategies").index(j).key(key)
+                    }
+                };
+                crate::template::text_field_refs(t)
+                    .into_iter()
+                    .map(move |n| (path.clone(), n))
+            })
+            .collect();
         if s.action == StepAction::Type {
             format2(&mut k, p.key("action"), "action = \"type\"");
         }
@@ -511,20 +515,6 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
                 "remove text, or make the step action = \"type\"",
             ),
             _ => {}
-        }
-        if let Some(l) = &s.locator {
-            for (j, st) in l.strategies.iter().enumerate() {
-                let sp = p.key("locator").key("strategies").index(j);
-                for (key, t) in [("text", &st.text), ("name", &st.name)] {
-                    if let Some(t) = t {
-                        refs.extend(
-                            crate::template::text_field_refs(t)
-                                .into_iter()
-                                .map(|n| (sp.key(key), n)),
-                        );
-                    }
-                }
-            }
         }
         for (path, name) in refs {
             format2(&mut k, path.clone(), "{field:NAME} in a step");
@@ -714,18 +704,9 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
                 let placeholder = format!("{{field:{}}}", f.name);
                 let picked = c.compose.url.contains(&placeholder)
                     || c.compose.steps.iter().any(|s| {
-                        [&s.option, &s.text]
-                            .into_iter()
-                            .flatten()
-                            .any(|o| o.contains(&placeholder))
-                            || s.locator.as_ref().is_some_and(|l| {
-                                l.strategies.iter().any(|st| {
-                                    [&st.text, &st.name]
-                                        .into_iter()
-                                        .flatten()
-                                        .any(|t| t.contains(&placeholder))
-                                })
-                            })
+                        step_texts(s).into_iter().any(|(_, t)| {
+                            crate::template::text_field_refs(t).contains(&f.name.as_str())
+                        })
                     });
                 if !picked {
                     k.err(
@@ -1200,6 +1181,36 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
         }
     }
     k.found
+}
+
+/// Where in a step a text may name a choice (`{field:NAME}`).
+enum StepText {
+    /// The step's own key (`option`, `text`).
+    Own(&'static str),
+    /// A locator strategy's key (`text`, `name`), by the strategy's index.
+    Strategy(usize, &'static str),
+}
+
+/// Every text of a step that may name a choice: its option, a type step's text, and each locator strategy's
+/// text and name.
+fn step_texts(s: &Step) -> Vec<(StepText, &str)> {
+    let mut out: Vec<(StepText, &str)> = [("option", &s.option), ("text", &s.text)]
+        .into_iter()
+        .filter_map(|(key, v)| Some((StepText::Own(key), v.as_deref()?)))
+        .collect();
+    for (j, st) in s
+        .locator
+        .iter()
+        .flat_map(|l| l.strategies.iter())
+        .enumerate()
+    {
+        for (key, t) in [("text", &st.text), ("name", &st.name)] {
+            if let Some(t) = t {
+                out.push((StepText::Strategy(j, key), t));
+            }
+        }
+    }
+    out
 }
 
 /// A field kind as a contract spells it.
