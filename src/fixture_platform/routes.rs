@@ -959,7 +959,9 @@ fn rewrite_if_asked(req: &Request<Incoming>, page: String) -> String {
 /// by a blank line, each block's line breaks kept (the hidden textarea holds that text). With
 /// `&enter_sends=1` Enter sends the post instead (it clicks Publish), as a chat box does; with `&pixel=1`
 /// every change also sends the draft to an analytics pixel (`GET /api/pixel?d=`); with `&late_blocks=1` the
-/// block an Enter makes (and the caret with it) comes 150 ms later, as an editor that renders it later.
+/// block an Enter makes (and the caret with it) comes 150 ms later, as an editor that renders it later;
+/// with `&render_next_frame=1` text typed before the editor's next frame (its render) after other typed text
+/// goes into a block of its own.
 fn blocks_if_asked(req: &Request<Incoming>, page: String) -> String {
     if query_param(req, "blocks").as_deref() != Some("1") {
         return page;
@@ -1001,6 +1003,24 @@ const BLOCK_EDITOR: &str = r#"<script>(function () {
     }
   });
   editor.addEventListener('input', mirror);
+  // `&render_next_frame=1`: as Trix does, the editor takes typed text in and renders it in its next animation
+  // frame; a character typed before that render lands where its model's caret still is, which this editor
+  // makes a block of its own (Trix, under load: "broken in tw o").
+  if (/[?&]render_next_frame=1\b/.test(window.location.search)) {
+    var pending = false;
+    editor.addEventListener('beforeinput', function (e) {
+      if (e.inputType !== 'insertText' || e.defaultPrevented) { return; }
+      var p = e.target && e.target.closest ? e.target.closest('p.block') : null;
+      if (!p) { return; }
+      if (pending) {
+        e.preventDefault();
+        var n = block(); n.textContent = e.data; p.after(n); mirror();
+        return;
+      }
+      pending = true;
+      requestAnimationFrame(function () { pending = false; });
+    }, true);
+  }
   // `&pixel=1`: every change also goes to an analytics pixel, the draft in its URL (`/api/pixel?d=`).
   if (/[?&]pixel=1\b/.test(window.location.search)) {
     editor.addEventListener('input', function () { new Image().src = '/api/pixel?d=' + encodeURIComponent(t.value); });

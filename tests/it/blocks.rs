@@ -34,21 +34,32 @@ fn in_paragraphs(label: &str) -> String {
 /// stores the blocks joined by a blank line: the exact text), and read back. Also when the editor makes the
 /// new block 150 ms after the Enter (`&late_blocks=1`): typing waits for the caret to be in it (red with a
 /// fixed one-frame wait: the second paragraph went into the first block, glued, refused before the press).
+/// And when the editor renders typed text in its next frame and puts a key typed before that render in a
+/// block of its own (`&render_next_frame=1`, as Trix did under load): the last key waits for that frame (red
+/// without it: "...broken in tw" and "o" apart, refused before the press).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_post_in_paragraphs_is_typed_as_a_person_types_it_and_made_once() {
     let env = start().await;
-    let late = std::fs::read_to_string(contract())
-        .unwrap()
-        .replace("/compose?blocks=1", "/compose?blocks=1&late_blocks=1");
-    let late = env.write_file("blocks-late.toml", &late);
-    for (path, label) in [(contract(), "in blocks"), (late, "in late blocks")] {
+    let variant = |name: &str, query: &str| {
+        let c = std::fs::read_to_string(contract())
+            .unwrap()
+            .replace("/compose?blocks=1", &format!("/compose?blocks=1&{query}"));
+        env.write_file(name, &c)
+    };
+    let late = variant("blocks-late.toml", "late_blocks=1");
+    let next_frame = variant("blocks-next-frame.toml", "render_next_frame=1");
+    for (path, label) in [
+        (contract(), "in blocks"),
+        (late, "in late blocks"),
+        (next_frame, "rendered a frame later"),
+    ] {
         let text = in_paragraphs(&format!("First paragraph {label}"));
         let (code, v, err) = env.publish("alice", &path, &text, &[]).await;
         assert_eq!(code, 0, "{label}: {v} {err}");
         assert_eq!(v["state"], "published", "{label}: {v}");
         assert_eq!(env.copies(&text), 1, "{label}: {v}");
     }
-    assert_eq!(env.arrivals(), 2);
+    assert_eq!(env.arrivals(), 3);
 }
 
 /// The same post with the line breaks typed as text (the contract without `newlines`): the editor glues
