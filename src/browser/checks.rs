@@ -1,4 +1,6 @@
-//! Locator checks: every locator of the page (and of its same-origin iframes) in ONE `Runtime.evaluate`.
+//! Locator checks: every locator of the page (and of its same-origin iframes) in ONE `Runtime.evaluate`;
+//! a locator behind an iframe of another origin, whose document this script may not read, is checked again
+//! inside that frame ([`super::other_origin`]).
 //!
 //! The script resolves each locator's strategies in order, counts matches per strategy, and measures the
 //! chosen element: attached, visible, enabled, editable, focusable, in viewport, receives events (hit test
@@ -12,7 +14,7 @@
 //! roles and the usual name sources (aria-labelledby, aria-label, label, content, title, placeholder);
 //! it is an approximation of the browser's accessibility tree, documented in docs/contracts.md.
 use chromiumoxide::Page;
-use chromiumoxide::cdp::js_protocol::runtime::EvaluateParams;
+use chromiumoxide::cdp::js_protocol::runtime::{EvaluateParams, ExecutionContextId};
 use serde::{Deserialize, Serialize};
 
 use super::locator::{ElementState, NamedLocator, Strategy};
@@ -94,7 +96,13 @@ async (locs, act, opts) => {"#,
       const f = fr[0];
       let d = null;
       try { d = f.contentDocument; } catch (e) { d = null; }
-      if (!d) throw new Error(`iframe ${JSON.stringify(sel)} is cross-origin or not loaded: locators are checked in same-origin iframes only`);
+      if (!d) {
+        // Another origin's document: out of this script's reach. `crossAt` says where, and the check goes on
+        // inside that frame (other_origin.rs); this message stands only when that cannot be done.
+        const e = new Error(`iframe ${JSON.stringify(sel)} is cross-origin or not loaded: its document is out of the page's reach`);
+        e.crossAt = chain.length;
+        throw e;
+      }
       chain.push({ doc, frame: f });
       doc = d;
     }
@@ -119,11 +127,23 @@ async (locs, act, opts) => {"#,
     const r = el.getBoundingClientRect();
     return { x: r.left + at.x, y: r.top + at.y, w: r.width, h: r.height, lx: r.left, ly: r.top, v };
   };
+  // An iframe's content box (where its document's viewport is), as offsets from its border box.
+  const contentOf = el => {
+    const cs = el.ownerDocument.defaultView.getComputedStyle(el);
+    const pl = parseFloat(cs.paddingLeft) || 0, pt = parseFloat(cs.paddingTop) || 0;
+    return { dx: el.clientLeft + pl, dy: el.clientTop + pt,
+             w: el.clientWidth - pl - (parseFloat(cs.paddingRight) || 0),
+             h: el.clientHeight - pt - (parseFloat(cs.paddingBottom) || 0) };
+  };
   const describe = h => h.localName + (h.id ? '#' + h.id : '') + (h.className && typeof h.className === 'string' && h.className.trim() ? '.' + h.className.trim().split(/\s+/).join('.') : '');
   const out = locs.map(l => {
-    const res = { counts: [], used: null, count: 0, error: null, states: null, box: null, text: null };
+    const res = { counts: [], used: null, count: 0, error: null, states: null, box: null, text: null, cross_at: null };
     let ctx;
-    try { ctx = frameOf(l.frames); } catch (e) { res.error = String(e.message || e); return res; }
+    try { ctx = frameOf(l.frames); } catch (e) {
+      res.error = String(e.message || e);
+      if (typeof e.crossAt === 'number') res.cross_at = e.crossAt;
+      return res;
+    }
     for (const s of l.strategies) {
       let found;
       try { found = find(ctx.doc, s); } catch (e) { res.counts.push(0); res.error = res.error || `strategy ${res.counts.length - 1}: ${e.message || e}`; continue; }
@@ -153,7 +173,12 @@ async (locs, act, opts) => {"#,
       (el.localName === 'input' && !['button', 'submit', 'reset', 'image', 'checkbox', 'radio', 'file', 'hidden', 'range', 'color'].includes(el.type)) ||
       el.isContentEditable;
     const readonly = el.readOnly === true || el.getAttribute('aria-readonly') === 'true';
-    const cx = b.lx + b.w / 2, cy = b.ly + b.h / 2;
+    // Where a press lands: the element's centre, or (an iframe measured for the frame of another origin it
+    // holds: `content`, `at`) the point `at` of its content, in the frame's own CSS pixels.
+    res._content = !!l.content;
+    const cb = l.content ? contentOf(el) : null;
+    const cx = cb && l.at ? b.lx + cb.dx + l.at.x : b.lx + b.w / 2;
+    const cy = cb && l.at ? b.ly + cb.dy + l.at.y : b.ly + b.h / 2;
     // In view: intersects the top-level viewport clipped by every frame it is in.
     const clip = b.v.reduce((c, p) => ({ l: Math.max(c.l, p.x), t: Math.max(c.t, p.y),
       r: Math.min(c.r, p.x + p.w), b: Math.min(c.b, p.y + p.h) }), { l: -Infinity, t: -Infinity, r: Infinity, b: Infinity });
@@ -169,7 +194,7 @@ async (locs, act, opts) => {"#,
     let cover = hitEl && !within(hitEl, el) ? hitEl : null;
     for (let i = ctx.chain.length - 1; hits && i >= 0; i--) {
       const { doc, frame } = ctx.chain[i], p = b.v[i], w = doc.defaultView;
-      const px = b.x + b.w / 2 - p.x, py = b.y + b.h / 2 - p.y;
+      const px = b.x - b.lx + cx - p.x, py = b.y - b.ly + cy - p.y;
       const h = px >= 0 && py >= 0 && px < w.innerWidth && py < w.innerHeight ? deepHit(doc, px, py) : null;
       if (h !== frame) { hits = false; cover = h; }
     }
@@ -193,6 +218,8 @@ async (locs, act, opts) => {"#,
     res._ctx = ctx;
     return res;
   });
+  // The frame a locator of another origin's frame runs in (other_origin.rs): the one element itself.
+  if (opts.element) return out.length === 1 && out[0]._el ? out[0]._el : null;
   // A non-publishing step acts on its target here, in the same evaluation that resolved it, never on the
   // publish control (also passed in) and never on a control that would submit a form.
   let acted = null;
@@ -276,10 +303,16 @@ async (locs, act, opts) => {"#,
   // both measured where the page now rests (after every scroll and the action). The reported box is the
   // first of the two: where the element is for a click that follows. Measured only when asked (`frames`):
   // a check no required state of which is `stable` leaves it false (never measured, never passed).
+  // An element's box in top-level CSS pixels; an iframe measured for its frame (`content`): its content box.
+  const boxOf = res => {
+    const b = measure(res._el, res._ctx);
+    if (!res._content) return { x: b.x, y: b.y, w: b.w, h: b.h };
+    const c = contentOf(res._el);
+    return { x: b.x + c.dx, y: b.y + c.dy, w: c.w, h: c.h };
+  };
   for (const res of out) {
     if (!res._el) continue;
-    const b = measure(res._el, res._ctx);
-    res.box = { x: b.x, y: b.y, w: b.w, h: b.h };
+    res.box = boxOf(res);
   }
   // A page behind another window (a popup the policy leaves open is put in front of its opener) gets no
   // animation frames at all: measured, the evaluation then waited out the call's bound (10 s). So two
@@ -292,10 +325,10 @@ async (locs, act, opts) => {"#,
   });
   for (const res of out) {
     if (!res._el) continue;
-    if (!opts.frames) { delete res._el; delete res._ctx; continue; }
-    const b = measure(res._el, res._ctx);
+    if (!opts.frames) { delete res._el; delete res._ctx; delete res._content; continue; }
+    const b = boxOf(res);
     res.states.stable = res._el.isConnected && Math.abs(b.x - res.box.x) < 0.5 && Math.abs(b.y - res.box.y) < 0.5 && Math.abs(b.w - res.box.w) < 0.5 && Math.abs(b.h - res.box.h) < 0.5;
-    delete res._el; delete res._ctx;
+    delete res._el; delete res._ctx; delete res._content;
   }
   return { checks: out, acted };
 }
@@ -354,16 +387,20 @@ pub struct BoxRect {
 
 /// Raw per-locator output of the script.
 #[derive(Debug, Clone, Deserialize)]
-struct RawCheck {
-    counts: Vec<u32>,
-    used: Option<usize>,
-    count: u32,
-    error: Option<String>,
-    states: Option<ElementStates>,
+pub(super) struct RawCheck {
+    pub(super) counts: Vec<u32>,
+    pub(super) used: Option<usize>,
+    pub(super) count: u32,
+    pub(super) error: Option<String>,
+    pub(super) states: Option<ElementStates>,
     #[serde(rename = "box")]
-    rect: Option<BoxRect>,
-    text: Option<String>,
-    covered_by: Option<String>,
+    pub(super) rect: Option<BoxRect>,
+    pub(super) text: Option<String>,
+    pub(super) covered_by: Option<String>,
+    /// Where the locator's frames reach an iframe of another origin (its index in `frames`): the script
+    /// could not look further, [`super::other_origin`] does.
+    #[serde(default)]
+    pub(super) cross_at: Option<usize>,
 }
 
 /// The result of checking one locator.
@@ -423,13 +460,27 @@ pub async fn evaluate_json(
     js: &str,
     arg: &serde_json::Value,
 ) -> Result<serde_json::Value, BrowserError> {
+    evaluate_json_in(page, live, what, js, arg, None).await
+}
+
+/// [`evaluate_json`] in the execution context `context` (a world oncepost made in a frame), or the main
+/// frame's when `None`.
+pub(super) async fn evaluate_json_in(
+    page: &Page,
+    live: &Liveness,
+    what: &str,
+    js: &str,
+    arg: &serde_json::Value,
+    context: Option<ExecutionContextId>,
+) -> Result<serde_json::Value, BrowserError> {
     let expression = format!("({js})({arg})");
-    let params = EvaluateParams::builder()
+    let mut params = EvaluateParams::builder()
         .expression(expression)
         .await_promise(true)
         .return_by_value(true)
         .build()
         .map_err(BrowserError::Script)?;
+    params.context_id = context;
     let resp = live.call(what, page.execute(params)).await?;
     if let Some(ex) = &resp.result.exception_details {
         let msg = ex
@@ -465,9 +516,9 @@ pub(crate) struct Act {
 }
 
 #[derive(Deserialize)]
-struct RawResult {
-    checks: Vec<RawCheck>,
-    acted: Option<String>,
+pub(super) struct RawResult {
+    pub(super) checks: Vec<RawCheck>,
+    pub(super) acted: Option<String>,
 }
 
 /// Whether the checks scroll each element into view before measuring it.
@@ -502,7 +553,7 @@ pub(crate) async fn shown_texts(
     let opts = serde_json::json!({ "scroll": false, "frames": false, "full_text": true });
     let js = format!("(locs) => ({CHECK_JS})(locs, null, {opts})");
     let value = evaluate_json(page, live, "read what the fields show", &js, &locs).await?;
-    let raw: RawResult = serde_json::from_value(value)
+    let mut raw: RawResult = serde_json::from_value(value)
         .map_err(|e| BrowserError::Script(format!("unexpected check result: {e}")))?;
     if raw.checks.len() != fields.len() {
         return Err(BrowserError::Script(format!(
@@ -510,6 +561,9 @@ pub(crate) async fn shown_texts(
             raw.checks.len(),
             fields.len()
         )));
+    }
+    if raw.checks.iter().any(|c| c.cross_at.is_some()) {
+        super::other_origin::check_across(page, live, fields, &mut raw.checks, None, &opts).await?;
     }
     Ok(raw.checks.into_iter().map(|r| r.text).collect())
 }
@@ -531,9 +585,9 @@ pub(crate) async fn check_and_act(
         && locators
             .iter()
             .any(|l| l.states.contains(&ElementState::Stable));
-    let act = serde_json::to_value(act).unwrap_or(serde_json::Value::Null);
+    let act_arg = serde_json::to_value(act).unwrap_or(serde_json::Value::Null);
     let opts = serde_json::json!({ "scroll": scroll == Scroll::IntoView, "frames": frames, "full_text": false });
-    let js = format!("(locs) => ({CHECK_JS})(locs, {act}, {opts})");
+    let js = format!("(locs) => ({CHECK_JS})(locs, {act_arg}, {opts})");
     let evaluate = async || -> Result<RawResult, BrowserError> {
         let value = evaluate_json(page, live, "locator checks", &js, &locs).await?;
         serde_json::from_value(value)
@@ -550,13 +604,21 @@ pub(crate) async fn check_and_act(
     {
         raw = evaluate().await?;
     }
-    let (raws, acted) = (raw.checks, raw.acted);
+    let (mut raws, mut acted) = (raw.checks, raw.acted);
     if raws.len() != locators.len() {
         return Err(BrowserError::Script(format!(
             "{} results for {} locators",
             raws.len(),
             locators.len()
         )));
+    }
+    // Locators behind an iframe of another origin: checked (and acted on) inside that frame. The action
+    // above found no target there ("not found"), so it did nothing; the frame's own answer replaces it.
+    if raws.iter().any(|c| c.cross_at.is_some())
+        && let Some(done) =
+            super::other_origin::check_across(page, live, locators, &mut raws, act, &opts).await?
+    {
+        acted = Some(done);
     }
     Ok((
         locators

@@ -93,6 +93,7 @@ pub mod dialogs;
 pub mod door;
 pub mod guard;
 pub mod locator;
+mod other_origin;
 pub mod probe;
 pub mod readback;
 mod reuse;

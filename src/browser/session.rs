@@ -521,11 +521,12 @@ fn scrub_history(profile: &Path) {
 /// container, no GPU, no QUIC so every request is visible HTTP/1-2, nothing in the background, service
 /// workers never preloaded so CDP Fetch sees every request).
 ///
-/// Not `disable-web-security`, though it would let the checks into a frame of another site (tried in stop 34:
+/// Not `disable-web-security`, though it lets the checks into a frame of another site (tried in stop 34:
 /// with site isolation off too, Fixturebook's `cross-origin` composer was published once): it lifts the
 /// same-origin rule for the page as well, and the door fetches every GET a page makes, so a hostile page could
 /// read any origin's answer through it (a cloud metadata endpoint, a loopback service) and send it out in a
-/// GET's URL. docs/contracts.md, "Frames of another site".
+/// GET's URL. Such a frame is checked from inside instead (other_origin.rs; docs/contracts.md, "Frames of
+/// another origin").
 const OUR_FLAGS: &[&str] = &[
     "no-sandbox",
     "disable-gpu",

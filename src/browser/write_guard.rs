@@ -14,9 +14,9 @@
 //! Not covered by an alarm (measured): a service worker registered by the page has its script fetched, but
 //! its own install-time request is neither paused nor sent during the probe (chromiumoxide auto-attaches
 //! workers with `waitForDebuggerOnStart` and detaches service workers); the server sees zero writes, but
-//! the probe does not report that attempt. Cross-origin iframes (OOPIF, targets of their own) are guarded
-//! (browser-wide; Fixturebook's `/hostile/cross-origin`, tests/it/door.rs) but their locators cannot be
-//! checked yet. A request nobody answers would hang forever, so an answer that
+//! the probe does not report that attempt. Iframes of another origin are guarded too (browser-wide;
+//! Fixturebook's `/hostile/cross-origin`, tests/it/door.rs); their locators are checked inside them
+//! (`other_origin.rs`). A request nobody answers would hang forever, so an answer that
 //! cannot be sent is recorded as a guard fault instead of being dropped silently.
 //!
 //! The log is behind a mutex. A poisoned mutex (a task panicked holding it) fails closed: every request

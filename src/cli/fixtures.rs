@@ -80,7 +80,8 @@ pub struct ServeArgs {
     /// Show posts rendered from markdown (`**b**`, `[label](url)`, `# heading`), as most platforms do.
     #[arg(long)]
     pub render_markdown: bool,
-    /// Print one JSON line `{"base_url": ..., "data_dir": ..., "fault": ...}` instead of the bare URL.
+    /// Print one JSON line `{"base_url": ..., "other_origin_url": ..., "data_dir": ..., "fault": ...}`
+    /// instead of the bare URL.
     #[arg(long)]
     pub json: bool,
 }
@@ -162,7 +163,12 @@ async fn serve(args: ServeArgs, data_dir: PathBuf) -> anyhow::Result<()> {
     if args.json {
         outln!(
             "{}",
-            serde_json::json!({"base_url": base_url, "data_dir": dir, "fault": fault})
+            serde_json::json!({
+                "base_url": base_url,
+                "other_origin_url": platform.other_origin_url(),
+                "data_dir": dir,
+                "fault": fault,
+            })
         );
     } else {
         outln!("{base_url}");

@@ -101,6 +101,10 @@ pub enum Misbehaviour {
     /// which sends every post it holds again (`POST /api/posts`, from the worker) whenever a later page
     /// announces a publish. In a warm browser the LAST post would meet the next press's armed takeover.
     ServiceWorkerOutbox,
+    /// The compose page framed from another origin of the same site (`?port=`: Fixturebook's other origin,
+    /// [`super::RunningPlatform::other_origin_url`]), which publishes to its own `/api/posts`: out of the
+    /// page's scripts' reach, in the page's process, the viewer's session with it.
+    OtherOriginFrame,
 }
 
 /// The counter key of a draft saved through `POST /api/posts` (`/hostile/one-endpoint`).
@@ -283,5 +287,9 @@ pub const HOSTILE_VARIANTS: &[HostileVariant] = &[
     HostileVariant {
         name: "sw-outbox",
         misbehaviour: Misbehaviour::ServiceWorkerOutbox,
+    },
+    HostileVariant {
+        name: "other-origin",
+        misbehaviour: Misbehaviour::OtherOriginFrame,
     },
 ];

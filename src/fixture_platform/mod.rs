@@ -218,6 +218,14 @@ impl FixturePlatform {
             port: config.port,
             source,
         })?;
+        // The same platform at another origin of the same site (another port): what `/hostile/other-origin`
+        // frames its compose page from. Cookies know no port, so a viewer logged in at one is at both.
+        let other = TcpListener::bind(("127.0.0.1", 0))
+            .await
+            .map_err(|source| FixtureError::Bind { port: 0, source })?;
+        let other_addr = other
+            .local_addr()
+            .map_err(|source| FixtureError::Bind { port: 0, source })?;
         let shared = Arc::new(Shared {
             dir,
             state: Mutex::new(state),
@@ -241,9 +249,16 @@ impl FixturePlatform {
             }
         };
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
-        let accept = tokio::spawn(conn::accept_loop(listener, shared.clone(), shutdown_rx));
+        let both = futures::future::join(
+            conn::accept_loop(listener, shared.clone(), shutdown_rx.clone()),
+            conn::accept_loop(other, shared.clone(), shutdown_rx),
+        );
+        let accept = tokio::spawn(async move {
+            both.await;
+        });
         Ok(RunningPlatform {
             addr,
+            other_addr,
             shared,
             shutdown_tx,
             accept: Some(accept),
@@ -256,6 +271,7 @@ impl FixturePlatform {
 #[derive(Debug)]
 pub struct RunningPlatform {
     addr: SocketAddr,
+    other_addr: SocketAddr,
     shared: Arc<Shared>,
     shutdown_tx: watch::Sender<bool>,
     accept: Option<JoinHandle<()>>,
@@ -271,6 +287,12 @@ impl RunningPlatform {
     /// The bound address.
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// `http://127.0.0.1:OTHER`: the same platform at another origin of the same site (another port), from
+    /// which `/hostile/other-origin?port=OTHER` frames its compose page.
+    pub fn other_origin_url(&self) -> String {
+        format!("http://{}", self.other_addr)
     }
 
     /// A snapshot of the arrival counters.

@@ -62,6 +62,7 @@ const HOSTILE: &[&str] = &[
     "enter-to-send",
     "wizard",
     "sw-outbox",
+    "other-origin",
 ];
 
 /// The content of a hostile page, by name (`fixtures/hostile/NAME.html`).
@@ -109,6 +110,7 @@ const HOSTILE: &[&str] = &[
 {%- when "enter-to-send" %}{% include "hostile/enter-to-send.html" %}
 {%- when "wizard" %}{% include "hostile/wizard.html" %}
 {%- when "sw-outbox" %}{% include "hostile/sw-outbox.html" %}
+{%- when "other-origin" %}{% include "hostile/other-origin.html" %}
 {%- when _ %}
 {%- endmatch -%}
 "#
@@ -599,7 +601,7 @@ mod tests {
             if *name == "outbox-relay" {
                 // Not a compose page: the window `outbox` opens.
                 assert!(html.contains(r#"id="outbox-state""#), "{name}");
-            } else if !["iframe", "covered-iframe", "cross-origin"].contains(name) {
+            } else if !["iframe", "covered-iframe", "cross-origin", "other-origin"].contains(name) {
                 assert!(html.contains(r#"id="post-text""#), "{name}");
                 assert!(html.contains(r#"id="publish""#), "{name}");
             } else {

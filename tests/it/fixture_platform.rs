@@ -411,7 +411,7 @@ async fn hostile_pages_are_served_with_the_compose_dom_and_the_worker_script() {
     let names = HOSTILE_VARIANTS
         .iter()
         .map(|v| v.name)
-        .filter(|n| !["iframe", "covered-iframe", "cross-origin"].contains(n))
+        .filter(|n| !["iframe", "covered-iframe", "cross-origin", "other-origin"].contains(n))
         .chain(["iframe-inner", "covered-iframe-inner", "cross-origin-inner"]);
     for name in names {
         let (s, html) = get(&p, &format!("/hostile/{name}"), None).await;
@@ -428,6 +428,17 @@ async fn hostile_pages_are_served_with_the_compose_dom_and_the_worker_script() {
         covered.contains(r#"src="/hostile/covered-iframe-inner""#)
             && covered.contains(r#"id="frame-cover""#)
     );
+    // The compose page of the other origin: framed by a script, from the port it is given.
+    let (_, other) = get(&p, "/hostile/other-origin?port=1", None).await;
+    assert!(other.contains(r#"id="compose-frame""#) && other.contains("'/compose'"));
+    let r = http()
+        .get(format!("{}/compose", p.other_origin_url()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let framed = r.text().await.unwrap();
+    assert!(framed.contains(r#"id="post-text""#) && framed.contains(r#"id="publish""#));
     let (_, dup) = get(&p, "/hostile/duplicate-match", None).await;
     assert_eq!(dup.matches(r#"id="publish""#).count(), 2);
     let r = http()

@@ -40,6 +40,7 @@ mod mcp;
 mod model;
 mod one_endpoint;
 mod optional_steps;
+mod other_origin;
 mod partition;
 mod probe;
 mod process_edges;
