@@ -126,7 +126,11 @@ async fn the_full_browser_reaches_a_frame_of_the_same_site_and_names_one_of_anot
     let text = unique("another site, full browser");
     let (code, v, err) = run(&other_site, &text).await;
     assert_eq!(code, 11, "{v} {err}");
-    assert_eq!((v["state"].as_str(), v["pressed"].as_bool()), (Some("failed"), Some(false)), "{v}");
+    assert_eq!(
+        (v["state"].as_str(), v["pressed"].as_bool()),
+        (Some("failed"), Some(false)),
+        "{v}"
+    );
     let intent = env.show(v["key"].as_str().unwrap_or_default()).await;
     assert!(
         intent.to_string().contains("process of its own"),
