@@ -17,6 +17,10 @@
 //! trusted mouse event at top-level pixels goes to the frame the hit test finds, and typing goes to the
 //! focused element, in whatever frame it is (measured on the headless shell, stop 34).
 //!
+//! The read-back lists posts inside such frames the same way ([`frames_inside`]: a world in each frame of
+//! another origin the page's documents hold, and where the frame sits for the screenshot's masks); the
+//! read-back keeps them only when the frame's origin is the platform's (`origins.allowed`).
+//!
 //! This reaches a frame Chromium runs in the page's own process: every frame of the same site (another port
 //! or subdomain), and on `chromium-headless-shell` a frame of any site. The full browser runs a frame of
 //! another site in a process of its own (site isolation), which the page's session cannot make a world in:
@@ -260,6 +264,123 @@ async fn frame_world(
         ))),
         Err(e) => Err(e),
     }
+}
+
+/// A frame of another origin the page shows, reached from inside: a world oncepost made in it, and where
+/// its content box's corner sits in the top viewport.
+pub(crate) struct FrameInside {
+    /// The world made in the frame.
+    pub context: ExecutionContextId,
+    /// Its content box's left, in top-level CSS pixels.
+    pub x: f64,
+    /// Its content box's top, in top-level CSS pixels.
+    pub y: f64,
+}
+
+/// Where an iframe's content box sits in the top viewport, through the frames above it (each of an origin
+/// its parent reads); `null` past a frame of another origin (a frame of another origin inside one).
+const PLACE_JS: &str = r#"function () {
+  let el = this, x = 0, y = 0;
+  for (let i = 0; i < 64; i++) {
+    const w = el.ownerDocument.defaultView, r = el.getBoundingClientRect(), cs = w.getComputedStyle(el);
+    x += r.left + el.clientLeft + (parseFloat(cs.paddingLeft) || 0);
+    y += r.top + el.clientTop + (parseFloat(cs.paddingTop) || 0);
+    if (w === w.top) return { x, y };
+    let up = null;
+    try { up = w.frameElement; } catch (e) { up = null; }
+    if (!up) return null;
+    el = up;
+  }
+  return null;
+}"#;
+
+/// The frames of another origin among the page's (its documents and the frames of theirs it reads), each
+/// with a world inside it and its place: the iframes `hosts_js` (called with `arg`) returns as an array.
+/// An iframe that holds no frame, cannot be placed, or runs in another process is left out.
+pub(crate) async fn frames_inside(
+    page: &Page,
+    live: &Liveness,
+    hosts_js: &str,
+    arg: &serde_json::Value,
+) -> Result<Vec<FrameInside>, BrowserError> {
+    use chromiumoxide::cdp::js_protocol::runtime::{CallFunctionOnParams, GetPropertiesParams};
+    let params = EvaluateParams::builder()
+        .expression(format!("({hosts_js})({arg})"))
+        .await_promise(true)
+        .return_by_value(false)
+        .build()
+        .map_err(BrowserError::Script)?;
+    let listed = live
+        .call("list the frames of another origin", page.execute(params))
+        .await?;
+    let Some(array) = listed.result.result.object_id.clone() else {
+        return Ok(Vec::new());
+    };
+    let props = GetPropertiesParams::builder()
+        .object_id(array)
+        .own_properties(true)
+        .build()
+        .map_err(BrowserError::Script)?;
+    let props = live
+        .call("read the frames of another origin", page.execute(props))
+        .await?;
+    let mut out = Vec::new();
+    for p in &props.result.result {
+        if p.name.parse::<usize>().is_err() {
+            continue;
+        }
+        let Some(element) = p.value.as_ref().and_then(|v| v.object_id.clone()) else {
+            continue;
+        };
+        let node = live
+            .call(
+                "describe a frame of another origin",
+                page.execute(
+                    DescribeNodeParams::builder()
+                        .object_id(element.clone())
+                        .build(),
+                ),
+            )
+            .await?;
+        let Some(frame_id) = node.result.node.frame_id.clone() else {
+            continue;
+        };
+        let place = CallFunctionOnParams::builder()
+            .object_id(element)
+            .function_declaration(PLACE_JS)
+            .return_by_value(true)
+            .build()
+            .map_err(BrowserError::Script)?;
+        let placed = live
+            .call("place a frame of another origin", page.execute(place))
+            .await?;
+        let at = placed.result.result.value.clone().unwrap_or_default();
+        let (Some(x), Some(y)) = (at["x"].as_f64(), at["y"].as_f64()) else {
+            continue;
+        };
+        let world = CreateIsolatedWorldParams::builder()
+            .frame_id(frame_id)
+            .world_name(WORLD)
+            .build()
+            .map_err(BrowserError::Script)?;
+        match live
+            .call(
+                "make a world in a frame of another origin",
+                page.execute(world),
+            )
+            .await
+        {
+            Ok(w) => out.push(FrameInside {
+                context: w.result.execution_context_id,
+                x,
+                y,
+            }),
+            // In a process of its own (the full browser's site isolation): not read, as before.
+            Err(BrowserError::Cdp { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -485,30 +485,34 @@ pub struct Readback {
 }
 
 // Items, and what is inside each, are found in the document and in its open shadow roots (a feed rendered by
-// web components): see `shadow_js!`; and in its same-origin frames (a frame of another site is out of a page
-// script's reach: docs/contracts.md), where an app shell or a widget of the same site shows its posts. Each
-// frame's content box is placed in the top viewport for the masks. At most 64 documents.
+// web components): see `shadow_js!`; and in its same-origin frames, where an app shell or a widget of the same
+// site shows its posts. Each frame's content box is placed in the top viewport for the masks. At most 64
+// documents. A frame of another origin is out of this script's reach: `p.hosts` asks for those iframes
+// instead (other_origin.rs lists each from inside, in a world of its own, where `origin` says whose it is).
 const ITEMS_JS: &str = concat!(
     "(p) => {",
     shadow_js!(),
     r#"
   const docs = [{ doc: document, x: 0, y: 0 }];
+  const hosts = [];
   for (let i = 0; i < docs.length && docs.length < 64; i++) {
     const { doc, x, y } = docs[i];
     for (const f of deepAll(doc, 'iframe, frame')) {
       let d = null;
       try { d = f.contentDocument; } catch (e) { d = null; }
+      if (!d && hosts.length < 64) hosts.push(f);
       if (!d || docs.length >= 64) continue;
       const r = f.getBoundingClientRect(), cs = f.ownerDocument.defaultView.getComputedStyle(f);
       docs.push({ doc: d, x: x + r.left + f.clientLeft + (parseFloat(cs.paddingLeft) || 0),
                   y: y + r.top + f.clientTop + (parseFloat(cs.paddingTop) || 0) });
     }
   }
+  if (p.hosts) return hosts;
   let found = [];
   for (const sel of p.item) { found = docs.flatMap(d => deepAll(d.doc, sel)); if (found.length) break; }
   const masks = docs.flatMap(d => p.masks.flatMap(s => { try { return deepAll(d.doc, s); } catch (e) { return []; } })
     .map(e => { const r = e.getBoundingClientRect(); return { x: d.x + r.left, y: d.y + r.top, w: r.width, h: r.height }; }));
-  return { dpr: window.devicePixelRatio || 1, masks, items: found.map(el => {
+  return { dpr: window.devicePixelRatio || 1, origin: location.origin, hosts: hosts.length, masks, items: found.map(el => {
     const t = deepOne(el, p.text);
     const a = deepOne(el, 'a[href]');
     const au = p.author ? deepOne(el, p.author) : null;
@@ -533,6 +537,12 @@ const ITEMS_JS: &str = concat!(
 #[derive(Deserialize)]
 struct Listed {
     dpr: f64,
+    /// The origin of the document listed (`location.origin`).
+    #[serde(default)]
+    origin: String,
+    /// How many iframes of another origin its documents hold (listed from inside when there are any).
+    #[serde(default)]
+    hosts: usize,
     masks: Vec<BoxRect>,
     items: Vec<ShownItem>,
 }
@@ -691,21 +701,50 @@ async fn list_once(
     plan: &ReadbackPlan,
     judge: &(dyn Fn(&[ShownItem]) -> Judged + Sync),
 ) -> Result<(Listed, Judged), BrowserError> {
-    let v = evaluate_json(
-        page,
-        live,
-        "list post items",
-        ITEMS_JS,
-        &serde_json::json!({
-            "item": plan.item_css, "text": plan.text_css,
-            "id_attribute": plan.id_attribute, "id_text": plan.id_text_css, "masks": plan.masks,
-            "author": plan.author_css, "author_attribute": plan.author_attribute,
-            "marker": plan.marker, "marker_css": plan.marker_css,
-        }),
-    )
-    .await?;
+    let params = serde_json::json!({
+        "item": plan.item_css, "text": plan.text_css,
+        "id_attribute": plan.id_attribute, "id_text": plan.id_text_css, "masks": plan.masks,
+        "author": plan.author_css, "author_attribute": plan.author_attribute,
+        "marker": plan.marker, "marker_css": plan.marker_css,
+    });
+    let v = evaluate_json(page, live, "list post items", ITEMS_JS, &params).await?;
     let mut listed: Listed = serde_json::from_value(v)
         .map_err(|e| BrowserError::Script(format!("read-back result: {e}")))?;
+    // Posts shown inside a frame of another origin (a comment widget served from `comments.example.com`):
+    // listed from inside that frame, after the page's own, and only when its origin is the platform's
+    // (`origins.allowed`): a frame of any other origin is someone else's content, never the platform's
+    // word that a post is there.
+    let frames = if listed.hosts == 0 {
+        Vec::new()
+    } else {
+        let mut hosts = params.clone();
+        hosts["hosts"] = serde_json::Value::Bool(true);
+        super::other_origin::frames_inside(page, live, ITEMS_JS, &hosts).await?
+    };
+    for frame in frames {
+        let v = super::checks::evaluate_json_in(
+            page,
+            live,
+            "list post items in a frame of another origin",
+            ITEMS_JS,
+            &params,
+            Some(frame.context),
+        )
+        .await?;
+        let inside: Listed = serde_json::from_value(v)
+            .map_err(|e| BrowserError::Script(format!("read-back result: {e}")))?;
+        if !plan.allowed_origins.contains(&inside.origin) {
+            continue;
+        }
+        listed.items.extend(inside.items);
+        listed
+            .masks
+            .extend(inside.masks.into_iter().map(|m| BoxRect {
+                x: m.x + frame.x,
+                y: m.y + frame.y,
+                ..m
+            }));
+    }
     if let Some(re) = &plan.id_from_link {
         for it in &mut listed.items {
             if it.id.is_none()

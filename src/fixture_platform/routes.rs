@@ -1108,7 +1108,8 @@ fn as_asked(req: &Request<Incoming>, page: String) -> String {
 
 /// `?framed=1` on a post's page or the search: a page of its own that shows the posts only inside an iframe
 /// (the same path and query without `framed`, from the same site), as an app shell or an embedded widget of the
-/// same site does.
+/// same site does; `&port=OTHER`: the frame from that port of the same host (Fixturebook's other origin), as a
+/// comment widget served from `comments.example.com` is.
 const FRAMED: &str = r#"<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Discussion · Fixturebook</title>
 <link rel="stylesheet" href="/static/style.css"></head>
@@ -1118,9 +1119,12 @@ const FRAMED: &str = r#"<!doctype html>
 <script>
 (function () {
   var q = new URLSearchParams(location.search);
+  var port = q.get('port');
   q.delete('framed');
+  q.delete('port');
   var s = q.toString();
-  document.getElementById('posts-frame').src = location.pathname + (s ? '?' + s : '');
+  var origin = /^[0-9]{1,5}$/.test(port || '') ? location.protocol + '//' + location.hostname + ':' + port : '';
+  document.getElementById('posts-frame').src = origin + location.pathname + (s ? '?' + s : '');
 })();
 </script>
 </main></body></html>

@@ -138,3 +138,61 @@ async fn the_full_browser_reaches_a_frame_of_the_same_site_and_names_one_of_anot
     );
     assert_eq!((env.arrivals(), env.copies(&text)), (1, 0));
 }
+
+/// Posts shown only inside a frame of another origin (`?framed=1&port=OTHER` on the post and search pages,
+/// as a comment widget served from `comments.example.com` shows them): with that origin in `origins.allowed`
+/// (the platform's own) the post is read back there by its permalink, and one already there is found by the
+/// look before writing and never sent again. Without the origin in `origins.allowed` the frame is someone
+/// else's content: nothing in it is read, and the send ends indeterminate. Red without the listing from
+/// inside the frame (the first publish: indeterminate).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn posts_inside_a_frame_of_the_platforms_other_origin_are_read_there() {
+    let env = start().await;
+    let other = env.platform.other_origin_url();
+    let port = other.rsplit(':').next().unwrap_or_default().to_string();
+    let framed = kit::read_pages_asking(&format!("framed=1&port={port}"));
+    let allowed = framed.replace(
+        r#"allowed = ["{base_url}"]"#,
+        &format!(r#"allowed = ["{{base_url}}", "{other}"]"#),
+    );
+    assert_ne!(allowed, framed);
+    let c = env.write_file("framed-other-origin.toml", &allowed);
+    let text = unique("read inside a frame of another origin");
+    let (code, v, err) = env.publish("alice", &c, &text, &[]).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["state"], "published", "{v}");
+    let t = env.show(v["key"].as_str().unwrap_or_default()).await;
+    let read = t["events"]
+        .as_array()
+        .and_then(|es| es.iter().find(|e| e["kind"] == "published"))
+        .map(|e| e["details"]["readback"]["readback"].clone())
+        .unwrap_or_default();
+    assert_eq!(read["by"], "permalink", "{t}");
+    assert!(
+        read["url"]
+            .as_str()
+            .is_some_and(|u| u.ends_with(&format!("?framed=1&port={port}"))),
+        "{read}"
+    );
+
+    // A post already there: found inside the search page's frame, nothing sent again.
+    let there = unique("already inside a frame of another origin");
+    let r = kit::platform::post_directly(&env.base_url(), "alice", &there).await;
+    assert_eq!(r.status().as_u16(), 201);
+    let arrivals = env.arrivals();
+    let (code, v, err) = env.publish("alice", &c, &there, &[]).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["pressed"], false, "{v}");
+    assert!(
+        kit::event_kinds(&v["timeline"]).contains(&"found_before_write".to_string()),
+        "{v}"
+    );
+    assert_eq!((env.arrivals(), env.copies(&there)), (arrivals, 1));
+
+    // The same pages, the frame's origin not the platform's: what it shows is not read.
+    let c = env.write_file("framed-not-allowed.toml", &framed);
+    let text = unique("shown by someone else's frame");
+    let (_, v, err) = env.publish("alice", &c, &text, &[]).await;
+    assert_eq!(v["state"], "indeterminate", "{v} {err}");
+    assert_eq!(env.copies(&text), 1, "made once, never again");
+}
