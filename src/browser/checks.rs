@@ -598,7 +598,11 @@ pub(crate) async fn check_and_act(
     // being made: the DOM agent lists those, and once the keeper holds a new one the check runs again.
     // Asked only on a miss (a found element costs nothing more), and never again after an action was done
     // (the check runs its action again).
-    if raw.checks.iter().any(|c| c.used.is_none())
+    // (A locator behind a frame of another origin is no miss here: it is looked for inside that frame.)
+    if raw
+        .checks
+        .iter()
+        .any(|c| c.used.is_none() && c.cross_at.is_none())
         && raw.acted.as_deref() != Some("done")
         && super::closed_roots::keep_parser_made(page, live).await? > 0
     {

@@ -31,7 +31,9 @@ use std::collections::BTreeMap;
 use chromiumoxide::Page;
 use chromiumoxide::cdp::browser_protocol::dom::DescribeNodeParams;
 use chromiumoxide::cdp::browser_protocol::page::CreateIsolatedWorldParams;
-use chromiumoxide::cdp::js_protocol::runtime::{EvaluateParams, ExecutionContextId};
+use chromiumoxide::cdp::js_protocol::runtime::{
+    EvaluateParams, ExecutionContextId, RemoteObjectId,
+};
 
 use super::checks::{Act, BoxRect, CHECK_JS, RawCheck, RawResult, evaluate_json, evaluate_json_in};
 use super::locator::NamedLocator;
@@ -235,14 +237,38 @@ async fn frame_world(
             "iframe {last:?} of another origin is not there (or not alone)"
         )));
     };
+    Ok(world_in(page, live, object).await?.map_err(|no| match no {
+        NoWorld::NoFrame => format!("iframe {last:?} holds no frame"),
+        NoWorld::OtherProcess(message) => format!(
+            "iframe {last:?} is of another origin and runs in a process of its own (Chromium's site \
+             isolation: a frame of another site in the full browser), out of the page's reach: {message}; \
+             chromium-headless-shell runs it in the page's process"
+        ),
+    }))
+}
+
+/// Why no world could be made in an iframe's frame.
+enum NoWorld {
+    /// The element holds no frame (not an iframe, or not loaded).
+    NoFrame,
+    /// Chromium runs the frame in another process (its answer): out of the page's session's reach.
+    OtherProcess(String),
+}
+
+/// A world oncepost makes inside the frame the iframe `element` (a main-world object) holds.
+async fn world_in(
+    page: &Page,
+    live: &Liveness,
+    element: RemoteObjectId,
+) -> Result<Result<ExecutionContextId, NoWorld>, BrowserError> {
     let node = live
         .call(
             "describe an iframe of another origin",
-            page.execute(DescribeNodeParams::builder().object_id(object).build()),
+            page.execute(DescribeNodeParams::builder().object_id(element).build()),
         )
         .await?;
     let Some(frame_id) = node.result.node.frame_id.clone() else {
-        return Ok(Err(format!("iframe {last:?} holds no frame")));
+        return Ok(Err(NoWorld::NoFrame));
     };
     let world = CreateIsolatedWorldParams::builder()
         .frame_id(frame_id)
@@ -257,11 +283,7 @@ async fn frame_world(
         .await
     {
         Ok(w) => Ok(Ok(w.result.execution_context_id)),
-        Err(BrowserError::Cdp { message, .. }) => Ok(Err(format!(
-            "iframe {last:?} is of another origin and runs in a process of its own (Chromium's site \
-             isolation: a frame of another site in the full browser), out of the page's reach: {message}; \
-             chromium-headless-shell runs it in the page's process"
-        ))),
+        Err(BrowserError::Cdp { message, .. }) => Ok(Err(NoWorld::OtherProcess(message))),
         Err(e) => Err(e),
     }
 }
@@ -332,21 +354,8 @@ pub(crate) async fn frames_inside(
         let Some(element) = p.value.as_ref().and_then(|v| v.object_id.clone()) else {
             continue;
         };
-        let node = live
-            .call(
-                "describe a frame of another origin",
-                page.execute(
-                    DescribeNodeParams::builder()
-                        .object_id(element.clone())
-                        .build(),
-                ),
-            )
-            .await?;
-        let Some(frame_id) = node.result.node.frame_id.clone() else {
-            continue;
-        };
         let place = CallFunctionOnParams::builder()
-            .object_id(element)
+            .object_id(element.clone())
             .function_declaration(PLACE_JS)
             .return_by_value(true)
             .build()
@@ -358,26 +367,9 @@ pub(crate) async fn frames_inside(
         let (Some(x), Some(y)) = (at["x"].as_f64(), at["y"].as_f64()) else {
             continue;
         };
-        let world = CreateIsolatedWorldParams::builder()
-            .frame_id(frame_id)
-            .world_name(WORLD)
-            .build()
-            .map_err(BrowserError::Script)?;
-        match live
-            .call(
-                "make a world in a frame of another origin",
-                page.execute(world),
-            )
-            .await
-        {
-            Ok(w) => out.push(FrameInside {
-                context: w.result.execution_context_id,
-                x,
-                y,
-            }),
-            // In a process of its own (the full browser's site isolation): not read, as before.
-            Err(BrowserError::Cdp { .. }) => {}
-            Err(e) => return Err(e),
+        // No frame, or one in a process of its own (the full browser's site isolation): not read, as before.
+        if let Ok(context) = world_in(page, live, element).await? {
+            out.push(FrameInside { context, x, y });
         }
     }
     Ok(out)
