@@ -424,7 +424,10 @@ impl<'a> ProbePage<'a> {
     /// Between the two, one animation frame: an editor that renders what was inserted in its next frame
     /// (Trix) took the key pressed before that render into a node of its own, and showed "broken in tw o"
     /// for good (the fill check refused it, nothing pressed): 5 publishes in 30 under two busy cores, 0 in 30
-    /// with the frame.
+    /// with the frame. And a page may move the caret meanwhile: DokuWiki's ready handler puts it at the start
+    /// of its text field, and run late (a probe under load) the last key went there ("ga probe fills this and
+    /// presses nothin"). A text field's caret is put back at its end before the key: what was typed ends
+    /// there, whether it replaced the field's text or was added after it.
     async fn type_text(&self, text: &str) -> Result<(), BrowserError> {
         match last_key(text) {
             Some((head, last, tail)) => {
@@ -433,7 +436,7 @@ impl<'a> ProbePage<'a> {
                     self.live
                         .call(
                             "let the editor render the text",
-                            self.page.evaluate(ONE_FRAME_JS),
+                            self.page.evaluate(FRAME_THEN_CARET_AT_END_JS),
                         )
                         .await?;
                 }
@@ -946,6 +949,16 @@ pub(crate) fn typed_values<'a>(field: &NamedLocator, text: &'a str) -> Vec<&'a s
     }
     values
 }
+
+/// One animation frame (at most 50 ms), then, when the focused element (through same-origin frames) is a
+/// `textarea` or `input` whose caret is not at the end of its value, the caret put back there.
+const FRAME_THEN_CARET_AT_END_JS: &str = r#"new Promise(r => { requestAnimationFrame(() => setTimeout(r, 0)); setTimeout(r, 50); }).then(() => {
+  let d = document, a = d.activeElement;
+  try { while (a && a.contentDocument) { d = a.contentDocument; a = d.activeElement; } } catch (e) { return; }
+  if (!a || !['textarea', 'input'].includes(a.localName) || typeof a.value !== 'string') return;
+  const n = a.value.length;
+  try { if (a.selectionStart !== n || a.selectionEnd !== n) a.setSelectionRange(n, n); } catch (e) { }
+})"#;
 
 /// One animation frame, at most 50 ms.
 const ONE_FRAME_JS: &str =

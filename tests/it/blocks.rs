@@ -355,3 +355,18 @@ async fn a_rich_editor_typed_as_text_is_parked_with_a_why_naming_the_line_breaks
         "{show}"
     );
 }
+
+/// A page that puts the caret at the start of its text field while the typing goes on
+/// (`/compose?caret_reset=1`, as DokuWiki's ready handler did when it ran late): the caret goes back to the
+/// end of what was typed before the last key, and the post goes in whole. Red without that: the last key at
+/// the start, refused before the press.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_that_moves_the_caret_while_typing_still_gets_the_text_whole() {
+    let env = start().await;
+    let c = env.write_file("caret-reset.toml", &kit::compose_asking("caret_reset=1"));
+    let text = unique("typed while the page moved its caret");
+    let (code, v, err) = env.publish("alice", &c, &text, &[]).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["state"], "published", "{v}");
+    assert_eq!((env.arrivals(), env.copies(&text)), (1, 1), "{v}");
+}
