@@ -98,23 +98,9 @@ async fn the_full_browser_reaches_a_frame_of_the_same_site_and_names_one_of_anot
         "scripts/setup.sh installs Debian's full Chromium for this test"
     );
     let env = start().await;
-    let run = async |c: &std::path::Path, text: &str| {
-        let args = env.publish_args("alice", c, text);
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let out = env
-            .oncepost
-            .command(&args)
-            .env("ONCEPOST_CHROMIUM", full)
-            .output()
-            .await
-            .expect("run oncepost");
-        let (code, stdout, err) = kit::cli::output_of(&out);
-        let v: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_default();
-        (code, v, err)
-    };
     let same_site = contract(&env, "other-origin.toml", "");
     let text = unique("same site, full browser");
-    let (code, v, err) = run(&same_site, &text).await;
+    let (code, v, err) = env.publish_in(full, "alice", &same_site, &text).await;
     assert_eq!(code, 0, "{v} {err}");
     assert_eq!(v["state"], "published", "{v}");
     assert_eq!((env.arrivals(), env.copies(&text)), (1, 1), "{v}");
@@ -124,7 +110,7 @@ async fn the_full_browser_reaches_a_frame_of_the_same_site_and_names_one_of_anot
         &kit::hostile_contract_text("cross-origin", Some("iframe#compose-frame")),
     );
     let text = unique("another site, full browser");
-    let (code, v, err) = run(&other_site, &text).await;
+    let (code, v, err) = env.publish_in(full, "alice", &other_site, &text).await;
     assert_eq!(code, 11, "{v} {err}");
     assert_eq!(
         (v["state"].as_str(), v["pressed"].as_bool()),

@@ -98,18 +98,8 @@ async fn the_compose_page_is_in_front_when_it_is_used_in_the_full_browser() {
         "url = \"{base_url}/compose?visible_only=1\"",
     );
     let text = unique("in front");
-    let args = env.publish_args("alice", &contract, &text);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let out = env
-        .oncepost
-        .command(&args)
-        .env("ONCEPOST_CHROMIUM", full)
-        .output()
-        .await
-        .expect("run oncepost");
-    let (code, stdout, err) = kit::cli::output_of(&out);
-    assert_eq!(code, 0, "{stdout} {err}");
-    let v: serde_json::Value = serde_json::from_str(&stdout).expect("json");
+    let (code, v, err) = env.publish_in(full, "alice", &contract, &text).await;
+    assert_eq!(code, 0, "{v} {err}");
     assert_eq!(v["state"], "published", "{v}");
     assert_eq!(env.copies(&text), 1);
 }

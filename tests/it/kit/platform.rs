@@ -137,6 +137,28 @@ impl Env {
         self.oncepost.run_json(&args).await
     }
 
+    /// [`Env::publish`] with no extra arguments, in the Chromium at `chromium` (`ONCEPOST_CHROMIUM`): (exit
+    /// code, the JSON report or `Value::Null`, stderr).
+    pub async fn publish_in(
+        &self,
+        chromium: &Path,
+        account: &str,
+        contract: &Path,
+        text: &str,
+    ) -> (i32, Value, String) {
+        let args = self.publish_args(account, contract, text);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = self
+            .oncepost
+            .command(&args)
+            .env("ONCEPOST_CHROMIUM", chromium)
+            .output()
+            .await
+            .expect("run oncepost");
+        let (code, stdout, err) = super::cli::output_of(&out);
+        (code, serde_json::from_str(&stdout).unwrap_or_default(), err)
+    }
+
     /// `reconcile --json --key KEY` through `contract` at this platform: (exit code, the JSON, stderr).
     pub async fn reconcile_key(&self, contract: &Path, key: &str) -> (i32, Value, String) {
         let (c, base) = (contract.to_string_lossy().into_owned(), self.base_url());
