@@ -74,6 +74,9 @@ pub enum SuccessRule {
         /// Wait for it to be there (true) or gone (false).
         present: bool,
     },
+    /// (A contract that publishes over a WebSocket.) One of the platform's messages on the create socket,
+    /// after the create message was written, matches; its named group `id` is the post id.
+    SocketAnswer(regex::Regex),
 }
 
 /// One success signal of a publish plan.
@@ -653,6 +656,23 @@ impl<'a> ComposePage<'a> {
                             return Ok(Some((seen, s.id.clone())));
                         }
                     }
+                    SuccessRule::SocketAnswer(re) => {
+                        let answers = self.session.write_guard().door().sockets().answers();
+                        if let Some(c) = answers
+                            .iter()
+                            .find_map(|m| re.captures(std::str::from_utf8(m).ok()?))
+                        {
+                            let seen = SuccessSeen {
+                                via: "socket_answer".into(),
+                                id: c
+                                    .name("id")
+                                    .map(|m| m.as_str().to_string())
+                                    .filter(|id| !id.is_empty()),
+                                page_url: url.clone(),
+                            };
+                            return Ok(Some((seen, s.id.clone())));
+                        }
+                    }
                     SuccessRule::ResponseJson { .. } | SuccessRule::ResponseStatus { .. } => {}
                 }
             }
@@ -700,7 +720,12 @@ impl PublishControl {
         let session = page.session;
         let live = session.liveness();
         let guard = session.write_guard();
-        let paused = guard.arm(create.clone());
+        // Over a WebSocket the create is a message on the relayed socket (`door/socket.rs`), else a request.
+        let armed = if create.method == super::door::socket::WEBSOCKET {
+            Armed::Socket(guard.arm_socket(create.clone()))
+        } else {
+            Armed::Request(guard.arm(create.clone()))
+        };
         let fence = auth.consume();
         // Pressed: a `confirm()` the page asks now ("Publish this post?") is part of the press, answered as
         // the contract says (dismissed by default, as before the press).
@@ -726,22 +751,46 @@ impl PublishControl {
             });
         }
         let f2 = fence.clone();
-        let outcome = transport::dispatch(
-            guard,
-            session.browser(),
-            live,
-            paused,
-            opts,
-            move |w| before_send(f2, w),
-            &mut log,
-        )
-        .await;
+        let outcome = match armed {
+            Armed::Request(paused) => {
+                transport::dispatch(
+                    guard,
+                    session.browser(),
+                    live,
+                    paused,
+                    opts,
+                    move |w| before_send(f2, w),
+                    &mut log,
+                )
+                .await
+            }
+            Armed::Socket(handover) => {
+                transport::dispatch_socket(
+                    guard,
+                    handover,
+                    opts,
+                    move |w| before_send(f2, w),
+                    &mut log,
+                )
+                .await
+            }
+        };
         Pressed {
             fence,
             outcome,
             log,
         }
     }
+}
+
+/// What a press armed: the takeover of a create request, or of a create message on the relayed socket.
+enum Armed {
+    Request(
+        tokio::sync::oneshot::Receiver<
+            chromiumoxide::cdp::browser_protocol::fetch::EventRequestPaused,
+        >,
+    ),
+    Socket(tokio::sync::oneshot::Receiver<super::door::socket::Handover>),
 }
 
 /// The press as a click: trusted mouse events at the checked centre (move, press, release).

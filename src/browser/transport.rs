@@ -145,28 +145,7 @@ impl CreatePattern {
 
     /// Whether a request matches (for the create pattern: is the create request).
     pub fn matches(&self, r: &RequestFacts<'_>) -> bool {
-        let url = r.url;
-        if !r.method.eq_ignore_ascii_case(&self.method) {
-            return false;
-        }
-        if self.exclude.as_ref().is_some_and(|re| re.is_match(url)) {
-            return false;
-        }
-        let url_ok = match &self.url {
-            UrlMatch::Exact(want) => {
-                // Compared percent-decoded: a template encodes a field value one way (`'` as `%27`), a
-                // page's encodeURIComponent another; both mean the same URL.
-                let bare = url.split(['?', '#']).next().unwrap_or(url);
-                let decode = |u: &str| {
-                    percent_encoding::percent_decode_str(u)
-                        .decode_utf8_lossy()
-                        .into_owned()
-                };
-                bare == want.as_str() || decode(bare) == decode(want)
-            }
-            UrlMatch::Regex(re) => re.is_match(url),
-        };
-        if !url_ok {
+        if !r.method.eq_ignore_ascii_case(&self.method) || !self.matches_url(r.url) {
             return false;
         }
         let headers_ok = self.headers.iter().all(|(name, re)| {
@@ -187,6 +166,29 @@ impl CreatePattern {
         let text = String::from_utf8_lossy(body);
         self.body.as_ref().is_none_or(|re| re.is_match(&text))
             && !self.not_body.as_ref().is_some_and(|re| re.is_match(&text))
+    }
+
+    /// Whether a URL is this pattern's (`url` or `url_regex`, and not `not_url_regex`), whatever the
+    /// method, headers and body: the socket door relays a WebSocket whose URL a rule names, and judges each
+    /// of its messages by the whole rule.
+    pub fn matches_url(&self, url: &str) -> bool {
+        if self.exclude.as_ref().is_some_and(|re| re.is_match(url)) {
+            return false;
+        }
+        match &self.url {
+            UrlMatch::Exact(want) => {
+                // Compared percent-decoded: a template encodes a field value one way (`'` as `%27`), a
+                // page's encodeURIComponent another; both mean the same URL.
+                let bare = url.split(['?', '#']).next().unwrap_or(url);
+                let decode = |u: &str| {
+                    percent_encoding::percent_decode_str(u)
+                        .decode_utf8_lossy()
+                        .into_owned()
+                };
+                bare == want.as_str() || decode(bare) == decode(want)
+            }
+            UrlMatch::Regex(re) => re.is_match(url),
+        }
     }
 }
 
@@ -276,6 +278,10 @@ pub enum DispatchOutcome {
         /// Why that is known.
         proof: String,
     },
+    /// The create message of a contract that publishes over a WebSocket was written whole to the
+    /// platform's socket (a socket has no response: its answer, if any, is one of the platform's messages,
+    /// read by the success signal `socket_answer`).
+    Delivered,
     /// Bytes may have left and no complete response came back.
     Unknown {
         /// What happened.
@@ -494,63 +500,18 @@ where
             details,
         })
     };
-    let mut paused = paused;
-    let ev = match tokio::time::timeout(opts.pause_wait, &mut paused).await {
-        Ok(Ok(ev)) => ev,
-        _ => {
-            // Nothing handed over within the bound: take the slot back so a late one is failed.
-            if guard.disarm() {
-                // The absence of a paused request is not proof by itself: a page can write by a channel
-                // Fetch never sees. The proof is the door's ledger since the press (see `not_sent_proof`).
-                return match guard.not_sent_proof() {
-                    Ok(door) => {
-                        let proof = format!(
-                            "no request matching the create request reached oncepost within {} ms of \
-                             pressing, and from now on any is failed before it leaves; {door}",
-                            opts.pause_wait.as_millis()
-                        );
-                        note("not_paused", serde_json::json!({ "proof": proof }));
-                        DispatchOutcome::NotSent { proof }
-                    }
-                    Err(doubt) => {
-                        let reason = format!(
-                            "the create request never reached oncepost within {} ms of pressing, but {doubt}",
-                            opts.pause_wait.as_millis()
-                        );
-                        note(
-                            "not_paused_in_doubt",
-                            serde_json::json!({ "reason": reason }),
-                        );
-                        DispatchOutcome::Unknown { reason }
-                    }
-                };
-            }
-            // Lost the race: one was handed over just now and is on its way.
-            match tokio::time::timeout(Duration::from_secs(1), &mut paused).await {
-                Ok(Ok(ev)) => ev,
-                _ => {
-                    // The guard could not hand it over, so it failed it before it left.
-                    return match guard.not_sent_proof() {
-                        Ok(door) => {
-                            let proof = format!(
-                                "the create request was never handed over (the guard failed it); {door}"
-                            );
-                            note("not_paused", serde_json::json!({ "proof": proof }));
-                            DispatchOutcome::NotSent { proof }
-                        }
-                        Err(doubt) => {
-                            let reason =
-                                format!("the create request was never handed over, but {doubt}");
-                            note(
-                                "not_paused_in_doubt",
-                                serde_json::json!({ "reason": reason }),
-                            );
-                            DispatchOutcome::Unknown { reason }
-                        }
-                    };
-                }
-            }
-        }
+    let ev = match handed_over(
+        paused,
+        opts,
+        || guard.disarm(),
+        guard,
+        "create request",
+        &mut note,
+    )
+    .await
+    {
+        Ok(ev) => ev,
+        Err(outcome) => return outcome,
     };
     note(
         "paused",
@@ -619,7 +580,10 @@ where
                     body,
                 } => PageAnswer::Fulfill(*status, headers.clone(), body.clone()),
                 DispatchOutcome::NotSent { .. } => PageAnswer::Fail(ErrorReason::ConnectionRefused),
-                DispatchOutcome::Unknown { .. } => PageAnswer::Fail(ErrorReason::ConnectionClosed),
+                // (`send_once` never gives it: only a socket's message is delivered.)
+                DispatchOutcome::Unknown { .. } | DispatchOutcome::Delivered => {
+                    PageAnswer::Fail(ErrorReason::ConnectionClosed)
+                }
             };
             answer_page(browser, live, &ev, answer).await;
             outcome
@@ -633,6 +597,153 @@ where
         } => serde_json::json!({
             "outcome": "response", "status": status, "headers": headers, "body_bytes": body.len(),
             "body": String::from_utf8_lossy(&body[..body.len().min(4096)]),
+        }),
+        other => serde_json::to_value(other).unwrap_or_default(),
+    };
+    note("outcome", summary);
+    outcome
+}
+
+/// Wait (bounded by `pause_wait`) for what the armed press hands over. Nothing within the bound: the slot is
+/// taken back (`disarm`; from then on every match is refused before it leaves) and the outcome is "not
+/// sent" on the door's proof, or in doubt without it.
+async fn handed_over<T>(
+    mut slot: tokio::sync::oneshot::Receiver<T>,
+    opts: &TransportOptions,
+    disarm: impl FnOnce() -> bool,
+    guard: &super::WriteGuard,
+    what: &str,
+    note: &mut impl FnMut(&str, serde_json::Value),
+) -> Result<T, DispatchOutcome> {
+    // `what`: "create request" or "create message".
+    if let Ok(Ok(v)) = tokio::time::timeout(opts.pause_wait, &mut slot).await {
+        return Ok(v);
+    }
+    // Nothing handed over within the bound: take the slot back so a late one is refused.
+    let (lead, nothing) = if disarm() {
+        // The absence of a handover is not proof by itself: a page can write by a channel Fetch never
+        // sees. The proof is the door's ledger since the press (see `not_sent_proof`).
+        (
+            format!(
+                "no {} matching the {what} reached oncepost within {} ms of pressing, and from now on \
+                 any is failed before it leaves",
+                if what.ends_with("message") {
+                    "message"
+                } else {
+                    "request"
+                },
+                opts.pause_wait.as_millis()
+            ),
+            format!(
+                "the {what} never reached oncepost within {} ms of pressing",
+                opts.pause_wait.as_millis()
+            ),
+        )
+    } else {
+        // Lost the race: one was handed over just now and is on its way.
+        if let Ok(Ok(v)) = tokio::time::timeout(Duration::from_secs(1), &mut slot).await {
+            return Ok(v);
+        }
+        // The guard could not hand it over, so it refused it before it left.
+        (
+            format!("the {what} was never handed over (the guard failed it)"),
+            format!("the {what} was never handed over"),
+        )
+    };
+    Err(match guard.not_sent_proof() {
+        Ok(door) => {
+            let proof = format!("{lead}; {door}");
+            note("not_paused", serde_json::json!({ "proof": proof }));
+            DispatchOutcome::NotSent { proof }
+        }
+        Err(doubt) => {
+            let reason = format!("{nothing}, but {doubt}");
+            note(
+                "not_paused_in_doubt",
+                serde_json::json!({ "reason": reason }),
+            );
+            DispatchOutcome::Unknown { reason }
+        }
+    })
+}
+
+/// Carry one dispatch of a contract that publishes over a WebSocket: wait for the create message the armed
+/// press's page sends on the relayed socket (`door/socket.rs`), record it (`hook`, before any byte of it
+/// leaves), then have the relay write it ONCE to the platform's connection. What the write did decides:
+/// whole, [`DispatchOutcome::Delivered`]; no byte taken, not sent; part of it, unknown.
+pub(crate) async fn dispatch_socket<H, Fut>(
+    guard: &super::WriteGuard,
+    handover: tokio::sync::oneshot::Receiver<crate::browser::door::socket::Handover>,
+    opts: &TransportOptions,
+    hook: H,
+    log: &mut Vec<WriteLogEntry>,
+) -> DispatchOutcome
+where
+    H: FnOnce(WireRequest) -> Fut,
+    Fut: Future<Output = Result<(), String>>,
+{
+    use crate::browser::door::socket::Sent;
+    let t0 = Instant::now();
+    let mut note = |what: &str, details: serde_json::Value| {
+        log.push(WriteLogEntry {
+            at_ms: t0.elapsed().as_millis() as u64,
+            what: what.into(),
+            details,
+        })
+    };
+    let h = match handed_over(
+        handover,
+        opts,
+        || guard.disarm_socket(),
+        guard,
+        "create message",
+        &mut note,
+    )
+    .await
+    {
+        Ok(h) => h,
+        Err(outcome) => return outcome,
+    };
+    let wire = h.wire.clone();
+    let hash = wire.hash();
+    note(
+        "paused",
+        serde_json::json!({
+            "method": wire.method, "url": wire.url, "resource_type": "WebSocket",
+            "headers": wire.headers,
+        }),
+    );
+    let hook_result = tokio::time::timeout(opts.hook_timeout, hook(wire.clone())).await;
+    if let Err(why) = hook_result
+        .map_err(|_| format!("before_send hook took over {:?}", opts.hook_timeout))
+        .and_then(|r| r)
+    {
+        let _ = h.decide(false).await;
+        note("hook_refused", serde_json::json!({ "why": why }));
+        return DispatchOutcome::NotSent {
+            proof: format!("the before-send record failed, message never sent: {why}"),
+        };
+    }
+    note(
+        "sending",
+        serde_json::json!({
+            "mode": opts.mode, "method": wire.method, "url": wire.url,
+            "body_bytes": wire.body.len(), "wire_request_hash": hash.as_str(),
+        }),
+    );
+    let outcome = match h.decide(true).await {
+        Sent::Whole => DispatchOutcome::Delivered,
+        Sent::Nothing(why) => DispatchOutcome::NotSent {
+            proof: format!("the platform's socket took no byte of the create message: {why}"),
+        },
+        Sent::Partly(why) => DispatchOutcome::Unknown {
+            reason: format!("the create message may have reached the platform in part: {why}"),
+        },
+    };
+    let summary = match &outcome {
+        DispatchOutcome::Delivered => serde_json::json!({
+            "outcome": "delivered",
+            "body": String::from_utf8_lossy(&wire.body[..wire.body.len().min(4096)]),
         }),
         other => serde_json::to_value(other).unwrap_or_default(),
     };

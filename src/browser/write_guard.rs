@@ -39,6 +39,7 @@ use tokio::sync::oneshot;
 
 use super::door::Door;
 use super::door::reads::ReadAnswer;
+use super::door::socket::{self, Handover, SocketRecord};
 use super::door::typed::Watched;
 use super::session::BrowserHandle;
 use super::transport::{
@@ -186,6 +187,12 @@ impl WriteGuard {
             log: log.clone(),
             door: door.clone(),
         };
+        // The relayed create socket's messages are judged in the door (`door/socket.rs`) and logged here
+        // like every write: a blocked one is a write the page attempted, a further create message an extra,
+        // a declared one let through.
+        let socket_log = log.clone();
+        door.sockets()
+            .set_recorder(Arc::new(move |r| record_socket(&socket_log, r)));
         let answerer = Answerer {
             live: live.clone(),
             browser: browser.clone(),
@@ -273,6 +280,35 @@ impl WriteGuard {
             });
         }
         rx
+    }
+
+    /// Arm the press of a contract that publishes over a WebSocket: the first create message on the relayed
+    /// socket from now on is handed to the returned receiver (`door/socket.rs`); every later one is a
+    /// further create, never sent. The marks for "not sent" are taken as for a create request.
+    pub(crate) fn arm_socket(&self, pattern: CreatePattern) -> oneshot::Receiver<Handover> {
+        let knocks_mark = self.door.sinkhole().mark();
+        if let Ok(mut l) = self.log.lock() {
+            l.pressed = true;
+            let (faults_mark, writes_mark) = (l.faults.len(), l.writes.len());
+            l.takeover = Some(Takeover {
+                pattern,
+                slot: None,
+                extras: Vec::new(),
+                knocks_mark,
+                faults_mark,
+                writes_mark,
+            });
+            // Armed under the log's lock: a message judged now is logged after the takeover is there.
+            return self.door.sockets().arm();
+        }
+        // A poisoned log: nothing armed (the receiver's sender is dropped at once), and `not_sent_proof`
+        // refuses, so the press ends in doubt, never "not sent".
+        oneshot::channel().1
+    }
+
+    /// Take the socket press's slot back if nothing was handed over (see [`WriteGuard::disarm`]).
+    pub(crate) fn disarm_socket(&self) -> bool {
+        self.door.sockets().disarm()
     }
 
     /// After a press whose create request never reached the harness: the proof that nothing left, or the
@@ -423,6 +459,12 @@ impl WriteGuard {
     }
 
     fn declare(&self, rules: Vec<CreatePattern>, create: CreatePattern, pass: bool) {
+        // A contract that publishes over a WebSocket: its socket is relayed during a publish (refused in a
+        // probe), its declared messages judged there. Any other contract: every socket refused.
+        let socket_create = (create.method == socket::WEBSOCKET).then(|| create.clone());
+        self.door
+            .sockets()
+            .declare(socket_create, rules.clone(), pass);
         if let Ok(mut l) = self.log.lock() {
             l.declared = (!rules.is_empty()).then_some(Declared {
                 rules,
@@ -490,6 +532,7 @@ impl WriteGuard {
             ));
         }
         l.takeover = None;
+        self.door.sockets().reset();
         l.typed.clear();
         l.pressed = false;
         l.readers.clear();
@@ -508,6 +551,38 @@ impl WriteGuard {
     /// How many requests were paused in total (GET/HEAD included).
     pub fn paused_count(&self) -> usize {
         self.log.lock().map(|l| l.paused).unwrap_or_default()
+    }
+}
+
+/// Log what the relayed create socket did with one of the page's messages (see `door/socket.rs`).
+fn record_socket(log: &Mutex<Log>, r: SocketRecord) {
+    let Ok(mut l) = log.lock() else {
+        return;
+    };
+    let attempt = |url: String, declared: bool| WriteAttempt {
+        method: socket::WEBSOCKET.into(),
+        url,
+        resource_type: "WebSocket".into(),
+        frame_id: String::new(),
+        blocked: true,
+        carried_typed_text: false,
+        declared,
+    };
+    match r {
+        SocketRecord::Blocked { url, declared } => l.writes.push(attempt(url, declared)),
+        SocketRecord::Extra { url } => {
+            let a = attempt(url, false);
+            if let Some(t) = l.takeover.as_mut() {
+                t.extras.push(a.clone());
+            }
+            l.writes.push(a);
+        }
+        SocketRecord::Forwarded { url } => l.forwarded.push(ForwardedWrite {
+            method: socket::WEBSOCKET.into(),
+            url,
+            status: None,
+            error: None,
+        }),
     }
 }
 

@@ -459,6 +459,11 @@ pub struct SuccessSignal {
     /// The post id is this field's posted value (a wiki page named by its title; format 2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id_from_field: Option<String>,
+    /// (format 2, a create over a WebSocket) A regex over the platform's messages on the create socket after
+    /// the create message was sent: the first that matches is the answer; its named group `id`, when it has
+    /// one, is the post id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub socket_answer: Option<String>,
     /// The app shows it has synced (format 2): an element, or an attribute or class on it, appears or
     /// disappears after the create answer. It carries no id (`id_from_field` may give one; else the post is
     /// found by search). Like every signal it only starts the read-back: it never settles a post alone.
@@ -580,7 +585,18 @@ pub struct Evidence {
 }
 
 /// HTTP methods a request matcher may name (the check and the schema both read this list).
-pub(super) const METHODS: &[&str] = &["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
+pub(super) const METHODS: &[&str] = &[
+    "GET",
+    "HEAD",
+    "POST",
+    "PUT",
+    "PATCH",
+    "DELETE",
+    "OPTIONS",
+    // A message on a WebSocket (format 2): the create of a page that publishes over one, and the messages
+    // it sends there besides (`non_publish_writes`). Not an HTTP method: no request ever has it.
+    "WEBSOCKET",
+];
 
 /// URL template; `{base_url}` is the `--base-url` value.
 // Only the schema uses this type: template keys stay `String` in the structs and name it with

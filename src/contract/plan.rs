@@ -477,6 +477,8 @@ impl Contract {
                     id_attribute: s.id_attribute.clone(),
                     text: field_value(&s.element_text_field),
                 }
+            } else if let Some(r) = &s.socket_answer {
+                browser::SuccessRule::SocketAnswer(regex(&what, r)?)
             } else if let Some(sy) = &s.synced {
                 browser::SuccessRule::Synced {
                     css: sy.css.clone(),
@@ -583,6 +585,9 @@ fn request_pattern(
         })
     };
     let url = match (&m.url, &m.url_regex) {
+        (Some(u), _) if m.method == browser::door::socket::WEBSOCKET => {
+            browser::UrlMatch::Exact(socket_url(&fill_url(&format!("{what}.url"), u, vars)?))
+        }
         (Some(u), _) => browser::UrlMatch::Exact(fill_url(&format!("{what}.url"), u, vars)?),
         (None, Some(r)) => browser::UrlMatch::Regex(regex("url_regex", r)?),
         (None, None) => {
@@ -603,6 +608,19 @@ fn request_pattern(
             .push((name.clone(), regex(&format!("headers.{name}"), r)?));
     }
     Ok(pattern)
+}
+
+/// A WebSocket's URL as the door's relay writes the socket it judges: `ws://` as `http://` (what `{base_url}`
+/// gives), through `url` (a default port left out). A `wss://` one stays as it is (the checks refuse it).
+fn socket_url(u: &str) -> String {
+    match url::Url::parse(u) {
+        Ok(mut parsed) if parsed.scheme() == "ws" => {
+            let _ = parsed.set_scheme("http");
+            parsed.to_string()
+        }
+        Ok(parsed) => parsed.to_string(),
+        Err(_) => u.to_string(),
+    }
 }
 
 /// Read-back and success elements are found by CSS (the pages are read, never acted on).

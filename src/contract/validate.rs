@@ -10,6 +10,7 @@ use super::expand_template;
 use super::format::*;
 use super::plan::live_socket_endpoint;
 use super::spans::KeyPath;
+use crate::browser::door::socket::WEBSOCKET;
 
 /// A problem found by a semantic check.
 pub struct Finding {
@@ -316,6 +317,48 @@ impl Checker {
 /// method and URL unless both tell themselves apart by what is inside, and, when the create request is told
 /// apart by its headers or body, never a rule that is not (a publish whose body the create rule misses would
 /// be let through as this).
+/// A WebSocket message rule (`method = "WEBSOCKET"`, format 2): named by its socket's `url` (the relay sees
+/// the path inside the tunnel), a plain `ws://` one (or `{base_url}` on http), no headers (a message has none).
+fn socket_rule(k: &mut Checker, c: &Contract, p: KeyPath, r: &RequestMatcher, what: &str) {
+    if c.format < 2 {
+        k.err(
+            p.key("method"),
+            format!("a {what} on a WebSocket needs format = 2"),
+            "set format = 2",
+        );
+    }
+    if !r.headers.is_empty() {
+        k.err(
+            p.key("headers"),
+            "a WebSocket message has no headers",
+            "tell messages apart by body_regex (the message as the page wrote it)",
+        );
+    }
+    let Some(u) = &r.url else {
+        k.err(
+            p.key("url_regex"),
+            format!("a {what} on a WebSocket is named by its socket's url"),
+            "url = \"{base_url}/socket/path\" or \"ws://host:port/path\" (matched without the query)",
+        );
+        return;
+    };
+    let sample = sample_url(u);
+    match url::Url::parse(&sample) {
+        Ok(parsed) if matches!(parsed.scheme(), "http" | "ws") => {}
+        Ok(parsed) if matches!(parsed.scheme(), "https" | "wss") => k.err(
+            p.key("url"),
+            format!("{sample}: a socket over TLS (wss://) is not relayed"),
+            "oncepost reads each message before it is sent, which TLS between the page and the platform \
+             forbids; such a page cannot be published over its socket (docs/contracts.md)",
+        ),
+        _ => k.err(
+            p.key("url"),
+            format!("{sample} is not a WebSocket URL"),
+            "ws://host:port/path, or {base_url}/path on a platform served over http",
+        ),
+    }
+}
+
 fn apart_from_create(
     k: &mut Checker,
     p: KeyPath,
@@ -890,6 +933,24 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
             );
         }
     }
+    let socket_create = create.method == WEBSOCKET;
+    if socket_create {
+        socket_rule(&mut k, c, publish.key("create_request"), create, "create");
+        if c.publish.transport == Transport::Browser {
+            k.err(
+                publish.key("transport"),
+                "a create over a WebSocket is sent by the harness",
+                "remove transport: the door relays the socket and sends the create message once",
+            );
+        }
+        if !c.publish.rejection_statuses.is_empty() {
+            k.err(
+                publish.key("rejection_statuses"),
+                "a message on a socket has no status",
+                "remove rejection_statuses: an answer that is not the success is doubt, settled by reading",
+            );
+        }
+    }
     let inside_format2 = |k: &mut Checker, path: KeyPath, r: &RequestMatcher| {
         for (key, set) in [
             ("headers", !r.headers.is_empty()),
@@ -920,12 +981,37 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
                 "reads (and CORS preflights) always pass; declare only the writes the page makes",
             );
         }
+        if w.method == WEBSOCKET {
+            socket_rule(&mut k, c, p.clone(), w, "non-publish message");
+            if !socket_create {
+                k.err(
+                    p.key("method"),
+                    "WebSocket messages are declared only where the page publishes over one",
+                    "a socket the page only hears on is a [[live_sockets]] entry",
+                );
+            }
+            if w.body_regex.is_none() {
+                k.err(
+                    p.clone(),
+                    "a non-publish message needs its body_regex",
+                    "say which messages these are (e.g. body_regex = '^\\{\"type\":\"draft\"'): every other \
+                     message on the socket is never sent",
+                );
+            }
+        }
         apart_from_create(&mut k, p, w, &c.publish.create_request, "non-publish write");
     }
     for (i, r) in c.read_requests.iter().enumerate() {
         let p = root.key("read_requests").index(i);
         format2(&mut k, p.clone(), "read_requests");
         k.request(p.clone(), r, &["base_url"]);
+        if r.method == WEBSOCKET {
+            k.err(
+                p.key("method"),
+                "a WebSocket message is no read request",
+                "declare the messages the page sends on its create socket as [[non_publish_writes]]",
+            );
+        }
         if matches!(r.method.as_str(), "GET" | "HEAD") {
             k.err(
                 p.key("method"),
@@ -998,9 +1084,28 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
             s.json_field.is_some() || s.response_status.is_some(),
             s.element.is_some(),
             s.synced.is_some(),
+            s.socket_answer.is_some(),
         ];
         if kinds.iter().filter(|b| **b).count() != 1 {
-            k.err(p.clone(), "a success signal is exactly one of: url_regex; response_status/json_field; element; synced", "split it into several [[success]] entries");
+            k.err(p.clone(), "a success signal is exactly one of: url_regex; response_status/json_field; element; synced; socket_answer", "split it into several [[success]] entries");
+        }
+        if let Some(r) = &s.socket_answer {
+            format2(&mut k, p.key("socket_answer"), "socket_answer");
+            k.regex(p.key("socket_answer"), r, false);
+            if !socket_create {
+                k.err(
+                    p.key("socket_answer"),
+                    "socket_answer needs a create over a WebSocket",
+                    "publish.create_request.method = \"WEBSOCKET\"; an HTTP create's answer is read by response_status/json_field",
+                );
+            }
+        }
+        if socket_create && (s.json_field.is_some() || s.response_status.is_some()) {
+            k.err(
+                p.clone(),
+                "a create over a WebSocket has no HTTP response",
+                "read its answer with socket_answer = '\"id\":(?P<id>\\d+)', or watch the page (url_regex, element, synced)",
+            );
         }
         if let Some(sy) = &s.synced {
             format2(&mut k, p.key("synced"), "synced");

@@ -1712,13 +1712,16 @@ where
                 reason: reason.clone(),
             };
         }
-        DispatchOutcome::Response { status, body, .. } => (*status, body.as_slice()),
+        DispatchOutcome::Response { status, body, .. } => (Some(*status), body.as_slice()),
+        // A create message on a socket: no status; its answer is one of the platform's messages, which the
+        // success signal `socket_answer` reads.
+        DispatchOutcome::Delivered => (None, &[][..]),
     };
-    let early = settle::by_status(status, body, &plan.rejection_statuses);
+    let early = status.and_then(|s| settle::by_status(s, body, &plan.rejection_statuses));
     let seen = if early.is_none() {
         page.wait_success(
             &plan.success,
-            Some((status, body)),
+            status.map(|s| (s, body)),
             req.options.success_timeout,
         )
         .await

@@ -81,8 +81,8 @@ pub enum Verdict {
     },
     /// A response came back but no success signal appeared.
     NoSuccessSignal {
-        /// The response status.
-        status: u16,
+        /// The response status (`None`: a create message delivered on a socket, which has none).
+        status: Option<u16>,
     },
     /// Success signalled but the read-back did not find the post (after the propagation window).
     ReadbackNotFound {
@@ -190,7 +190,10 @@ pub fn land(v: Verdict) -> Landing {
             details: json!({ "error": error }),
         },
         Verdict::NoSuccessSignal { status } => Landing::Indeterminate {
-            reason: "no success signal after the response".into(),
+            reason: match status {
+                Some(_) => "no success signal after the response".into(),
+                None => "no success signal after the create message was delivered".into(),
+            },
             details: json!({ "status": status }),
         },
         Verdict::ReadbackNotFound { readback } => Landing::Indeterminate {

@@ -54,6 +54,7 @@ mod review;
 mod secrets;
 mod sessions;
 mod shadow;
+mod socket_create;
 mod sources;
 mod store;
 mod store_triggers;

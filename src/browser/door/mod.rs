@@ -11,7 +11,10 @@
 //!                                      the armed create request: sent ONCE by the harness (transport.rs)
 //!                                      any other write: failed before it leaves (write_guard.rs)
 //!   anything else (WebSocket, WebTransport, TURN/TCP, Chromium's own calls)
-//!        ──▶ --proxy-server=127.0.0.1:<sinkhole>: logged and refused (403), no byte goes further
+//!        ──▶ --proxy-server=127.0.0.1:<sinkhole>: logged and refused (403), no byte goes further,
+//!            but the create socket of a contract that publishes over a WebSocket, during a publish:
+//!            relayed by oncepost, each message judged whole; the armed create message sent ONCE by the
+//!            harness (socket.rs)
 //!   WebRTC UDP ──▶ no UDP at all: a seccomp filter on every Chromium process (no_udp.rs; the guard
 //!                  installs it), and --webrtc-ip-handling-policy=disable_non_proxied_udp where honoured
 //! ```
@@ -23,10 +26,12 @@
 pub mod no_udp;
 pub mod reads;
 pub mod sinkhole;
+pub mod socket;
 pub mod typed;
 
 pub use reads::{MAX_READ_BODY, ReadFetcher};
 pub use sinkhole::{Knock, LiveSocket, Sinkhole};
+pub use socket::SocketDoor;
 
 use super::BrowserError;
 
@@ -36,15 +41,21 @@ use super::BrowserError;
 pub struct Door {
     sinkhole: Sinkhole,
     reads: ReadFetcher,
+    sockets: SocketDoor,
 }
 
 impl Door {
     /// Open the sinkhole (a free port on 127.0.0.1) and build the read client. Must happen before Chromium
     /// starts: its command line names the sinkhole.
     pub async fn open() -> Result<Door, BrowserError> {
-        let sinkhole = Sinkhole::start().await?;
+        let sockets = SocketDoor::default();
+        let sinkhole = Sinkhole::start(sockets.clone()).await?;
         let reads = ReadFetcher::new()?;
-        Ok(Door { sinkhole, reads })
+        Ok(Door {
+            sinkhole,
+            reads,
+            sockets,
+        })
     }
 
     /// The Chromium switches that leave the browser no route out but the sinkhole. `<-loopback>` matters:
@@ -65,5 +76,10 @@ impl Door {
     /// The read client.
     pub fn reads(&self) -> &ReadFetcher {
         &self.reads
+    }
+
+    /// The relayed create socket's rules and state.
+    pub fn sockets(&self) -> &SocketDoor {
+        &self.sockets
     }
 }

@@ -13,6 +13,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use super::super::BrowserError;
+use super::socket::{self, NotRelayed, SocketDoor};
 
 /// How long a client may take to send its request head.
 const HEAD_TIMEOUT: Duration = Duration::from_secs(3);
@@ -106,6 +107,9 @@ pub struct Sinkhole {
     ledger: Arc<Mutex<Ledger>>,
     /// The live sockets the running publish or probe's contract declares (empty: none).
     live: Arc<Mutex<Vec<LiveSocket>>>,
+    /// The one socket relayed instead of refused: the create socket of a contract that publishes over a
+    /// WebSocket (`socket.rs`).
+    sockets: SocketDoor,
     task: Arc<tokio::task::JoinHandle<()>>,
 }
 
@@ -119,8 +123,8 @@ impl Drop for Sinkhole {
 }
 
 impl Sinkhole {
-    /// Listen on a free port of 127.0.0.1.
-    pub async fn start() -> Result<Sinkhole, BrowserError> {
+    /// Listen on a free port of 127.0.0.1. A tunnel `sockets` relays is handed to it; every other is refused.
+    pub async fn start(sockets: SocketDoor) -> Result<Sinkhole, BrowserError> {
         let listener =
             TcpListener::bind("127.0.0.1:0")
                 .await
@@ -136,6 +140,7 @@ impl Sinkhole {
             dropped: 0,
         }));
         let l2 = ledger.clone();
+        let s2 = sockets.clone();
         let task = tokio::spawn(async move {
             loop {
                 let Ok((stream, _)) = listener.accept().await else {
@@ -144,13 +149,15 @@ impl Sinkhole {
                     continue;
                 };
                 let ledger = l2.clone();
-                tokio::spawn(async move { refuse(stream, &ledger).await });
+                let sockets = s2.clone();
+                tokio::spawn(async move { answer(stream, &ledger, sockets).await });
             }
         });
         Ok(Sinkhole {
             addr,
             ledger,
             live: Arc::new(Mutex::new(Vec::new())),
+            sockets,
             task: Arc::new(task),
         })
     }
@@ -198,13 +205,54 @@ impl Sinkhole {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
+        // The create socket of a contract that publishes over a WebSocket, while it is refused (a probe): the
+        // page's own socket, not a way out it tried.
+        let create = self
+            .sockets
+            .refused_endpoint()
+            .map(|(host, port)| LiveSocket { host, port });
         let mut v = self.knocks_since(mark);
-        v.retain(|k| !k.chromium_own && declared.iter().any(|s| s.matches(k)) == live);
+        v.retain(|k| {
+            !k.chromium_own
+                && (declared.iter().any(|s| s.matches(k))
+                    || create.as_ref().is_some_and(|s| s.matches(k)))
+                    == live
+        });
         v
     }
 }
 
-async fn refuse(mut stream: TcpStream, ledger: &Mutex<Ledger>) {
+/// Read a request head; relay it when it is a tunnel to the create socket of a running publish, else refuse
+/// it (and record it either way it was refused).
+async fn answer(mut stream: TcpStream, ledger: &Mutex<Ledger>, sockets: SocketDoor) {
+    let line = read_head(&mut stream).await;
+    if line.starts_with("CONNECT ")
+        && let (host, Some(port)) = target(&line)
+        && sockets.relays(&host, port)
+    {
+        match socket::relay(stream, host.clone(), port, sockets).await {
+            Ok(()) => {}
+            // Refused inside the tunnel: a knock like any other, named for a person reading evidence.
+            Err(why) => {
+                let seen = match why {
+                    NotRelayed::Tls => "TLS inside: a wss:// socket is not relayed".to_string(),
+                    NotRelayed::OtherUrl(url) => format!("a socket to {url}, which no rule names"),
+                    NotRelayed::NoHandshake => "no WebSocket handshake in it".to_string(),
+                };
+                record(ledger, &format!("{line} ({seen})"));
+            }
+        }
+        return;
+    }
+    record(ledger, &line);
+    let _ = stream
+        .write_all(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        .await;
+    let _ = stream.shutdown().await;
+}
+
+/// The first line of a request head (cut to [`KEPT_LINE`]), read within [`HEAD_TIMEOUT`].
+async fn read_head(stream: &mut TcpStream) -> String {
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 1024];
     let read_head = async {
@@ -217,18 +265,12 @@ async fn refuse(mut stream: TcpStream, ledger: &Mutex<Ledger>) {
     };
     let _ = tokio::time::timeout(HEAD_TIMEOUT, read_head).await;
     let head = String::from_utf8_lossy(&buf);
-    let line: String = head
-        .lines()
+    head.lines()
         .next()
         .unwrap_or("")
         .chars()
         .take(KEPT_LINE)
-        .collect();
-    record(ledger, &line);
-    let _ = stream
-        .write_all(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-        .await;
-    let _ = stream.shutdown().await;
+        .collect()
 }
 
 fn record(ledger: &Mutex<Ledger>, line: &str) {
@@ -310,7 +352,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_declared_live_socket_is_refused_but_not_the_pages_way_out() {
-        let s = Sinkhole::start().await.unwrap();
+        let s = Sinkhole::start(SocketDoor::default()).await.unwrap();
         let mark = s.mark();
         s.declare_live_sockets(vec![LiveSocket {
             host: "127.0.0.1".into(),
@@ -355,7 +397,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_tunnel_attempt_is_refused_and_recorded() {
-        let s = Sinkhole::start().await.unwrap();
+        let s = Sinkhole::start(SocketDoor::default()).await.unwrap();
         let mark = s.mark();
         let mut c = TcpStream::connect(s.addr()).await.unwrap();
         c.write_all(b"CONNECT 127.0.0.1:1 HTTP/1.1\r\nHost: 127.0.0.1:1\r\n\r\n")
