@@ -80,7 +80,7 @@ pub struct ServeArgs {
     /// Show posts rendered from markdown (`**b**`, `[label](url)`, `# heading`), as most platforms do.
     #[arg(long)]
     pub render_markdown: bool,
-    /// Print one JSON line `{"base_url": ..., "other_origin_url": ..., "data_dir": ..., "fault": ...}`
+    /// Print one JSON line `{"base_url": ..., "other_origin_url": ..., "tls_url": ..., "tls_root_pem": ..., "data_dir": ..., "fault": ...}`
     /// instead of the bare URL.
     #[arg(long)]
     pub json: bool,
@@ -166,6 +166,8 @@ async fn serve(args: ServeArgs, data_dir: PathBuf) -> anyhow::Result<()> {
             serde_json::json!({
                 "base_url": base_url,
                 "other_origin_url": platform.other_origin_url(),
+                "tls_url": platform.tls_url(),
+                "tls_root_pem": platform.tls_root_pem(),
                 "data_dir": dir,
                 "fault": fault,
             })

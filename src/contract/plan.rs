@@ -610,12 +610,17 @@ fn request_pattern(
     Ok(pattern)
 }
 
-/// A WebSocket's URL as the door's relay writes the socket it judges: `ws://` as `http://` (what `{base_url}`
-/// gives), through `url` (a default port left out). A `wss://` one stays as it is (the checks refuse it).
+/// A WebSocket's URL as the door's relay writes the socket it judges: `ws://` as `http://` and `wss://` as
+/// `https://` (what `{base_url}` gives), through `url` (a default port left out).
 fn socket_url(u: &str) -> String {
     match url::Url::parse(u) {
-        Ok(mut parsed) if parsed.scheme() == "ws" => {
-            let _ = parsed.set_scheme("http");
+        Ok(mut parsed) if matches!(parsed.scheme(), "ws" | "wss") => {
+            let scheme = if parsed.scheme() == "ws" {
+                "http"
+            } else {
+                "https"
+            };
+            let _ = parsed.set_scheme(scheme);
             parsed.to_string()
         }
         Ok(parsed) => parsed.to_string(),

@@ -318,7 +318,7 @@ impl Checker {
 /// apart by its headers or body, never a rule that is not (a publish whose body the create rule misses would
 /// be let through as this).
 /// A WebSocket message rule (`method = "WEBSOCKET"`, format 2): named by its socket's `url` (the relay sees
-/// the path inside the tunnel), a plain `ws://` one (or `{base_url}` on http), no headers (a message has none).
+/// the path inside the tunnel), `ws://` or `wss://` (or `{base_url}`), no headers (a message has none).
 fn socket_rule(k: &mut Checker, c: &Contract, p: KeyPath, r: &RequestMatcher, what: &str) {
     if c.format < 2 {
         k.err(
@@ -343,19 +343,14 @@ fn socket_rule(k: &mut Checker, c: &Contract, p: KeyPath, r: &RequestMatcher, wh
         return;
     };
     let sample = sample_url(u);
-    match url::Url::parse(&sample) {
-        Ok(parsed) if matches!(parsed.scheme(), "http" | "ws") => {}
-        Ok(parsed) if matches!(parsed.scheme(), "https" | "wss") => k.err(
-            p.key("url"),
-            format!("{sample}: a socket over TLS (wss://) is not relayed"),
-            "oncepost reads each message before it is sent, which TLS between the page and the platform \
-             forbids; such a page cannot be published over its socket (docs/contracts.md)",
-        ),
-        _ => k.err(
+    if !url::Url::parse(&sample)
+        .is_ok_and(|u| matches!(u.scheme(), "http" | "https" | "ws" | "wss"))
+    {
+        k.err(
             p.key("url"),
             format!("{sample} is not a WebSocket URL"),
-            "ws://host:port/path, or {base_url}/path on a platform served over http",
-        ),
+            "wss://host:port/path, ws://host:port/path, or {base_url}/path",
+        );
     }
 }
 

@@ -62,13 +62,14 @@ pub(crate) async fn accept_loop(
     listener: TcpListener,
     shared: Arc<Shared>,
     mut shutdown: watch::Receiver<bool>,
+    tls: Option<tokio_rustls::TlsAcceptor>,
 ) {
     let mut tasks = JoinSet::new();
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _peer)) => {
-                    tasks.spawn(serve_connection(stream, shared.clone(), shutdown.clone()));
+                    tasks.spawn(serve_connection(stream, shared.clone(), shutdown.clone(), tls.clone()));
                 }
                 Err(e) => {
                     // EMFILE and friends: back off briefly instead of spinning.
@@ -95,7 +96,8 @@ pub(crate) async fn accept_loop(
 async fn serve_connection(
     stream: TcpStream,
     shared: Arc<Shared>,
-    mut shutdown: watch::Receiver<bool>,
+    shutdown: watch::Receiver<bool>,
+    tls: Option<tokio_rustls::TlsAcceptor>,
 ) {
     let _ = stream.set_nodelay(true);
     let reset = Arc::new(AtomicBool::new(false));
@@ -103,6 +105,28 @@ async fn serve_connection(
         stream,
         reset: reset.clone(),
     };
+    match tls {
+        None => serve_io(socket, reset, shared, shutdown).await,
+        // The TLS port: the same platform over https (its root in `tls-root.pem`).
+        Some(acceptor) => {
+            if let Ok(Ok(stream)) =
+                tokio::time::timeout(HEADER_READ_TIMEOUT, acceptor.accept(socket)).await
+            {
+                serve_io(stream, reset, shared, shutdown).await;
+            }
+        }
+    }
+}
+
+async fn serve_io<I>(
+    io: I,
+    reset: Arc<AtomicBool>,
+    shared: Arc<Shared>,
+    mut shutdown: watch::Receiver<bool>,
+) where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let socket = io;
     let control = Arc::new(ConnControl::default());
     let svc_control = control.clone();
     let service = service_fn(move |req| {

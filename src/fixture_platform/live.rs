@@ -6,7 +6,10 @@
 //!
 //! Frames (text, JSON): `{"type":"draft","text":..}` (counted, answered `{"ok":true}`) and
 //! `{"type":"publish","text":..,"title"?:..}` (stores a post by the connection's account, answered
-//! `{"ok":true,"id":..,"url":..}`).
+//! `{"ok":true,"id":..,"url":..}`). The platform's create fault hits a publish frame too: `commit-then-drop`
+//! and `commit-then-500` store it and close the socket unanswered, `commit-then-delay` answers late,
+//! `reset-before-read` closes it before storing, `reject-4xx` answers `{"ok":false}`, `no-success-signal`
+//! answers `{"ok":true}` without the id.
 use std::sync::Arc;
 
 use async_tungstenite::WebSocketStream;
@@ -21,6 +24,7 @@ use hyper::{Request, Response, StatusCode, header};
 use hyper_util::rt::TokioIo;
 
 use super::Shared;
+use super::fault::FaultMode;
 
 /// `GET /api/live` with `Upgrade: websocket`: count the handshake, answer 101, serve frames.
 pub(crate) fn upgrade(
@@ -82,11 +86,20 @@ where
         };
         shared.lock_stats().websocket_frames += 1;
         let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+        let publish = v.get("type").and_then(|t| t.as_str()) == Some("publish");
+        // The create faults hit a publish frame as they hit the create request: what a socket can show of
+        // them (no answer after the commit, a late one, the connection dropped before anything is stored).
+        let fault = shared.fault();
+        if publish && fault.mode == FaultMode::ResetBeforeRead {
+            break;
+        }
         let answer = match v.get("type").and_then(|t| t.as_str()) {
             Some("publish") => {
                 let body = v.get("text").and_then(|t| t.as_str()).unwrap_or("");
                 if body.trim().is_empty() {
                     serde_json::json!({"ok": false, "error": "text is empty"})
+                } else if fault.mode == FaultMode::Reject4xx {
+                    serde_json::json!({"ok": false, "error": "rejected"})
                 } else {
                     let title = v
                         .get("title")
@@ -100,7 +113,17 @@ where
                     let _ = shared.persist().await;
                     shared.lock_stats().create_stored += 1;
                     shared.lock_stats().websocket_posts += 1;
-                    serde_json::json!({"ok": true, "id": post.id, "url": format!("/p/{}", post.id)})
+                    match fault.mode {
+                        FaultMode::CommitThenDrop | FaultMode::CommitThen500 => break,
+                        FaultMode::CommitThenDelay => {
+                            tokio::time::sleep(fault.delay()).await;
+                            serde_json::json!({"ok": true, "id": post.id, "url": format!("/p/{}", post.id)})
+                        }
+                        FaultMode::NoSuccessSignal => serde_json::json!({"ok": true}),
+                        _ => {
+                            serde_json::json!({"ok": true, "id": post.id, "url": format!("/p/{}", post.id)})
+                        }
+                    }
                 }
             }
             _ => serde_json::json!({"ok": true}),

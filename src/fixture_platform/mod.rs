@@ -60,6 +60,9 @@ pub enum FixtureError {
         /// The OS error.
         source: std::io::Error,
     },
+    /// The TLS port's certificate could not be made.
+    #[error("cannot make the TLS port's certificate: {0}")]
+    Tls(String),
     /// Reading or writing the data dir failed.
     #[error("fixture platform data at {path}: {source}")]
     Io {
@@ -226,6 +229,16 @@ impl FixturePlatform {
         let other_addr = other
             .local_addr()
             .map_err(|source| FixtureError::Bind { port: 0, source })?;
+        // The same platform over https on a third port, with a certificate for 127.0.0.1 and localhost
+        // issued by a root made at start (`tls_root_pem`, printed by `fixtures serve --json`: what a client
+        // trusts it by, `SSL_CERT_FILE`). A page served from there opens `wss://` sockets.
+        let tls = TcpListener::bind(("127.0.0.1", 0))
+            .await
+            .map_err(|source| FixtureError::Bind { port: 0, source })?;
+        let tls_addr = tls
+            .local_addr()
+            .map_err(|source| FixtureError::Bind { port: 0, source })?;
+        let (acceptor, tls_root_pem) = tls_acceptor().map_err(FixtureError::Tls)?;
         let shared = Arc::new(Shared {
             dir,
             state: Mutex::new(state),
@@ -249,16 +262,19 @@ impl FixturePlatform {
             }
         };
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
-        let both = futures::future::join(
-            conn::accept_loop(listener, shared.clone(), shutdown_rx.clone()),
-            conn::accept_loop(other, shared.clone(), shutdown_rx),
+        let all = futures::future::join3(
+            conn::accept_loop(listener, shared.clone(), shutdown_rx.clone(), None),
+            conn::accept_loop(other, shared.clone(), shutdown_rx.clone(), None),
+            conn::accept_loop(tls, shared.clone(), shutdown_rx, Some(acceptor)),
         );
         let accept = tokio::spawn(async move {
-            both.await;
+            all.await;
         });
         Ok(RunningPlatform {
             addr,
             other_addr,
+            tls_addr,
+            tls_root_pem,
             shared,
             shutdown_tx,
             accept: Some(accept),
@@ -272,6 +288,8 @@ impl FixturePlatform {
 pub struct RunningPlatform {
     addr: SocketAddr,
     other_addr: SocketAddr,
+    tls_addr: SocketAddr,
+    tls_root_pem: String,
     shared: Arc<Shared>,
     shutdown_tx: watch::Sender<bool>,
     accept: Option<JoinHandle<()>>,
@@ -293,6 +311,17 @@ impl RunningPlatform {
     /// which `/hostile/other-origin?port=OTHER` frames its compose page.
     pub fn other_origin_url(&self) -> String {
         format!("http://{}", self.other_addr)
+    }
+
+    /// `https://127.0.0.1:TLS`: the same platform over https, its certificate issued by
+    /// [`RunningPlatform::tls_root_pem`].
+    pub fn tls_url(&self) -> String {
+        format!("https://{}", self.tls_addr)
+    }
+
+    /// The root that issued the TLS port's certificate, PEM.
+    pub fn tls_root_pem(&self) -> &str {
+        &self.tls_root_pem
     }
 
     /// A snapshot of the arrival counters.
@@ -349,4 +378,35 @@ impl Drop for RunningPlatform {
             handle.abort();
         }
     }
+}
+
+/// A TLS acceptor with a certificate for 127.0.0.1 and localhost, issued by a root made here; the root's PEM.
+fn tls_acceptor() -> Result<(tokio_rustls::TlsAcceptor, String), String> {
+    use tokio_rustls::rustls;
+    let e = |e: rcgen::Error| e.to_string();
+    let root_key = rcgen::KeyPair::generate().map_err(e)?;
+    let mut root_params = rcgen::CertificateParams::new(Vec::<String>::new()).map_err(e)?;
+    root_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    root_params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "Fixturebook test root");
+    let root = rcgen::CertifiedIssuer::self_signed(root_params, root_key).map_err(e)?;
+    let leaf_key = rcgen::KeyPair::generate().map_err(e)?;
+    let leaf =
+        rcgen::CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()])
+            .and_then(|p| p.signed_by(&leaf_key, &root))
+            .map_err(e)?;
+    let provider = std::sync::Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let private = rustls::pki_types::PrivateKeyDer::Pkcs8(leaf_key.serialize_der().into());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_no_client_auth()
+        .with_single_cert(vec![leaf.der().clone(), root.der().clone()], private)
+        .map_err(|e| e.to_string())?;
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok((
+        tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config)),
+        root.pem(),
+    ))
 }

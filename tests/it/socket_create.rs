@@ -173,8 +173,8 @@ async fn a_publish_frame_before_the_press_never_leaves() {
     );
 }
 
-/// `contract check` passes the shipped contract and refuses what the relay could not honour: a socket over
-/// TLS, a `url_regex`, headers, a declared message with no body_regex (every message would pass), a declared
+/// `contract check` passes the shipped contract and refuses what the relay could not honour: a URL that is no
+/// socket's, a `url_regex`, headers, a declared message with no body_regex (every message would pass), a declared
 /// message where nothing publishes over a socket, an HTTP answer rule, `socket_answer` without a socket
 /// create, and all of it in format 1.
 #[tokio::test]
@@ -188,10 +188,10 @@ async fn a_socket_create_the_relay_cannot_honour_is_refused() {
     let create = r#"create_request = { method = "WEBSOCKET", url = "{base_url}/api/live", "#;
     for (name, from, to, says) in [
         (
-            "tls",
+            "scheme",
             create,
-            r#"create_request = { method = "WEBSOCKET", url = "wss://chat.example/api/live", "#,
-            "a socket over TLS (wss://) is not relayed",
+            r#"create_request = { method = "WEBSOCKET", url = "ftp://chat.example/api/live", "#,
+            "is not a WebSocket URL",
         ),
         (
             "regex",
@@ -235,4 +235,89 @@ async fn a_socket_create_the_relay_cannot_honour_is_refused() {
         env.assert_check_refuses(&format!("socket-{name}"), &changed, says)
             .await;
     }
+}
+
+/// The same page served over https: its socket is a `wss://` one. The browser's side of the tunnel ends at
+/// oncepost (the door's own certificate, pinned in the browser by its key), the platform's side is verified
+/// like every other connection of oncepost (here by Fixturebook's test root, `SSL_CERT_FILE`): published once,
+/// the id from the answer; run again, nothing more reaches the socket.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_on_https_publishes_over_its_wss_socket_once() {
+    let env = start().await;
+    let root = env.write_file("tls-root.pem", env.platform.tls_root_pem());
+    let base = env.platform.tls_url();
+    let text = unique("made over a wss socket, once");
+    let args = env.publish_args_at(&base, "alice", &contract(), &text);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let run = || {
+        let out = env
+            .oncepost
+            .command(&args)
+            .env("SSL_CERT_FILE", &root)
+            .output();
+        async move {
+            let out = out.await.expect("run oncepost");
+            let (code, stdout, err) = kit::cli::output_of(&out);
+            (
+                code,
+                serde_json::from_str::<Value>(&stdout).unwrap_or_default(),
+                err,
+            )
+        }
+    };
+    let (code, v, err) = run().await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["state"], "published", "{v}");
+    assert_eq!(
+        v["platform_id"],
+        env.post_id_of("alice", &text).as_str(),
+        "{v}"
+    );
+    assert_eq!(env.copies(&text), 1);
+    let s = env.stats();
+    assert_eq!(s.websocket_posts, 1, "{s:?}");
+    let frames = s.websocket_frames;
+    let (code, v, err) = run().await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["pressed"], false, "{v}");
+    let s = env.stats();
+    assert_eq!(
+        (s.websocket_posts, s.websocket_frames),
+        (1, frames),
+        "{s:?}"
+    );
+}
+
+/// The platform makes the post and closes the socket without answering (Fixturebook's `commit-then-drop`
+/// hits its publish frames too): the create message was delivered, no answer came, so the send is
+/// `indeterminate`, never `failed`; reconcile finds the post by reading, and no command sends it again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_socket_closed_after_the_post_was_made_is_settled_by_reading_never_by_sending_again() {
+    let env = kit::Env::start(Fault::new(FaultMode::CommitThenDrop)).await;
+    env.add_account("alice", &["--handle", "alice"]).await;
+    let text = unique("made, then the socket closed");
+    let (code, v, err) = env
+        .publish("alice", &contract(), &text, &["--success-timeout", "2s"])
+        .await;
+    assert_eq!(code, 10, "{v} {err}");
+    assert_eq!(v["state"], "indeterminate", "{v}");
+    assert_eq!(v["pressed"], true, "{v}");
+    assert_eq!(env.copies(&text), 1);
+    env.platform.set_fault(Fault::default());
+    let key = v["key"].as_str().unwrap().to_string();
+    // Past the contract's propagation window: a lookup means something only then.
+    tokio::time::sleep(std::time::Duration::from_millis(2_100)).await;
+    let (code, r, err) = env.reconcile_key(&contract(), &key).await;
+    assert_eq!(code, 0, "{r} {err}");
+    assert_eq!(r["state"], "published", "{r}");
+    assert_eq!(
+        r["outcome"]["platform_id"],
+        env.post_id_of("alice", &text).as_str(),
+        "{r}"
+    );
+    let (code, v, err) = env.publish("alice", &contract(), &text, &[]).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["pressed"], false, "{v}");
+    assert_eq!(env.copies(&text), 1);
+    assert_eq!(env.stats().websocket_posts, 1);
 }

@@ -60,12 +60,21 @@ impl Door {
 
     /// The Chromium switches that leave the browser no route out but the sinkhole. `<-loopback>` matters:
     /// without it Chromium bypasses the proxy for 127.0.0.1 (TURN/TCP to loopback leaked when measured).
+    ///
+    /// And the pin of the door's own key (`socket::DoorTls`), so the browser's side of a relayed `wss://`
+    /// create socket ends at oncepost: no certificate but one made in this process is accepted that way.
     pub fn chromium_switches(&self) -> Vec<String> {
-        vec![
+        let mut switches = vec![
             format!("--proxy-server=http://{}", self.sinkhole.addr()),
             "--proxy-bypass-list=<-loopback>".into(),
             "--webrtc-ip-handling-policy=disable_non_proxied_udp".into(),
-        ]
+        ];
+        match socket::DoorTls::get() {
+            Ok(tls) => switches.push(tls.chromium_switch()),
+            // Without it a wss:// create socket cannot be relayed: its tunnel is refused, as every socket.
+            Err(e) => tracing::warn!(error = %e, "no TLS for the door's relayed socket"),
+        }
+        switches
     }
 
     /// The tripwire.

@@ -235,7 +235,12 @@ async fn answer(mut stream: TcpStream, ledger: &Mutex<Ledger>, sockets: SocketDo
             // Refused inside the tunnel: a knock like any other, named for a person reading evidence.
             Err(why) => {
                 let seen = match why {
-                    NotRelayed::Tls => "TLS inside: a wss:// socket is not relayed".to_string(),
+                    NotRelayed::Tls => {
+                        "TLS inside, where the create socket is a plain ws:// one".to_string()
+                    }
+                    NotRelayed::Plain => {
+                        "no TLS inside, where the create socket is a wss:// one".to_string()
+                    }
                     NotRelayed::OtherUrl(url) => format!("a socket to {url}, which no rule names"),
                     NotRelayed::NoHandshake => "no WebSocket handshake in it".to_string(),
                 };

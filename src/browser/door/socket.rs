@@ -25,9 +25,9 @@
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use base64::Engine;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::oneshot;
 
 use super::super::transport::{CreatePattern, RequestFacts, UrlMatch, WireRequest};
@@ -123,6 +123,8 @@ impl Handover {
 struct State {
     /// The create message's pattern (method WEBSOCKET) and its socket's host and port.
     create: Option<(CreatePattern, String, u16)>,
+    /// The create socket is a `wss://` one.
+    tls: bool,
     /// Declared non-publish messages.
     rules: Vec<CreatePattern>,
     /// Relay (a publish) or refuse (a probe, or no publish running).
@@ -155,8 +157,9 @@ impl std::fmt::Debug for SocketDoor {
     }
 }
 
-/// The host and port of a WebSocket create pattern's URL (`url`, not `url_regex`: the checks refuse that).
-pub fn endpoint_of(create: &CreatePattern) -> Option<(String, u16)> {
+/// The host and port of a WebSocket create pattern's URL (`url`, not `url_regex`: the checks refuse that),
+/// and whether it is a `wss://` one (written `https://`).
+pub fn endpoint_of(create: &CreatePattern) -> Option<(String, u16, bool)> {
     let UrlMatch::Exact(u) = &create.url else {
         return None;
     };
@@ -166,18 +169,20 @@ pub fn endpoint_of(create: &CreatePattern) -> Option<(String, u16)> {
         url::Host::Ipv4(a) => a.to_string(),
         url::Host::Ipv6(a) => a.to_string(),
     };
-    Some((host, u.port_or_known_default()?))
+    Some((host, u.port_or_known_default()?, u.scheme() == "https"))
 }
 
-/// The URL a relayed socket is judged by: `http://host:port/path` as `url` writes it (default port left out),
-/// the same form a contract's `ws://` or `{base_url}` URL is given in (see `contract/plan.rs`).
-fn socket_url(host: &str, port: u16, target: &str) -> String {
+/// The URL a relayed socket is judged by: `http://host:port/path` (`https://` for a `wss://` one) as `url`
+/// writes it (default port left out), the same form a contract's `ws://`, `wss://` or `{base_url}` URL is
+/// given in (see `contract/plan.rs`).
+fn socket_url(host: &str, port: u16, target: &str, tls: bool) -> String {
     let authority = if host.contains(':') {
         format!("[{host}]:{port}")
     } else {
         format!("{host}:{port}")
     };
-    let raw = format!("http://{authority}{target}");
+    let scheme = if tls { "https" } else { "http" };
+    let raw = format!("{scheme}://{authority}{target}");
     url::Url::parse(&raw).map(|u| u.to_string()).unwrap_or(raw)
 }
 
@@ -195,7 +200,9 @@ impl SocketDoor {
     /// non-publish messages; `relay` for a publish. Replaces the last contract's, and forgets its press.
     pub fn declare(&self, create: Option<CreatePattern>, rules: Vec<CreatePattern>, relay: bool) {
         let mut s = self.lock();
-        s.create = create.and_then(|c| endpoint_of(&c).map(|(h, p)| (c, h, p)));
+        let endpoint = create.and_then(|c| endpoint_of(&c).map(|e| (c, e)));
+        s.tls = endpoint.as_ref().is_some_and(|(_, (_, _, tls))| *tls);
+        s.create = endpoint.map(|(c, (h, p, _))| (c, h, p));
         s.rules = rules
             .into_iter()
             .filter(|r| r.method == WEBSOCKET)
@@ -210,6 +217,11 @@ impl SocketDoor {
     /// Forget everything of the last send (a warm browser's next send declares its own).
     pub fn reset(&self) {
         self.declare(None, Vec::new(), false);
+    }
+
+    /// Whether the create socket is a `wss://` one (its tunnel carries TLS).
+    pub fn endpoint_tls(&self) -> bool {
+        self.lock().tls
     }
 
     /// Whether a `CONNECT host:port` is the create socket's and is relayed now.
@@ -336,12 +348,85 @@ enum Judged {
 /// Why a relayed tunnel was not relayed: the sinkhole records it as a refused knock.
 #[derive(Debug)]
 pub enum NotRelayed {
-    /// TLS inside the tunnel (`wss://`).
+    /// TLS inside the tunnel where the create socket is a plain `ws://` one (or the door has no TLS).
     Tls,
+    /// No TLS inside the tunnel where the create socket is a `wss://` one.
+    Plain,
     /// A socket to the create socket's host at a URL no rule names.
     OtherUrl(String),
     /// No handshake came, or it was not a WebSocket's.
     NoHandshake,
+}
+
+/// The page's or the platform's side of a relayed socket, in the clear or in TLS.
+type Reader = Box<dyn AsyncRead + Send + Unpin>;
+type Writer = Box<dyn AsyncWrite + Send + Unpin>;
+
+/// The door's TLS for a relayed `wss://` socket. The browser's side ends at oncepost with a certificate made
+/// for this process (an ECDSA key that never leaves memory), which Chromium accepts only by its key's pin
+/// (`--ignore-certificate-errors-spki-list`: nothing else it could meet is signed by that key, and every
+/// HTTP request is fetched by oncepost's own verifying client anyway); the platform's side is verified as
+/// reqwest verifies every other connection of oncepost (rustls with the platform's roots).
+pub struct DoorTls {
+    acceptor: tokio_rustls::TlsAcceptor,
+    connector: tokio_rustls::TlsConnector,
+    pin: String,
+}
+
+impl std::fmt::Debug for DoorTls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DoorTls").field("pin", &self.pin).finish()
+    }
+}
+
+impl DoorTls {
+    /// The process's door TLS, made once (a key and a certificate: about a millisecond).
+    pub fn get() -> Result<&'static DoorTls, String> {
+        static ONE: std::sync::OnceLock<Result<DoorTls, String>> = std::sync::OnceLock::new();
+        ONE.get_or_init(DoorTls::make)
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    fn make() -> Result<DoorTls, String> {
+        use rcgen::PublicKeyData;
+        use rustls_platform_verifier::BuilderVerifierExt;
+        use sha2::Digest;
+        use tokio_rustls::rustls;
+        let key = rcgen::KeyPair::generate().map_err(|e| e.to_string())?;
+        let cert = rcgen::CertificateParams::new(vec!["oncepost-door.invalid".to_string()])
+            .and_then(|p| p.self_signed(&key))
+            .map_err(|e| e.to_string())?;
+        let pin = base64::engine::general_purpose::STANDARD
+            .encode(sha2::Sha256::digest(key.subject_public_key_info()));
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let private = rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into());
+        let mut server = rustls::ServerConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .map_err(|e| e.to_string())?
+            .with_no_client_auth()
+            .with_single_cert(vec![cert.der().clone()], private)
+            .map_err(|e| e.to_string())?;
+        // A WebSocket handshake is HTTP/1.1 (Chromium offers h2 too, where the server has it).
+        server.alpn_protocols = vec![b"http/1.1".to_vec()];
+        let mut client = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| e.to_string())?
+            .with_platform_verifier()
+            .map_err(|e| e.to_string())?
+            .with_no_client_auth();
+        client.alpn_protocols = vec![b"http/1.1".to_vec()];
+        Ok(DoorTls {
+            acceptor: tokio_rustls::TlsAcceptor::from(Arc::new(server)),
+            connector: tokio_rustls::TlsConnector::from(Arc::new(client)),
+            pin,
+        })
+    }
+
+    /// The Chromium switch that pins the door's key for the browser's side of a relayed `wss://` socket.
+    pub fn chromium_switch(&self) -> String {
+        format!("--ignore-certificate-errors-spki-list={}", self.pin)
+    }
 }
 
 /// Relay one tunnel the sinkhole accepted for the create socket. `Err` when it was refused instead (the
@@ -359,26 +444,61 @@ pub(super) async fn relay(
     {
         return Err(NotRelayed::NoHandshake);
     }
+    // TLS or not is told by the first byte (a TLS record starts 0x16), looked at without taking it.
+    let mut first = [0u8; 1];
+    let Ok(Ok(1)) = tokio::time::timeout(HANDSHAKE_TIMEOUT, client.peek(&mut first)).await else {
+        let _ = client.shutdown().await;
+        return Err(NotRelayed::NoHandshake);
+    };
+    let tls = first[0] == 0x16;
+    if tls != door.endpoint_tls() {
+        let _ = client.shutdown().await;
+        return Err(if tls {
+            NotRelayed::Tls
+        } else {
+            NotRelayed::Plain
+        });
+    }
+    let _ = client.set_nodelay(true);
+    let (page_read, page_write): (Reader, Writer) = if tls {
+        let door_tls = DoorTls::get().map_err(|_| NotRelayed::Tls)?;
+        let Ok(Ok(stream)) =
+            tokio::time::timeout(HANDSHAKE_TIMEOUT, door_tls.acceptor.accept(client)).await
+        else {
+            return Err(NotRelayed::NoHandshake);
+        };
+        let (r, w) = tokio::io::split(stream);
+        (Box::new(r), Box::new(w))
+    } else {
+        let (r, w) = client.into_split();
+        (Box::new(r), Box::new(w))
+    };
+    relay_websocket(page_read, page_write, &host, port, tls, door).await
+}
+
+/// The relay past the tunnel (and its TLS): the page's handshake read, sent on by oncepost's own connection,
+/// the platform's answer handed back, then the frames both ways.
+async fn relay_websocket(
+    mut page_read: Reader,
+    mut page_write: Writer,
+    host: &str,
+    port: u16,
+    tls: bool,
+    door: SocketDoor,
+) -> Result<(), NotRelayed> {
     let mut buf = Vec::with_capacity(2048);
     let mut chunk = [0u8; 2048];
     let read_head = async {
-        loop {
-            if buf.first() == Some(&0x16) || head_end(&buf).is_some() || buf.len() >= HEAD_MAX {
-                return;
-            }
-            match client.read(&mut chunk).await {
+        while head_end(&buf).is_none() && buf.len() < HEAD_MAX {
+            match page_read.read(&mut chunk).await {
                 Ok(0) | Err(_) => return,
                 Ok(n) => buf.extend_from_slice(&chunk[..n]),
             }
         }
     };
     let _ = tokio::time::timeout(HANDSHAKE_TIMEOUT, read_head).await;
-    if buf.first() == Some(&0x16) {
-        let _ = client.shutdown().await;
-        return Err(NotRelayed::Tls);
-    }
     let Some(end) = head_end(&buf) else {
-        let _ = client.shutdown().await;
+        let _ = page_write.shutdown().await;
         return Err(NotRelayed::NoHandshake);
     };
     let head = String::from_utf8_lossy(&buf[..end]).into_owned();
@@ -387,15 +507,15 @@ pub(super) async fn relay(
     let request_line = lines.next().unwrap_or("");
     let mut parts = request_line.split_whitespace();
     let (Some("GET"), Some(target)) = (parts.next(), parts.next()) else {
-        let _ = client.shutdown().await;
+        let _ = page_write.shutdown().await;
         return Err(NotRelayed::NoHandshake);
     };
-    let url = socket_url(&host, port, target);
+    let url = socket_url(host, port, target, tls);
     if !door.accepts(&url) {
-        let _ = client
+        let _ = page_write
             .write_all(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
             .await;
-        let _ = client.shutdown().await;
+        let _ = page_write.shutdown().await;
         return Err(NotRelayed::OtherUrl(url));
     }
     // The handshake as the page sent it, without the extensions offer: a compressed message could not be
@@ -412,22 +532,19 @@ pub(super) async fn relay(
         upstream_head.push_str("\r\n");
     }
     upstream_head.push_str("\r\n");
-    let Ok(Ok(upstream)) =
-        tokio::time::timeout(UPSTREAM_CONNECT, TcpStream::connect((host.as_str(), port))).await
-    else {
-        let _ = client
+    let Some((mut up_read, mut up_write)) = connect_upstream(host, port, tls).await else {
+        let _ = page_write
             .write_all(
                 b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
             )
             .await;
-        let _ = client.shutdown().await;
+        let _ = page_write.shutdown().await;
         return Ok(());
     };
-    let _ = upstream.set_nodelay(true);
-    let _ = client.set_nodelay(true);
-    let (mut up_read, mut up_write) = upstream.into_split();
-    if up_write.write_all(upstream_head.as_bytes()).await.is_err() {
-        let _ = client.shutdown().await;
+    if up_write.write_all(upstream_head.as_bytes()).await.is_err()
+        || up_write.flush().await.is_err()
+    {
+        let _ = page_write.shutdown().await;
         return Ok(());
     }
     // The platform's answer to the handshake, handed to the page as it is.
@@ -442,21 +559,23 @@ pub(super) async fn relay(
     };
     let _ = tokio::time::timeout(UPSTREAM_HANDSHAKE, read_answer).await;
     let switched = answer.starts_with(b"HTTP/1.1 101");
-    if client.write_all(&answer).await.is_err() || !switched {
-        let _ = client.shutdown().await;
+    if page_write.write_all(&answer).await.is_err()
+        || page_write.flush().await.is_err()
+        || !switched
+    {
+        let _ = page_write.shutdown().await;
         return Ok(());
     }
     let after_head = head_end(&answer)
         .map(|e| answer[e..].to_vec())
         .unwrap_or_default();
-    let (client_read, client_write) = client.into_split();
     let wire = Wire {
         url,
         headers,
         door: door.clone(),
     };
-    let mut down = tokio::spawn(platform_to_page(up_read, client_write, after_head, door));
-    if wire.page_to_platform(client_read, up_write, early).await == End::Cut {
+    let mut down = tokio::spawn(platform_to_page(up_read, page_write, after_head, door));
+    if wire.page_to_platform(page_read, up_write, early).await == End::Cut {
         // Cut: neither way carries anything more.
         down.abort();
     } else if tokio::time::timeout(CLOSING, &mut down).await.is_err() {
@@ -464,6 +583,27 @@ pub(super) async fn relay(
         down.abort();
     }
     Ok(())
+}
+
+/// oncepost's own connection to the platform's socket: TCP, and TLS verified for `host` when `tls`.
+async fn connect_upstream(host: &str, port: u16, tls: bool) -> Option<(Reader, Writer)> {
+    let tcp = tokio::time::timeout(UPSTREAM_CONNECT, TcpStream::connect((host, port)))
+        .await
+        .ok()?
+        .ok()?;
+    let _ = tcp.set_nodelay(true);
+    if !tls {
+        let (r, w) = tcp.into_split();
+        return Some((Box::new(r), Box::new(w)));
+    }
+    let name = tokio_rustls::rustls::pki_types::ServerName::try_from(host.to_string()).ok()?;
+    let door_tls = DoorTls::get().ok()?;
+    let stream = tokio::time::timeout(UPSTREAM_CONNECT, door_tls.connector.connect(name, tcp))
+        .await
+        .ok()?
+        .ok()?;
+    let (r, w) = tokio::io::split(stream);
+    Some((Box::new(r), Box::new(w)))
 }
 
 struct Wire {
@@ -474,12 +614,7 @@ struct Wire {
 
 impl Wire {
     /// The page's frames: control frames sent on at once, a data message only once whole and judged.
-    async fn page_to_platform(
-        &self,
-        mut from: OwnedReadHalf,
-        mut to: OwnedWriteHalf,
-        early: Vec<u8>,
-    ) -> End {
+    async fn page_to_platform(&self, mut from: Reader, mut to: Writer, early: Vec<u8>) -> End {
         let mut end = End::Closed;
         let mut frames = FrameReader::new(early);
         // The data message being gathered: its frames as they came (sent on as they are) and its payload.
@@ -491,7 +626,7 @@ impl Wire {
                 break;
             };
             if frame.opcode >= 8 {
-                if to.write_all(&frame.raw).await.is_err() {
+                if to.write_all(&frame.raw).await.is_err() || to.flush().await.is_err() {
                     break;
                 }
                 continue;
@@ -519,7 +654,7 @@ impl Wire {
                     self.door.record(SocketRecord::Forwarded {
                         url: self.url.clone(),
                     });
-                    if to.write_all(&message).await.is_err() {
+                    if to.write_all(&message).await.is_err() || to.flush().await.is_err() {
                         break;
                     }
                 }
@@ -554,7 +689,7 @@ impl Wire {
         slot: oneshot::Sender<Handover>,
         message: &[u8],
         payload: Vec<u8>,
-        to: &mut OwnedWriteHalf,
+        to: &mut Writer,
     ) {
         let (go_tx, go_rx) = oneshot::channel();
         let (sent_tx, sent_rx) = oneshot::channel();
@@ -581,7 +716,7 @@ impl Wire {
 }
 
 /// Write `message` once: what the connection took decides what is known.
-async fn write_once(to: &mut OwnedWriteHalf, message: &[u8]) -> Sent {
+async fn write_once(to: &mut Writer, message: &[u8]) -> Sent {
     let mut written = 0;
     while written < message.len() {
         match to.write(&message[written..]).await {
@@ -604,12 +739,7 @@ async fn write_once(to: &mut OwnedWriteHalf, message: &[u8]) -> Sent {
 /// The platform's frames go to the page as they come; after the create was written its whole data messages
 /// are kept for the success signal, even once the page is gone (its socket closed right after the create:
 /// the answer still says what the platform made).
-async fn platform_to_page(
-    mut from: OwnedReadHalf,
-    mut to: OwnedWriteHalf,
-    early: Vec<u8>,
-    door: SocketDoor,
-) {
+async fn platform_to_page(mut from: Reader, mut to: Writer, early: Vec<u8>, door: SocketDoor) {
     let mut parser = FrameReader::new(Vec::new());
     let mut message = Vec::new();
     let mut chunk = vec![0u8; 16 * 1024];
@@ -627,7 +757,8 @@ async fn platform_to_page(
                     }
                 }
             }
-            page_open = page_open && to.write_all(&pending).await.is_ok();
+            page_open =
+                page_open && to.write_all(&pending).await.is_ok() && to.flush().await.is_ok();
             pending.clear();
         }
         match from.read(&mut chunk).await {
@@ -723,7 +854,7 @@ impl FrameReader {
     }
 
     /// The next frame, reading from `from` as needed; `None` at the end of the stream or a frame too large.
-    async fn next(&mut self, from: &mut OwnedReadHalf) -> Option<Frame> {
+    async fn next(&mut self, from: &mut Reader) -> Option<Frame> {
         let mut chunk = [0u8; 16 * 1024];
         loop {
             if let Some(f) = self.take() {
@@ -858,14 +989,21 @@ mod tests {
     #[test]
     fn socket_urls_are_written_as_a_contract_url_is() {
         assert_eq!(
-            socket_url("127.0.0.1", 8080, "/api/live?x=1"),
+            socket_url("127.0.0.1", 8080, "/api/live?x=1", false),
             "http://127.0.0.1:8080/api/live?x=1"
         );
         assert_eq!(
-            socket_url("chat.example", 80, "/ws"),
+            socket_url("chat.example", 80, "/ws", false),
             "http://chat.example/ws"
         );
-        assert_eq!(socket_url("::1", 9, "/"), "http://[::1]:9/");
-        assert_eq!(endpoint_of(&create()), Some(("127.0.0.1".to_string(), 9)));
+        assert_eq!(
+            socket_url("chat.example", 443, "/ws", true),
+            "https://chat.example/ws"
+        );
+        assert_eq!(socket_url("::1", 9, "/", false), "http://[::1]:9/");
+        assert_eq!(
+            endpoint_of(&create()),
+            Some(("127.0.0.1".to_string(), 9, false))
+        );
     }
 }
