@@ -444,6 +444,8 @@ impl WriteGuard {
     }
 
     pub(crate) fn let_reads_through(&self, rules: Vec<CreatePattern>, create: CreatePattern) {
+        // Read messages on a socket oncepost relays (a subscription): sent there, judged in the door.
+        self.door.sockets().set_reads(rules.clone());
         if let Ok(mut l) = self.log.lock() {
             l.reads = (!rules.is_empty()).then_some(Declared {
                 rules,
@@ -577,6 +579,7 @@ fn record_socket(log: &Mutex<Log>, r: SocketRecord) {
             }
             l.writes.push(a);
         }
+        SocketRecord::Read => l.reads_sent += 1,
         SocketRecord::Forwarded { url } => l.forwarded.push(ForwardedWrite {
             method: socket::WEBSOCKET.into(),
             url,

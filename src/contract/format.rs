@@ -430,6 +430,12 @@ pub struct LiveSocketDecl {
     pub url: String,
     /// Why these sockets cannot publish (required): what the page hears on them.
     pub why: String,
+    /// Relay these sockets instead of refusing them (a page that shows "connecting" and keeps Publish
+    /// disabled until its socket is up): the platform's frames reach the page, and of the page's messages
+    /// only those declared leave (`[[read_requests]]` with method `WEBSOCKET`, and during a publish
+    /// `[[non_publish_writes]]` too); anything else never leaves and the socket is cut.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub relay: bool,
 }
 
 /// One way to recognise success and extract the post id.

@@ -272,10 +272,15 @@ impl Contract {
             .iter()
             .map(|l| {
                 let e = fill_url("live_sockets", &l.url, &url_vars)?;
-                live_socket_endpoint(&e).map_err(|why| PlanError::Template {
-                    what: "live_sockets".into(),
-                    why,
-                })
+                live_socket_endpoint(&e)
+                    .map(|mut s| {
+                        s.relay = l.relay;
+                        s
+                    })
+                    .map_err(|why| PlanError::Template {
+                        what: "live_sockets".into(),
+                        why,
+                    })
             })
             .collect::<Result<Vec<_>, _>>()?;
         let create_request = request_pattern(
@@ -327,7 +332,12 @@ pub(crate) fn live_socket_endpoint(url: &str) -> Result<browser::door::LiveSocke
     let port = u
         .port_or_known_default()
         .ok_or_else(|| format!("{url:?} names no port"))?;
-    Ok(browser::door::LiveSocket { host, port })
+    Ok(browser::door::LiveSocket {
+        host,
+        port,
+        tls: matches!(u.scheme(), "wss" | "https"),
+        relay: false,
+    })
 }
 
 /// The browser's rule for the contract's `readback.compare`.

@@ -929,6 +929,8 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
         }
     }
     let socket_create = create.method == WEBSOCKET;
+    // Where WebSocket messages can be declared: the create's socket, or a live socket oncepost relays.
+    let relayed_sockets = socket_create || c.live_sockets.iter().any(|l| l.relay);
     if socket_create {
         socket_rule(&mut k, c, publish.key("create_request"), create, "create");
         if c.publish.transport == Transport::Browser {
@@ -978,11 +980,12 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
         }
         if w.method == WEBSOCKET {
             socket_rule(&mut k, c, p.clone(), w, "non-publish message");
-            if !socket_create {
+            if !relayed_sockets {
                 k.err(
                     p.key("method"),
-                    "WebSocket messages are declared only where the page publishes over one",
-                    "a socket the page only hears on is a [[live_sockets]] entry",
+                    "WebSocket messages are declared only for a socket oncepost relays",
+                    "the create's socket (create_request.method = \"WEBSOCKET\") or a [[live_sockets]] entry \
+                     with relay = true; any other socket is refused whole",
                 );
             }
             if w.body_regex.is_none() {
@@ -1001,11 +1004,24 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
         format2(&mut k, p.clone(), "read_requests");
         k.request(p.clone(), r, &["base_url"]);
         if r.method == WEBSOCKET {
-            k.err(
-                p.key("method"),
-                "a WebSocket message is no read request",
-                "declare the messages the page sends on its create socket as [[non_publish_writes]]",
-            );
+            // A message that only reads (a subscription, a ping in JSON): sent wherever the page reads.
+            socket_rule(&mut k, c, p.clone(), r, "read message");
+            if !relayed_sockets {
+                k.err(
+                    p.key("method"),
+                    "WebSocket messages are declared only for a socket oncepost relays",
+                    "the create's socket (create_request.method = \"WEBSOCKET\") or a [[live_sockets]] entry \
+                     with relay = true; any other socket is refused whole",
+                );
+            }
+            if r.body_regex.is_none() {
+                k.err(
+                    p.clone(),
+                    "a read message needs its body_regex",
+                    "say which messages only read (e.g. body_regex = '^\\{\"type\":\"subscribe\"'): every \
+                     other message on the socket is never sent",
+                );
+            }
         }
         if matches!(r.method.as_str(), "GET" | "HEAD") {
             k.err(

@@ -207,3 +207,58 @@ async fn a_live_socket_the_door_cannot_tell_apart_is_refused() {
         "{out} {err}"
     );
 }
+
+/// A page that keeps Publish disabled ("Connecting…") until its live socket is up and subscribed
+/// (`?needs_socket=1`). Refused, as every socket is, it cannot publish: nothing is pressed. Relayed
+/// (`relay = true`) with its subscription declared as a read message (`[[read_requests]]`, method
+/// `WEBSOCKET`), its probe passes sending only the subscription, and its post is made once by the create
+/// request, with no alarm; nothing but subscriptions ever went on the socket.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_that_needs_its_live_socket_has_it_relayed_and_publishes_once() {
+    let env = start().await;
+    let needs = contract_with(
+        &env,
+        "live-needs",
+        "/hostile/live-updates\"",
+        "/hostile/live-updates?needs_socket=1\"",
+    );
+    let text = unique("needs its socket, refused");
+    let run = env.publish("alice", &needs, &text, &[]).await;
+    env.assert_failed_before_the_press(run, "not actionable")
+        .await;
+    assert_eq!(env.stats().websocket_handshakes, 0);
+
+    let c = std::fs::read_to_string(&needs).unwrap();
+    let relayed = env.write_file(
+        "live-relayed.toml",
+        &format!(
+            "{c}relay = true\n\n[[read_requests]]\nmethod = \"WEBSOCKET\"\nurl = \"{{base_url}}/api/live\"\n\
+             body_regex = '^\\{{\"type\":\"subscribe\"'\nwhy = \"the page subscribes to the public timeline\"\n"
+        ),
+    );
+    let (code, out, err) = env
+        .run(&["contract", "check", relayed.to_str().unwrap()])
+        .await;
+    assert_eq!(code, 0, "{out} {err}");
+    let (code, report, err) = env.probe_fill(&relayed, 500).await;
+    assert_eq!(code, 0, "{report} {err}");
+    assert_eq!(report["verdict"], "pass", "{report}");
+    let s = env.stats();
+    assert!(
+        s.websocket_handshakes > 0 && s.websocket_frames > 0,
+        "the probe's socket was relayed and subscribed: {s:?}"
+    );
+    assert_eq!((s.websocket_posts, s.create_arrivals), (0, 0), "{s:?}");
+
+    let text = unique("needs its socket, relayed, made once");
+    let (code, v, err) = env.publish("alice", &relayed, &text, &[]).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["state"], "published", "{v}");
+    assert_eq!((env.arrivals(), env.copies(&text)), (1, 1));
+    let show = env.show(v["key"].as_str().unwrap()).await;
+    assert!(
+        !kit::event_kinds(&show["events"]).contains(&"side_effect_alarm".to_string()),
+        "a relayed live socket's subscription is no alarm: {show}"
+    );
+    assert_eq!(env.stats().websocket_posts, 0);
+}

@@ -4,7 +4,7 @@
 //!
 //! The door relays that one socket during a publish (`src/browser/door/socket.rs`): declared drafts go
 //! through, the publish frame only after the press, once, sent by oncepost; any other frame the page sends
-//! there never leaves, and a probe relays nothing.
+//! there never leaves, and in a probe none of the page's frames leaves.
 use std::path::PathBuf;
 
 use oncepost::fixture_platform::{Fault, FaultMode};
@@ -40,7 +40,7 @@ fn alarms(show: &Value) -> Vec<String> {
         .collect()
 }
 
-/// A probe relays nothing (no handshake, no frame); the publish sends the drafts it declares and the publish
+/// A probe sends no frame (the drafts are writes, the publish frame the create); the publish sends the drafts it declares and the publish
 /// frame once, takes the post's id from the platform's answer and reads it back; run again, nothing is
 /// pressed and nothing more reaches the socket.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -51,9 +51,9 @@ async fn a_page_that_publishes_over_its_websocket_is_published_once() {
     assert_eq!(report["verdict"], "pass", "{report}");
     let s = env.stats();
     assert_eq!(
-        (s.websocket_handshakes, s.websocket_frames),
+        (s.websocket_frames, s.websocket_posts),
         (0, 0),
-        "a probe relays nothing: {s:?}"
+        "a probe sends no message of the page's on its socket (the drafts are writes): {s:?}"
     );
 
     let text = unique("made over a websocket, once");
@@ -215,7 +215,7 @@ async fn a_socket_create_the_relay_cannot_honour_is_refused() {
             "http-create",
             create,
             r#"create_request = { method = "POST", url = "{base_url}/api/posts", "#,
-            "WebSocket messages are declared only where the page publishes over one",
+            "WebSocket messages are declared only for a socket oncepost relays",
         ),
         (
             "http-answer",

@@ -82,6 +82,13 @@ pub struct LiveSocket {
     pub host: String,
     /// Port.
     pub port: u16,
+    /// A `wss://` one (its tunnel carries TLS).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub tls: bool,
+    /// Relayed instead of refused (`relay = true`: `socket.rs`); refused knocks to it (where nothing is
+    /// relayed) are still not taken for a way out.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub relay: bool,
 }
 
 impl LiveSocket {
@@ -182,6 +189,9 @@ impl Sinkhole {
     /// The live sockets of the contract a publish or probe now runs (`live_sockets`), replacing the last
     /// one's: every publish and probe of a session sets its own, none for a contract that declares none.
     pub fn declare_live_sockets(&self, live: Vec<LiveSocket>) {
+        // The ones to relay go to the socket door (which relays them while a publish or probe runs).
+        self.sockets
+            .set_live(live.iter().filter(|l| l.relay).cloned().collect());
         *self.live.lock().unwrap_or_else(PoisonError::into_inner) = live;
     }
 
@@ -210,7 +220,12 @@ impl Sinkhole {
         let create = self
             .sockets
             .refused_endpoint()
-            .map(|(host, port)| LiveSocket { host, port });
+            .map(|(host, port)| LiveSocket {
+                host,
+                port,
+                tls: false,
+                relay: false,
+            });
         let mut v = self.knocks_since(mark);
         v.retain(|k| {
             !k.chromium_own
@@ -362,6 +377,8 @@ mod tests {
         s.declare_live_sockets(vec![LiveSocket {
             host: "127.0.0.1".into(),
             port: 8080,
+            tls: false,
+            relay: false,
         }]);
         for line in [
             "CONNECT 127.0.0.1:8080 HTTP/1.1",

@@ -31,6 +31,7 @@ use tokio::net::TcpStream;
 use tokio::sync::oneshot;
 
 use super::super::transport::{CreatePattern, RequestFacts, UrlMatch, WireRequest};
+use super::sinkhole::LiveSocket;
 
 /// The pseudo-method a contract names a WebSocket message with.
 pub const WEBSOCKET: &str = "WEBSOCKET";
@@ -73,6 +74,8 @@ pub enum SocketRecord {
         /// The socket's URL.
         url: String,
     },
+    /// A declared read message, sent.
+    Read,
 }
 
 /// Where the write guard takes the relay's records.
@@ -119,16 +122,31 @@ impl Handover {
     }
 }
 
+/// What the door does with the sockets it may relay.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+enum Mode {
+    /// Nothing runs (a lookup, or between sends): every socket is refused.
+    #[default]
+    Off,
+    /// A probe: relayed, only declared read messages leave.
+    Probe,
+    /// A publish: declared reads and writes leave, the create message once after the press.
+    Publish,
+}
+
 #[derive(Default)]
 struct State {
     /// The create message's pattern (method WEBSOCKET) and its socket's host and port.
     create: Option<(CreatePattern, String, u16)>,
     /// The create socket is a `wss://` one.
     tls: bool,
-    /// Declared non-publish messages.
+    /// Live sockets the contract has relayed (`relay = true`).
+    live: Vec<LiveSocket>,
+    /// Declared non-publish messages (writes: sent during a publish only).
     rules: Vec<CreatePattern>,
-    /// Relay (a publish) or refuse (a probe, or no publish running).
-    relay: bool,
+    /// Declared read messages (sent wherever the page reads).
+    reads: Vec<CreatePattern>,
+    mode: Mode,
     /// The press's slot: the first create message after it is handed over here.
     armed: Option<oneshot::Sender<Handover>>,
     /// A press armed the slot (it may have been used or taken back since).
@@ -139,7 +157,18 @@ struct State {
     recorder: Option<Recorder>,
 }
 
-/// The relayed socket's rules and state, shared by the sinkhole (which relays) and the write guard (which
+impl State {
+    fn relays(&self, host: &str, port: u16) -> bool {
+        self.mode != Mode::Off
+            && (self
+                .create
+                .as_ref()
+                .is_some_and(|(_, h, p)| h == host && *p == port)
+                || self.live.iter().any(|l| l.host == host && l.port == port))
+    }
+}
+
+/// The relayed sockets' rules and state, shared by the sinkhole (which relays) and the write guard (which
 /// declares, arms and reads).
 #[derive(Clone, Default)]
 pub struct SocketDoor {
@@ -151,7 +180,8 @@ impl std::fmt::Debug for SocketDoor {
         let s = self.lock();
         f.debug_struct("SocketDoor")
             .field("create", &s.create.as_ref().map(|(_, h, p)| (h, p)))
-            .field("relay", &s.relay)
+            .field("live", &s.live)
+            .field("mode", &s.mode)
             .field("pressed", &s.pressed)
             .finish()
     }
@@ -196,9 +226,9 @@ impl SocketDoor {
         self.lock().recorder = Some(r);
     }
 
-    /// The contract a publish or probe now runs: its create (when it is a WebSocket message) and its declared
-    /// non-publish messages; `relay` for a publish. Replaces the last contract's, and forgets its press.
-    pub fn declare(&self, create: Option<CreatePattern>, rules: Vec<CreatePattern>, relay: bool) {
+    /// The contract a publish (`pass`) or probe now runs: its create (when it is a WebSocket message) and
+    /// its declared non-publish messages. Replaces the last contract's, and forgets its press.
+    pub fn declare(&self, create: Option<CreatePattern>, rules: Vec<CreatePattern>, pass: bool) {
         let mut s = self.lock();
         let endpoint = create.and_then(|c| endpoint_of(&c).map(|e| (c, e)));
         s.tls = endpoint.as_ref().is_some_and(|(_, (_, _, tls))| *tls);
@@ -207,38 +237,58 @@ impl SocketDoor {
             .into_iter()
             .filter(|r| r.method == WEBSOCKET)
             .collect();
-        s.relay = relay && s.create.is_some();
+        s.mode = if pass { Mode::Publish } else { Mode::Probe };
         s.armed = None;
         s.pressed = false;
         s.answers = None;
         s.answer_bytes = 0;
     }
 
+    /// The declared read messages (`[[read_requests]]` with method WEBSOCKET): sent wherever the page reads.
+    pub fn set_reads(&self, reads: Vec<CreatePattern>) {
+        self.lock().reads = reads
+            .into_iter()
+            .filter(|r| r.method == WEBSOCKET)
+            .collect();
+    }
+
+    /// The live sockets the contract has relayed (`relay = true`).
+    pub fn set_live(&self, live: Vec<LiveSocket>) {
+        self.lock().live = live;
+    }
+
     /// Forget everything of the last send (a warm browser's next send declares its own).
     pub fn reset(&self) {
         self.declare(None, Vec::new(), false);
+        let mut s = self.lock();
+        s.mode = Mode::Off;
+        s.reads.clear();
+        s.live.clear();
     }
 
-    /// Whether the create socket is a `wss://` one (its tunnel carries TLS).
-    pub fn endpoint_tls(&self) -> bool {
-        self.lock().tls
-    }
-
-    /// Whether a `CONNECT host:port` is the create socket's and is relayed now.
-    pub fn relays(&self, host: &str, port: u16) -> bool {
+    /// Whether the socket at `host:port` is a `wss://` one (its tunnel carries TLS).
+    pub fn endpoint_tls(&self, host: &str, port: u16) -> bool {
         let s = self.lock();
-        s.relay
-            && s.create
-                .as_ref()
-                .is_some_and(|(_, h, p)| h == host && *p == port)
+        match &s.create {
+            Some((_, h, p)) if h == host && *p == port => s.tls,
+            _ => s
+                .live
+                .iter()
+                .any(|l| l.host == host && l.port == port && l.tls),
+        }
     }
 
-    /// The create socket's host and port while it is refused (a probe): a tunnel there is the page's own
-    /// socket, refused like a declared live one, not a way out it tried.
+    /// Whether a `CONNECT host:port` is relayed now.
+    pub fn relays(&self, host: &str, port: u16) -> bool {
+        self.lock().relays(host, port)
+    }
+
+    /// The create socket's host and port while it is refused (nothing runs that relays it): a tunnel there
+    /// is the page's own socket, refused like a declared live one, not a way out it tried.
     pub fn refused_endpoint(&self) -> Option<(String, u16)> {
         let s = self.lock();
-        match (&s.create, s.relay) {
-            (Some((_, h, p)), false) => Some((h.clone(), *p)),
+        match &s.create {
+            Some((_, h, p)) if !s.relays(h, *p) => Some((h.clone(), *p)),
             _ => None,
         }
     }
@@ -270,16 +320,17 @@ impl SocketDoor {
         }
     }
 
-    /// Whether the tunnel's handshake for `url` is to be relayed: the create socket's URL or a declared
-    /// message's.
-    fn accepts(&self, url: &str) -> bool {
+    /// Whether the tunnel's handshake for `url` (to `host:port`) is relayed: the create socket's URL, a
+    /// declared message's, or any socket to a relayed live socket's host and port.
+    fn accepts(&self, url: &str, host: &str, port: u16) -> bool {
         let s = self.lock();
-        s.relay
+        s.relays(host, port)
             && (s
                 .create
                 .as_ref()
                 .is_some_and(|(c, _, _)| c.matches_url(url))
-                || s.rules.iter().any(|r| r.matches_url(url)))
+                || s.rules.iter().chain(&s.reads).any(|r| r.matches_url(url))
+                || s.live.iter().any(|l| l.host == host && l.port == port))
     }
 
     fn judge(&self, url: &str, payload: &[u8], compressed: bool) -> Judged {
@@ -293,8 +344,8 @@ impl SocketDoor {
         };
         let is_create = s.create.as_ref().is_some_and(|(c, _, _)| c.matches(&facts));
         if is_create {
-            // The create is matched first, whatever a declaration says.
-            if !s.relay {
+            // The create is matched first, whatever a declaration says, and leaves only by the press.
+            if s.mode != Mode::Publish {
                 return Judged::Block { declared: false };
             }
             return match s.armed.take() {
@@ -303,9 +354,12 @@ impl SocketDoor {
                 None => Judged::Block { declared: false },
             };
         }
+        if s.mode != Mode::Off && s.reads.iter().any(|r| r.matches(&facts)) {
+            return Judged::Read;
+        }
         let declared = s.rules.iter().any(|r| r.matches(&facts));
-        match (declared, s.relay) {
-            (true, true) => Judged::Forward,
+        match (declared, s.mode) {
+            (true, Mode::Publish) => Judged::Forward,
             (declared, _) => Judged::Block { declared },
         }
     }
@@ -342,6 +396,7 @@ enum Judged {
     Create(oneshot::Sender<Handover>),
     Extra,
     Forward,
+    Read,
     Block { declared: bool },
 }
 
@@ -451,7 +506,7 @@ pub(super) async fn relay(
         return Err(NotRelayed::NoHandshake);
     };
     let tls = first[0] == 0x16;
-    if tls != door.endpoint_tls() {
+    if tls != door.endpoint_tls(&host, port) {
         let _ = client.shutdown().await;
         return Err(if tls {
             NotRelayed::Tls
@@ -511,7 +566,7 @@ async fn relay_websocket(
         return Err(NotRelayed::NoHandshake);
     };
     let url = socket_url(host, port, target, tls);
-    if !door.accepts(&url) {
+    if !door.accepts(&url, host, port) {
         let _ = page_write
             .write_all(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
             .await;
@@ -649,10 +704,15 @@ impl Wire {
             }
             let message = std::mem::take(&mut raw);
             let text = std::mem::take(&mut payload);
-            match self.door.judge(&self.url, &text, compressed) {
-                Judged::Forward => {
-                    self.door.record(SocketRecord::Forwarded {
-                        url: self.url.clone(),
+            let judged = self.door.judge(&self.url, &text, compressed);
+            let judged_read = matches!(judged, Judged::Read);
+            match judged {
+                Judged::Forward | Judged::Read => {
+                    self.door.record(match judged_read {
+                        true => SocketRecord::Read,
+                        false => SocketRecord::Forwarded {
+                            url: self.url.clone(),
+                        },
                     });
                     if to.write_all(&message).await.is_err() || to.flush().await.is_err() {
                         break;
@@ -946,6 +1006,7 @@ mod tests {
             Judged::Create(_) => "create",
             Judged::Extra => "extra",
             Judged::Forward => "forward",
+            Judged::Read => "read",
             Judged::Block { declared: true } => "block (declared)",
             Judged::Block { declared: false } => "block",
         }
@@ -956,21 +1017,31 @@ mod tests {
         let url = "http://127.0.0.1:9/api/live";
         let publish = br#"{"type":"publish","text":"hi"}"#;
         let d = br#"{"type":"draft","text":"hi"}"#;
+        let sub = br#"{"type":"subscribe"}"#;
         let other = br#"{"type":"like","id":3}"#;
+        let mut subscribe = draft();
+        subscribe.body = Some(regex::Regex::new(r#"^\{"type":"subscribe""#).unwrap());
         let door = SocketDoor::default();
-        // A probe: nothing is relayed, every message is blocked (a declared one is told apart).
-        door.declare(Some(create()), vec![draft()], false);
+        // Nothing runs: every socket is refused.
         assert!(!door.relays("127.0.0.1", 9));
-        assert_eq!(door.refused_endpoint(), Some(("127.0.0.1".into(), 9)));
+        // A probe: relayed, only the read messages leave (a declared write is told apart).
+        door.declare(Some(create()), vec![draft()], false);
+        door.set_reads(vec![subscribe]);
+        assert!(door.relays("127.0.0.1", 9));
+        assert_eq!(door.refused_endpoint(), None);
+        assert_eq!(kind(door.judge(url, sub, false)), "read");
         assert_eq!(kind(door.judge(url, publish, false)), "block");
         assert_eq!(kind(door.judge(url, d, false)), "block (declared)");
         // A publish: drafts pass, the create before the press and anything else are blocked.
         door.declare(Some(create()), vec![draft()], true);
         assert!(door.relays("127.0.0.1", 9));
         assert!(!door.relays("127.0.0.1", 10));
-        assert_eq!(door.refused_endpoint(), None);
-        assert!(door.accepts(url) && door.accepts(&format!("{url}?v=2")));
-        assert!(!door.accepts("http://127.0.0.1:9/api/other"));
+        assert!(
+            door.accepts(url, "127.0.0.1", 9)
+                && door.accepts(&format!("{url}?v=2"), "127.0.0.1", 9)
+        );
+        assert!(!door.accepts("http://127.0.0.1:9/api/other", "127.0.0.1", 9));
+        assert_eq!(kind(door.judge(url, sub, false)), "read");
         assert_eq!(kind(door.judge(url, d, false)), "forward");
         assert_eq!(kind(door.judge(url, publish, false)), "block");
         assert_eq!(kind(door.judge(url, other, false)), "block");
@@ -981,9 +1052,35 @@ mod tests {
         assert_eq!(kind(door.judge(url, publish, false)), "create");
         assert_eq!(kind(door.judge(url, publish, false)), "extra");
         assert!(!door.disarm());
-        // A warm browser's next send starts from nothing.
+        // A warm browser's next send starts from nothing: the create socket is refused again.
         door.reset();
         assert!(!door.relays("127.0.0.1", 9));
+        assert_eq!(door.refused_endpoint(), None, "no contract declared");
+        // A relayed live socket: any path on its host and port, its reads pass, nothing is a create.
+        door.set_live(vec![LiveSocket {
+            host: "127.0.0.1".into(),
+            port: 10,
+            tls: false,
+            relay: true,
+        }]);
+        assert!(
+            !door.relays("127.0.0.1", 10),
+            "only while a publish or probe runs"
+        );
+        door.declare(None, Vec::new(), false);
+        door.set_reads(vec![{
+            let mut r = draft();
+            r.url = UrlMatch::Exact("http://127.0.0.1:10/stream".into());
+            r.body = Some(regex::Regex::new(r#"^\{"type":"subscribe""#).unwrap());
+            r
+        }]);
+        let live = "http://127.0.0.1:10/stream";
+        assert!(
+            door.relays("127.0.0.1", 10)
+                && door.accepts("http://127.0.0.1:10/any", "127.0.0.1", 10)
+        );
+        assert_eq!(kind(door.judge(live, sub, false)), "read");
+        assert_eq!(kind(door.judge(live, publish, false)), "block");
     }
 
     #[test]
