@@ -492,14 +492,7 @@ where
     H: FnOnce(WireRequest) -> Fut,
     Fut: Future<Output = Result<(), String>>,
 {
-    let t0 = Instant::now();
-    let mut note = |what: &str, details: serde_json::Value| {
-        log.push(WriteLogEntry {
-            at_ms: t0.elapsed().as_millis() as u64,
-            what: what.into(),
-            details,
-        })
-    };
+    let mut note = noter(log);
     let ev = match handed_over(
         paused,
         opts,
@@ -604,6 +597,18 @@ where
     outcome
 }
 
+/// The write log's pen: each entry stamped with the milliseconds since the press.
+fn noter(log: &mut Vec<WriteLogEntry>) -> impl FnMut(&str, serde_json::Value) + '_ {
+    let t0 = Instant::now();
+    move |what: &str, details: serde_json::Value| {
+        log.push(WriteLogEntry {
+            at_ms: t0.elapsed().as_millis() as u64,
+            what: what.into(),
+            details,
+        })
+    }
+}
+
 /// Wait (bounded by `pause_wait`) for what the armed press hands over. Nothing within the bound: the slot is
 /// taken back (`disarm`; from then on every match is refused before it leaves) and the outcome is "not
 /// sent" on the door's proof, or in doubt without it.
@@ -683,14 +688,7 @@ where
     Fut: Future<Output = Result<(), String>>,
 {
     use crate::browser::door::socket::Sent;
-    let t0 = Instant::now();
-    let mut note = |what: &str, details: serde_json::Value| {
-        log.push(WriteLogEntry {
-            at_ms: t0.elapsed().as_millis() as u64,
-            what: what.into(),
-            details,
-        })
-    };
+    let mut note = noter(log);
     let h = match handed_over(
         handover,
         opts,

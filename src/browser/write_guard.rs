@@ -263,47 +263,45 @@ impl WriteGuard {
     /// the outcome is indeterminate, never "not sent".
     pub(crate) fn arm(&self, pattern: CreatePattern) -> oneshot::Receiver<EventRequestPaused> {
         let (tx, rx) = oneshot::channel();
-        let knocks_mark = self.door.sinkhole().mark();
-        if let Ok(mut l) = self.log.lock() {
-            // From the press on the text may be read back legitimately (a search by it), by oncepost's own
-            // read page; any other page's request carrying it (a resend by a GET, a "backup" beacon of the
-            // draft) stays a write (see `route`).
-            l.pressed = true;
-            let (faults_mark, writes_mark) = (l.faults.len(), l.writes.len());
-            l.takeover = Some(Takeover {
-                pattern,
-                slot: Some(tx),
-                extras: Vec::new(),
-                knocks_mark,
-                faults_mark,
-                writes_mark,
-            });
-        }
+        self.take_over(pattern, Some(tx));
         rx
+    }
+
+    /// Set the press's takeover with the marks "not sent" is proven from; `None` on a poisoned log.
+    fn take_over(
+        &self,
+        pattern: CreatePattern,
+        slot: Option<oneshot::Sender<EventRequestPaused>>,
+    ) -> Option<MutexGuard<'_, Log>> {
+        let knocks_mark = self.door.sinkhole().mark();
+        let mut l = self.log.lock().ok()?;
+        // From the press on the text may be read back legitimately (a search by it), by oncepost's own read
+        // page; any other page's request carrying it (a resend by a GET, a "backup" beacon of the draft)
+        // stays a write (see `route`).
+        l.pressed = true;
+        let (faults_mark, writes_mark) = (l.faults.len(), l.writes.len());
+        l.takeover = Some(Takeover {
+            pattern,
+            slot,
+            extras: Vec::new(),
+            knocks_mark,
+            faults_mark,
+            writes_mark,
+        });
+        Some(l)
     }
 
     /// Arm the press of a contract that publishes over a WebSocket: the first create message on the relayed
     /// socket from now on is handed to the returned receiver (`door/socket.rs`); every later one is a
     /// further create, never sent. The marks for "not sent" are taken as for a create request.
     pub(crate) fn arm_socket(&self, pattern: CreatePattern) -> oneshot::Receiver<Handover> {
-        let knocks_mark = self.door.sinkhole().mark();
-        if let Ok(mut l) = self.log.lock() {
-            l.pressed = true;
-            let (faults_mark, writes_mark) = (l.faults.len(), l.writes.len());
-            l.takeover = Some(Takeover {
-                pattern,
-                slot: None,
-                extras: Vec::new(),
-                knocks_mark,
-                faults_mark,
-                writes_mark,
-            });
-            // Armed under the log's lock: a message judged now is logged after the takeover is there.
-            return self.door.sockets().arm();
+        match self.take_over(pattern, None) {
+            // Armed while the log is held: a message judged now is logged after the takeover is there.
+            Some(_log) => self.door.sockets().arm(),
+            // A poisoned log: nothing armed (the receiver's sender is dropped at once), and `not_sent_proof`
+            // refuses, so the press ends in doubt, never "not sent".
+            None => oneshot::channel().1,
         }
-        // A poisoned log: nothing armed (the receiver's sender is dropped at once), and `not_sent_proof`
-        // refuses, so the press ends in doubt, never "not sent".
-        oneshot::channel().1
     }
 
     /// Take the socket press's slot back if nothing was handed over (see [`WriteGuard::disarm`]).

@@ -354,6 +354,35 @@ fn socket_rule(k: &mut Checker, c: &Contract, p: KeyPath, r: &RequestMatcher, wh
     }
 }
 
+/// A declared WebSocket message (a non-publish or a read message): a socket rule, on a socket oncepost
+/// relays, told apart by its body (every other message on the socket is never sent).
+fn declared_message(
+    k: &mut Checker,
+    c: &Contract,
+    p: KeyPath,
+    r: &RequestMatcher,
+    what: &str,
+    relayed_sockets: bool,
+) {
+    socket_rule(k, c, p.clone(), r, what);
+    if !relayed_sockets {
+        k.err(
+            p.key("method"),
+            "WebSocket messages are declared only for a socket oncepost relays",
+            "the create's socket (create_request.method = \"WEBSOCKET\") or a [[live_sockets]] entry with \
+             relay = true; any other socket is refused whole",
+        );
+    }
+    if r.body_regex.is_none() {
+        k.err(
+            p,
+            format!("a {what} needs its body_regex"),
+            "say which messages these are (e.g. body_regex = '^\\{\"type\":\"subscribe\"'): every other \
+             message on the socket is never sent",
+        );
+    }
+}
+
 fn apart_from_create(
     k: &mut Checker,
     p: KeyPath,
@@ -979,23 +1008,14 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
             );
         }
         if w.method == WEBSOCKET {
-            socket_rule(&mut k, c, p.clone(), w, "non-publish message");
-            if !relayed_sockets {
-                k.err(
-                    p.key("method"),
-                    "WebSocket messages are declared only for a socket oncepost relays",
-                    "the create's socket (create_request.method = \"WEBSOCKET\") or a [[live_sockets]] entry \
-                     with relay = true; any other socket is refused whole",
-                );
-            }
-            if w.body_regex.is_none() {
-                k.err(
-                    p.clone(),
-                    "a non-publish message needs its body_regex",
-                    "say which messages these are (e.g. body_regex = '^\\{\"type\":\"draft\"'): every other \
-                     message on the socket is never sent",
-                );
-            }
+            declared_message(
+                &mut k,
+                c,
+                p.clone(),
+                w,
+                "non-publish message",
+                relayed_sockets,
+            );
         }
         apart_from_create(&mut k, p, w, &c.publish.create_request, "non-publish write");
     }
@@ -1005,23 +1025,7 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
         k.request(p.clone(), r, &["base_url"]);
         if r.method == WEBSOCKET {
             // A message that only reads (a subscription, a ping in JSON): sent wherever the page reads.
-            socket_rule(&mut k, c, p.clone(), r, "read message");
-            if !relayed_sockets {
-                k.err(
-                    p.key("method"),
-                    "WebSocket messages are declared only for a socket oncepost relays",
-                    "the create's socket (create_request.method = \"WEBSOCKET\") or a [[live_sockets]] entry \
-                     with relay = true; any other socket is refused whole",
-                );
-            }
-            if r.body_regex.is_none() {
-                k.err(
-                    p.clone(),
-                    "a read message needs its body_regex",
-                    "say which messages only read (e.g. body_regex = '^\\{\"type\":\"subscribe\"'): every \
-                     other message on the socket is never sent",
-                );
-            }
+            declared_message(&mut k, c, p.clone(), r, "read message", relayed_sockets);
         }
         if matches!(r.method.as_str(), "GET" | "HEAD") {
             k.err(
