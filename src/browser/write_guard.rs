@@ -230,13 +230,22 @@ impl WriteGuard {
     /// The data reads (fetch and XHR) of frame `frame_id` so far: a read-back waits for them to end before
     /// it trusts a page that shows no post (a single-page app renders its posts from them). A poisoned log
     /// answers "one out, just now", so a reader waits out its bound rather than trust a page too early.
+    ///
+    /// The sockets oncepost relays count too, whatever page holds them (a proxied socket names no frame): a
+    /// handshake under way or a read message not yet answered is one out, and their last traffic is the
+    /// latest read (a page that shows its posts once its socket answered its subscription).
     pub fn data_reads(&self, frame_id: &str) -> DataReads {
-        match self.log.lock() {
+        let own = match self.log.lock() {
             Ok(l) => l.data_reads.get(frame_id).copied().unwrap_or_default(),
             Err(_) => DataReads {
                 in_flight: 1,
                 last: Some(Instant::now()),
             },
+        };
+        let sockets = self.door.sockets().activity();
+        DataReads {
+            in_flight: own.in_flight + sockets.in_flight,
+            last: own.last.max(sockets.last),
         }
     }
 

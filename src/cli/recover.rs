@@ -119,7 +119,8 @@ pub(super) fn lookup_for(
         store.clone(),
         &ctx.data_dir,
         Duration::from_millis(timeout_ms.max(1) as u64),
-    );
+    )
+    .with_live_sockets(plan.probe.live_sockets);
     let policy = ReconcilePolicy {
         propagation_ms: lookup.propagation_ms(),
         not_found: NotFoundPolicy::Park,

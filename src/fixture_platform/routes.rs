@@ -1212,7 +1212,9 @@ const SPA_DATA_DELAY: Duration = Duration::from_millis(300);
 /// With `?spa=graphql` the data request is a GraphQL query, `POST /graphql` `{"operationName":"Posts"}`
 /// (answered after the same delay): a read the browser sends with a write method. With `?spa=sse` the posts
 /// come on a live feed's server-sent event stream (`GET /api/stream`, see [`event_stream`]), which stays open
-/// and which the page opens 25 ms after it has loaded, as an app does once it has booted.
+/// and which the page opens 25 ms after it has loaded, as an app does once it has booted. With
+/// `?spa=socket` they come once the page's WebSocket to `/api/live` is up and its subscription answered (a
+/// page that shows nothing while its socket is refused).
 fn spa_if_asked(req: &Request<Incoming>, page: String) -> String {
     let data_request = match query_param(req, "spa").as_deref() {
         Some("1") => {
@@ -1222,6 +1224,12 @@ fn spa_if_asked(req: &Request<Incoming>, page: String) -> String {
             "fetch('/graphql', { method: 'POST', credentials: 'same-origin', headers: { 'content-type': \
              'application/json' }, body: JSON.stringify({ operationName: 'Posts', query: 'query Posts($page: \
              String!) { posts(page: $page) { id text author } }', variables: { page: location.pathname + location.search } }) })"
+        }
+        Some("socket") => {
+            "new Promise(function (done) { var ws = new WebSocket((location.protocol === 'https:' ? 'wss://' : \
+             'ws://') + location.host + '/api/live'); ws.onopen = function () { ws.send(JSON.stringify({ type: \
+             'subscribe', stream: 'posts' })); }; ws.onmessage = function () { done({ text: function () { \
+             return ''; } }); }; })"
         }
         Some("sse") => {
             "new Promise(function (done) { window.addEventListener('load', function () { setTimeout(function () { \

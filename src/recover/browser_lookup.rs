@@ -26,6 +26,9 @@ pub struct BrowserLookup {
     /// The contract's declared read requests (a GraphQL query): a lookup sends them, as a page that reads
     /// its posts that way shows nothing without them. Every other write stays blocked.
     reads: Vec<browser::CreatePattern>,
+    /// The contract's live sockets: the relayed ones (`relay = true`) are relayed for the lookup's read page,
+    /// only its read messages let through (a page that shows its posts once its socket is up).
+    live: Vec<browser::door::LiveSocket>,
     binding: Binding,
     store: Store,
     profiles: PathBuf,
@@ -49,12 +52,19 @@ impl BrowserLookup {
             plan,
             create,
             reads,
+            live: Vec::new(),
             binding,
             store,
             profiles: data_dir.join("profiles"),
             evidence: EvidenceStore::new(data_dir),
             navigation_timeout,
         }
+    }
+
+    /// The contract's live sockets (see the field).
+    pub fn with_live_sockets(mut self, live: Vec<browser::door::LiveSocket>) -> Self {
+        self.live = live;
+        self
     }
 
     /// The contract's propagation window (ms): before it, "not found" means nothing.
@@ -110,11 +120,21 @@ impl PlatformLookup for BrowserLookup {
         let session = BrowserSession::launch(&opts)
             .await
             .map_err(|e| e.to_string())?;
+        // A lookup reads as a probe does: the sockets oncepost relays (the create's, the live ones with
+        // `relay = true`) are connected, and only the page's read messages leave on them.
+        session
+            .write_guard()
+            .recognise_declared(Vec::new(), self.create.clone());
         session
             .write_guard()
             .let_reads_through(self.reads.clone(), self.create.clone());
         // A lookup only reads: on a platform that creates by GET, a read matching the create never leaves.
         session.write_guard().know_create(&self.create);
+        session
+            .write_guard()
+            .door()
+            .sinkhole()
+            .declare_live_sockets(self.live.clone());
         let sent_id = self.sent_id(intent).await?;
         let r = self.look(&session, &plan, &text, sent_id.as_deref()).await;
         session.close().await;

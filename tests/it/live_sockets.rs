@@ -262,3 +262,63 @@ async fn a_page_that_needs_its_live_socket_has_it_relayed_and_publishes_once() {
     );
     assert_eq!(env.stats().websocket_posts, 0);
 }
+
+/// Read pages that show their posts only once their socket is up (`?spa=socket`). A send whose create was
+/// made but never answered (`commit-then-drop`) is left to reconcile: its lookup relays the live socket as a
+/// probe does (only the subscription leaves) and finds the post; with the socket refused (no `relay`), the
+/// page shows nothing and the lookup finds nothing, so it is parked, never sent again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lookup_reads_a_page_that_shows_its_posts_over_its_relayed_socket() {
+    let env = kit::Env::start(Fault::new(FaultMode::CommitThenDrop)).await;
+    env.add_account("alice", &["--handle", "alice"]).await;
+    let c = std::fs::read_to_string(contract())
+        .unwrap()
+        .replace(
+            "permalink = \"{base_url}/p/{id}\"",
+            "permalink = \"{base_url}/p/{id}?spa=socket\"",
+        )
+        .replace(
+            "search = \"{base_url}/search?q={text}\"",
+            "search = \"{base_url}/search?q={text}&spa=socket\"",
+        );
+    assert_eq!(c.matches("spa=socket").count(), 2, "{c}");
+    let refused = env.write_file("live-read-refused.toml", &c);
+    let relayed = env.write_file(
+        "live-read-relayed.toml",
+        &format!(
+            "{c}relay = true\n\n[[read_requests]]\nmethod = \"WEBSOCKET\"\nurl = \"{{base_url}}/api/live\"\n\
+             body_regex = '^\\{{\"type\":\"subscribe\"'\nwhy = \"the page subscribes to its posts\"\n"
+        ),
+    );
+    let mut keys = Vec::new();
+    for (name, contract) in [("relayed", &relayed), ("refused", &refused)] {
+        let text = unique(&format!("made, unanswered, read over a socket ({name})"));
+        let (code, v, err) = env
+            .publish("alice", contract, &text, &["--no-look-before-write"])
+            .await;
+        assert_eq!(code, 10, "{name}: {v} {err}");
+        assert_eq!(env.copies(&text), 1);
+        keys.push((
+            contract.clone(),
+            text,
+            v["key"].as_str().unwrap().to_string(),
+        ));
+    }
+    env.platform.set_fault(Fault::default());
+    // Past the contract's propagation window: a lookup means something only then.
+    tokio::time::sleep(std::time::Duration::from_millis(2_100)).await;
+    let (contract, text, key) = &keys[0];
+    let (code, r, err) = env.reconcile_key(contract, key).await;
+    assert_eq!(code, 0, "{r} {err}");
+    assert_eq!(r["state"], "published", "{r}");
+    assert_eq!(
+        r["outcome"]["platform_id"],
+        env.post_id_of("alice", text).as_str(),
+        "{r}"
+    );
+    let (contract, text, key) = &keys[1];
+    let (_, r, err) = env.reconcile_key(contract, key).await;
+    assert_eq!(r["state"], "parked", "{r} {err}");
+    assert_eq!(env.copies(text), 1, "reconcile never sends");
+    assert_eq!(env.stats().websocket_posts, 0);
+}

@@ -155,6 +155,12 @@ struct State {
     answers: Option<Vec<Vec<u8>>>,
     answer_bytes: usize,
     recorder: Option<Recorder>,
+    /// Handshakes under way on relayed sockets.
+    handshakes: u32,
+    /// Read messages sent since the platform last sent anything.
+    reads_out: u32,
+    /// The relayed sockets' last traffic (a handshake done, a read sent, a platform message).
+    last: Option<std::time::Instant>,
 }
 
 impl State {
@@ -264,6 +270,9 @@ impl SocketDoor {
         s.mode = Mode::Off;
         s.reads.clear();
         s.live.clear();
+        s.handshakes = 0;
+        s.reads_out = 0;
+        s.last = None;
     }
 
     /// Whether the socket at `host:port` is a `wss://` one (its tunnel carries TLS).
@@ -306,6 +315,22 @@ impl SocketDoor {
     /// message is a further one, never sent).
     pub fn disarm(&self) -> bool {
         self.lock().armed.take().is_some()
+    }
+
+    /// The relayed sockets' traffic as a page's data reads: a handshake under way or a read message not yet
+    /// answered is one out (see `WriteGuard::data_reads`).
+    pub fn activity(&self) -> super::super::write_guard::DataReads {
+        let s = self.lock();
+        super::super::write_guard::DataReads {
+            in_flight: s.handshakes + s.reads_out,
+            last: s.last,
+        }
+    }
+
+    fn traffic(&self, change: impl FnOnce(&mut State)) {
+        let mut s = self.lock();
+        change(&mut s);
+        s.last = Some(std::time::Instant::now());
     }
 
     /// The platform's messages on the create socket since the create message was written.
@@ -371,6 +396,7 @@ impl SocketDoor {
     }
 
     fn keep_answer(&self, m: &[u8]) {
+        self.traffic(|s| s.reads_out = 0);
         let mut s = self.lock();
         let bytes = s.answer_bytes + m.len();
         if let Some(a) = s.answers.as_mut()
@@ -534,6 +560,38 @@ pub(super) async fn relay(
 /// The relay past the tunnel (and its TLS): the page's handshake read, sent on by oncepost's own connection,
 /// the platform's answer handed back, then the frames both ways.
 async fn relay_websocket(
+    page_read: Reader,
+    page_write: Writer,
+    host: &str,
+    port: u16,
+    tls: bool,
+    door: SocketDoor,
+) -> Result<(), NotRelayed> {
+    let r = handshake_and_relay(page_read, page_write, host, port, tls, door.clone()).await;
+    // A socket that ended answers nothing more.
+    door.traffic(|s| s.reads_out = 0);
+    r
+}
+
+/// A handshake under way on a relayed socket, counted as a read out until it is done, either way (a page
+/// waiting on its socket shows its posts only after it).
+struct Handshaking(SocketDoor);
+
+impl Handshaking {
+    fn start(door: &SocketDoor) -> Handshaking {
+        door.traffic(|s| s.handshakes += 1);
+        Handshaking(door.clone())
+    }
+}
+
+impl Drop for Handshaking {
+    fn drop(&mut self) {
+        self.0
+            .traffic(|s| s.handshakes = s.handshakes.saturating_sub(1));
+    }
+}
+
+async fn handshake_and_relay(
     mut page_read: Reader,
     mut page_write: Writer,
     host: &str,
@@ -541,6 +599,7 @@ async fn relay_websocket(
     tls: bool,
     door: SocketDoor,
 ) -> Result<(), NotRelayed> {
+    let handshaking = Handshaking::start(&door);
     let mut buf = Vec::with_capacity(2048);
     let mut chunk = [0u8; 2048];
     let read_head = async {
@@ -614,10 +673,9 @@ async fn relay_websocket(
     };
     let _ = tokio::time::timeout(UPSTREAM_HANDSHAKE, read_answer).await;
     let switched = answer.starts_with(b"HTTP/1.1 101");
-    if page_write.write_all(&answer).await.is_err()
-        || page_write.flush().await.is_err()
-        || !switched
-    {
+    let handed = page_write.write_all(&answer).await.is_ok() && page_write.flush().await.is_ok();
+    drop(handshaking);
+    if !handed || !switched {
         let _ = page_write.shutdown().await;
         return Ok(());
     }
@@ -708,6 +766,9 @@ impl Wire {
             let judged_read = matches!(judged, Judged::Read);
             match judged {
                 Judged::Forward | Judged::Read => {
+                    if judged_read {
+                        self.door.traffic(|s| s.reads_out += 1);
+                    }
                     self.door.record(match judged_read {
                         true => SocketRecord::Read,
                         false => SocketRecord::Forwarded {
