@@ -338,6 +338,12 @@ impl SocketDoor {
         self.lock().answers.clone().unwrap_or_default()
     }
 
+    /// A declared read message goes out: logged, and one read out until the platform sends something.
+    fn read_sent(&self) {
+        self.traffic(|s| s.reads_out += 1);
+        self.record(SocketRecord::Read);
+    }
+
     fn record(&self, r: SocketRecord) {
         let rec = self.lock().recorder.clone();
         if let Some(rec) = rec {
@@ -762,25 +768,14 @@ impl Wire {
             }
             let message = std::mem::take(&mut raw);
             let text = std::mem::take(&mut payload);
-            let judged = self.door.judge(&self.url, &text, compressed);
-            let judged_read = matches!(judged, Judged::Read);
-            match judged {
-                Judged::Forward | Judged::Read => {
-                    if judged_read {
-                        self.door.traffic(|s| s.reads_out += 1);
-                    }
-                    self.door.record(match judged_read {
-                        true => SocketRecord::Read,
-                        false => SocketRecord::Forwarded {
-                            url: self.url.clone(),
-                        },
-                    });
-                    if to.write_all(&message).await.is_err() || to.flush().await.is_err() {
-                        break;
-                    }
-                }
+            match self.door.judge(&self.url, &text, compressed) {
+                Judged::Read => self.door.read_sent(),
+                Judged::Forward => self.door.record(SocketRecord::Forwarded {
+                    url: self.url.clone(),
+                }),
                 Judged::Create(slot) => {
                     self.hand_over(slot, &message, text, &mut to).await;
+                    continue;
                 }
                 Judged::Extra => {
                     self.door.record(SocketRecord::Extra {
@@ -797,6 +792,10 @@ impl Wire {
                     end = End::Cut;
                     break;
                 }
+            }
+            // A read or a declared write: sent on as the page framed it.
+            if to.write_all(&message).await.is_err() || to.flush().await.is_err() {
+                break;
             }
         }
         // Cut, the page sees its socket closed (1006): nothing it sent after this goes anywhere.
