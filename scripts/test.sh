@@ -11,5 +11,9 @@ trap 'scripts/pg-ephemeral.sh stop "$pgdir"' EXIT
 ONCEPOST_TEST_PG=$(scripts/pg-ephemeral.sh start "$pgdir")
 export ONCEPOST_TEST_PG
 
+# A failing test's own message must stay in the tail of the output CI keeps: a backtrace is dozens of lines of
+# tokio frames above it (stop 37's CI failure lost its message that way). Set RUST_BACKTRACE_TESTS=1 to have one.
+export RUST_BACKTRACE="${RUST_BACKTRACE_TESTS:-0}"
+
 # compile_fail doctests must fail with their pinned error code (stable rustdoc skips that check).
 RUSTDOC="$PWD/scripts/rustdoc-error-codes.sh" cargo test --locked "$@"

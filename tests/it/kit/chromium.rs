@@ -86,10 +86,17 @@ impl Chrome {
 
     /// A new tab on `url`.
     pub async fn open(&self, url: &str) -> Page {
-        tokio::time::timeout(self.bound, self.browser.new_page(url))
-            .await
-            .expect("page in time")
-            .expect("new page")
+        self.try_open(url).await.expect("a new page in time")
+    }
+
+    /// A new tab on `url`, or what stopped it (the bound ran out, or Chromium refused), for a test that
+    /// tries again rather than fail on one slow load.
+    pub async fn try_open(&self, url: &str) -> Result<Page, String> {
+        match tokio::time::timeout(self.bound, self.browser.new_page(url)).await {
+            Ok(Ok(page)) => Ok(page),
+            Ok(Err(e)) => Err(format!("new page: {e}")),
+            Err(_) => Err(format!("no page within {:?}", self.bound)),
+        }
     }
 
     pub async fn close(mut self) {
