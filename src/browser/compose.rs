@@ -29,6 +29,7 @@ use super::checks::{Act, LocatorCheck, Scroll, check_and_act, evaluate_json};
 use super::dialogs::{self, DialogLog, DialogPolicy};
 use super::locator::{NamedLocator, PressKey, PublishControl};
 use super::probe::{ProbePage, ProbePlan, StepOutcome, StepTime};
+use super::signals::SignalLook;
 use super::transport::{
     self, CreatePattern, DispatchOutcome, TransportOptions, WireRequest, WriteLogEntry,
 };
@@ -342,6 +343,7 @@ impl<'a> ComposePage<'a> {
         for value in super::probe::typed_values(f, text) {
             self.session.write_guard().watch_typed(value);
         }
+        self.session.write_guard().expect_in_create(text);
         let o = pp.fill(f, text).await?;
         let filled = o.ok.then(|| (f.clone(), text));
         out.push(o);
@@ -592,18 +594,33 @@ impl<'a> ComposePage<'a> {
             return Ok(None);
         }
         let wait = Wait::new("the success signal", limit, Duration::from_millis(100));
+        // The page's frames too (a composer framed from the platform shows its signal in its frame), and
+        // only documents of the platform's origins (signals.rs).
+        let mut look = SignalLook::new(
+            &self.page,
+            self.session.liveness(),
+            &self.plan.allowed_origins,
+        );
         loop {
             let url = self.url().await?;
             for s in &watch {
                 match &s.rule {
                     SuccessRule::UrlRegex(re) => {
-                        if let Some(u) = &url
-                            && let Some(c) = re.captures(u)
-                        {
+                        let hit = match url.as_deref().and_then(|u| re.captures(u)) {
+                            Some(c) => {
+                                Some((url.clone(), c.name("id").map(|m| m.as_str().to_string())))
+                            }
+                            None => look
+                                .frame_url(re)
+                                .await
+                                .unwrap_or(None)
+                                .map(|(u, id)| (Some(u), id)),
+                        };
+                        if let Some((page_url, id)) = hit {
                             let seen = SuccessSeen {
                                 via: "url_regex".into(),
-                                id: c.name("id").map(|m| m.as_str().to_string()),
-                                page_url: url.clone(),
+                                id,
+                                page_url,
                             };
                             return Ok(Some((seen, s.id.clone())));
                         }
@@ -613,19 +630,14 @@ impl<'a> ComposePage<'a> {
                         id_attribute,
                         text,
                     } => {
-                        let v = evaluate_json(
-                            &self.page,
-                            self.session.liveness(),
-                            "look for the success element",
-                            ELEMENT_JS,
-                            &serde_json::json!({ "css": css, "attr": id_attribute, "text": text }),
-                        )
-                        .await
-                        .unwrap_or(serde_json::Value::Null);
-                        if v.get("found").and_then(|f| f.as_bool()) == Some(true) {
+                        // An answer that cannot be had (the page navigating) is no signal yet.
+                        if let Ok(Some(id)) = look
+                            .element(css, id_attribute.as_deref(), text.as_deref())
+                            .await
+                        {
                             let seen = SuccessSeen {
                                 via: "element".into(),
-                                id: v.get("id").and_then(|i| i.as_str()).map(String::from),
+                                id,
                                 page_url: url.clone(),
                             };
                             return Ok(Some((seen, s.id.clone())));
@@ -637,17 +649,12 @@ impl<'a> ComposePage<'a> {
                         class,
                         present,
                     } => {
-                        let v = evaluate_json(
-                            &self.page,
-                            self.session.liveness(),
-                            "look for the synced signal",
-                            SYNCED_JS,
-                            &serde_json::json!({ "css": css, "attr": attribute, "class": class }),
-                        )
-                        .await
-                        .unwrap_or(serde_json::Value::Null);
-                        // An answer that is not a boolean (the page navigating) is neither state.
-                        if v.as_bool() == Some(*present) {
+                        // An answer that is neither state (the page navigating) is no signal.
+                        if let Ok(Some(state)) = look
+                            .synced(css, attribute.as_deref(), class.as_deref())
+                            .await
+                            && state == *present
+                        {
                             let seen = SuccessSeen {
                                 via: "synced".into(),
                                 id: None,
@@ -864,40 +871,6 @@ fn dotted(v: &serde_json::Value, path: &str) -> Option<String> {
         _ => None,
     }
 }
-
-const ELEMENT_JS: &str = concat!(
-    "(p) => {",
-    shadow_js!(),
-    r#"
-  // With p.text: only an element that shows that text (whitespace collapsed) counts. In the document or
-  // any open shadow root.
-  const norm = t => (t || '').replace(/\s+/g, ' ').trim();
-  const want = p.text == null ? null : norm(p.text);
-  for (const s of p.css) {
-    for (const e of deepAll(document, s)) {
-      if (want !== null && !norm(e.innerText || e.textContent).includes(want)) continue;
-      return { found: true, id: p.attr ? e.getAttribute(p.attr) : null };
-    }
-  }
-  return { found: false, id: null };
-}
-"#
-);
-
-const SYNCED_JS: &str = concat!(
-    "(p) => {",
-    shadow_js!(),
-    r#"
-  // Whether the element (first match, in the document or an open shadow root), or its attribute or class,
-  // is there. A bad selector is an answer of neither kind (null), so it never reads as "gone".
-  let e;
-  try { e = deepOne(document, p.css); } catch (err) { return null; }
-  if (p.attr != null) return e !== null && e.hasAttribute(p.attr);
-  if (p.class != null) return e !== null && e.classList.contains(p.class);
-  return e !== null;
-}
-"#
-);
 
 /// The CSS strategies of a locator in the top document (none for one inside iframes).
 fn css_of(l: &NamedLocator) -> Vec<String> {

@@ -86,6 +86,34 @@ macro_rules! shadow_js {
     };
 }
 
+/// JS: `framesOf()`, the document and its frames of the same origin (at most 64 documents), each placed
+/// in the top viewport, and the iframes of another origin they hold (at most 64), which only a world made
+/// inside each reaches (other_origin.rs). Needs `shadow_js!`'s `deepAll` (an iframe inside a shadow root
+/// counts).
+macro_rules! frames_js {
+    () => {
+        r#"
+  const framesOf = () => {
+    const docs = [{ doc: document, x: 0, y: 0 }];
+    const hosts = [];
+    for (let i = 0; i < docs.length && docs.length < 64; i++) {
+      const { doc, x, y } = docs[i];
+      for (const f of deepAll(doc, 'iframe, frame')) {
+        let d = null;
+        try { d = f.contentDocument; } catch (e) { d = null; }
+        if (!d && hosts.length < 64) hosts.push(f);
+        if (!d || docs.length >= 64) continue;
+        const r = f.getBoundingClientRect(), cs = f.ownerDocument.defaultView.getComputedStyle(f);
+        docs.push({ doc: d, x: x + r.left + f.clientLeft + (parseFloat(cs.paddingLeft) || 0),
+                    y: y + r.top + f.clientTop + (parseFloat(cs.paddingTop) || 0) });
+      }
+    }
+    return { docs, hosts };
+  };
+"#
+    };
+}
+
 pub mod checks;
 mod closed_roots;
 pub mod compose;
@@ -99,6 +127,7 @@ pub mod readback;
 mod reuse;
 pub mod screenshot;
 pub mod session;
+mod signals;
 pub mod transport;
 pub mod write_guard;
 

@@ -492,21 +492,9 @@ pub struct Readback {
 const ITEMS_JS: &str = concat!(
     "(p) => {",
     shadow_js!(),
+    frames_js!(),
     r#"
-  const docs = [{ doc: document, x: 0, y: 0 }];
-  const hosts = [];
-  for (let i = 0; i < docs.length && docs.length < 64; i++) {
-    const { doc, x, y } = docs[i];
-    for (const f of deepAll(doc, 'iframe, frame')) {
-      let d = null;
-      try { d = f.contentDocument; } catch (e) { d = null; }
-      if (!d && hosts.length < 64) hosts.push(f);
-      if (!d || docs.length >= 64) continue;
-      const r = f.getBoundingClientRect(), cs = f.ownerDocument.defaultView.getComputedStyle(f);
-      docs.push({ doc: d, x: x + r.left + f.clientLeft + (parseFloat(cs.paddingLeft) || 0),
-                  y: y + r.top + f.clientTop + (parseFloat(cs.paddingTop) || 0) });
-    }
-  }
+  const { docs, hosts } = framesOf();
   if (p.hosts) return hosts;
   let found = [];
   for (const sel of p.item) { found = docs.flatMap(d => deepAll(d.doc, sel)); if (found.length) break; }

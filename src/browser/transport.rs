@@ -110,6 +110,10 @@ pub struct CreatePattern {
     pub body: Option<regex::Regex>,
     /// A body matching this is not matched even when everything else is (`not_body_regex`).
     pub not_body: Option<regex::Regex>,
+    /// (The create request) It must carry the post typed into the page to be handed over: a request that
+    /// matches and does not is never sent (`door/carried.rs`). Contracts say `create_carries_post = false`
+    /// for a create that names a saved draft instead.
+    pub carries_post: bool,
 }
 
 impl CreatePattern {
@@ -122,6 +126,7 @@ impl CreatePattern {
             headers: Vec::new(),
             body: None,
             not_body: None,
+            carries_post: true,
         }
     }
 

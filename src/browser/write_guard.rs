@@ -38,6 +38,7 @@ use serde::Serialize;
 use tokio::sync::oneshot;
 
 use super::door::Door;
+use super::door::carried::PostLines;
 use super::door::reads::ReadAnswer;
 use super::door::socket::{self, Handover, SocketRecord};
 use super::door::typed::Watched;
@@ -66,6 +67,10 @@ pub struct WriteAttempt {
     /// It matches a write the contract declares non-publishing (`non_publish_writes`) and is not the
     /// create request: during a probe it is blocked like any write but reported apart, not as an alarm.
     pub declared: bool,
+    /// A request matching the create request after the press that did not carry the post (this line of it
+    /// is missing: `door/carried.rs`): never sent, and the press still waits for the one that does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_the_post: Option<String>,
 }
 
 /// A write the contract declares non-publishing (`non_publish_writes`), let through during a publish: sent
@@ -110,6 +115,9 @@ struct Log {
     read_create: Option<CreatePattern>,
     /// What oncepost typed into the page, watched from the fill on (see `watch_typed`).
     typed: Vec<Watched>,
+    /// The post as typed (every field's whole value), which the create request must carry to be handed
+    /// over (see `expect_in_create`).
+    post: PostLines,
     /// The press armed the takeover: from now on oncepost's own read pages may carry the typed text (a
     /// search by it), and only they.
     pressed: bool,
@@ -306,7 +314,11 @@ impl WriteGuard {
     pub(crate) fn arm_socket(&self, pattern: CreatePattern) -> oneshot::Receiver<Handover> {
         match self.take_over(pattern, None) {
             // Armed while the log is held: a message judged now is logged after the takeover is there.
-            Some(_log) => self.door.sockets().arm(),
+            Some(log) => self.door.sockets().arm(if log_carries(&log) {
+                log.post.clone()
+            } else {
+                PostLines::default()
+            }),
             // A poisoned log: nothing armed (the receiver's sender is dropped at once), and `not_sent_proof`
             // refuses, so the press ends in doubt, never "not sent".
             None => oneshot::channel().1,
@@ -373,6 +385,16 @@ impl WriteGuard {
                 k.request_line
             ),
         })
+    }
+
+    /// `value`, the whole of a field just filled, is part of the post: a request matching the create
+    /// request after the press is handed over only when it carries every line of every such value
+    /// (`door/carried.rs`); one that does not (a page's outbox sending an earlier post first) is failed
+    /// before it leaves, a further create, and the press waits on for its own.
+    pub(crate) fn expect_in_create(&self, value: &str) {
+        if let Ok(mut l) = self.log.lock() {
+            l.post.add(value);
+        }
     }
 
     /// Watch `value`, just typed into the page: a GET/HEAD whose URL carries it (as typed, JSON-escaped or in
@@ -543,6 +565,7 @@ impl WriteGuard {
         l.takeover = None;
         self.door.sockets().reset();
         l.typed.clear();
+        l.post = PostLines::default();
         l.pressed = false;
         l.readers.clear();
         l.navigators.clear();
@@ -576,11 +599,15 @@ fn record_socket(log: &Mutex<Log>, r: SocketRecord) {
         blocked: true,
         carried_typed_text: false,
         declared,
+        not_the_post: None,
     };
     match r {
         SocketRecord::Blocked { url, declared } => l.writes.push(attempt(url, declared)),
-        SocketRecord::Extra { url } => {
-            let a = attempt(url, false);
+        SocketRecord::Extra { url, not_the_post } => {
+            let a = WriteAttempt {
+                not_the_post,
+                ..attempt(url, false)
+            };
             if let Some(t) = l.takeover.as_mut() {
                 t.extras.push(a.clone());
             }
@@ -594,6 +621,11 @@ fn record_socket(log: &Mutex<Log>, r: SocketRecord) {
             error: None,
         }),
     }
+}
+
+/// Whether the armed press's create must carry the post (its pattern says so).
+fn log_carries(l: &Log) -> bool {
+    l.takeover.as_ref().is_some_and(|t| t.pattern.carries_post)
 }
 
 /// The log, or [`BrowserError::GuardPoisoned`] naming what needed it.
@@ -698,7 +730,7 @@ impl Paused<'_> {
 }
 
 /// What the guard does with one paused request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Route {
     /// Handed to the armed takeover: the press's receiver answers it (sends it once itself, or fails it).
     HandedOver,
@@ -711,6 +743,9 @@ enum Route {
     /// A request the contract declares a read although its method writes (a GraphQL query): sent by
     /// oncepost, answer fulfilled, counted as the page's data.
     DeclaredRead,
+    /// A request matching the armed create request that does not carry the post (this line is missing):
+    /// failed before it leaves, recorded as a further create, and the press's slot stays armed.
+    NotThePost { line: String },
     /// Failed before it leaves and recorded as a write attempt.
     Fail {
         /// A GET/HEAD whose URL carries the typed text.
@@ -797,10 +832,21 @@ fn route(
     };
     l.paused += 1;
     let mut extra = false;
-    if let Some(t) = l.takeover.as_mut()
+    let log = &mut *l;
+    if let Some(t) = log.takeover.as_mut()
         && !response_stage
         && t.pattern.matches(&facts)
     {
+        // Only a request carrying the post is this press's create (door/carried.rs): one that does not (an
+        // outbox sending an earlier post first) is failed, and the slot waits for the post's own.
+        if t.slot.is_some()
+            && t.pattern.carries_post
+            && let Some(line) = log.post.first_missing(url, facts.body)
+        {
+            return Route::NotThePost {
+                line: line.to_string(),
+            };
+        }
         if let Some(tx) = t.slot.take()
             && hand_over(tx)
         {
@@ -885,7 +931,7 @@ fn route(
 impl Answerer {
     async fn answer(&self, ev: &EventRequestPaused, log: &Mutex<Log>) {
         let method = ev.request.method.clone();
-        let (carries, extra, declared) =
+        let (carries, extra, declared, not_the_post) =
             match route(log, Paused::of(ev), |tx| tx.send(ev.clone()).is_ok()) {
                 Route::HandedOver => return,
                 Route::ContinueResponse => {
@@ -918,11 +964,12 @@ impl Answerer {
                     drop(data);
                     return;
                 }
+                Route::NotThePost { line } => (false, true, false, Some(line)),
                 Route::Fail {
                     carries,
                     extra,
                     declared,
-                } => (carries, extra, declared),
+                } => (carries, extra, declared, None),
             };
         let r = self
             .live
@@ -956,6 +1003,7 @@ impl Answerer {
                 blocked,
                 carried_typed_text: carries,
                 declared,
+                not_the_post,
             };
             if extra && let Some(t) = l.takeover.as_mut() {
                 t.extras.push(attempt.clone());
@@ -1121,9 +1169,22 @@ mod tests {
                 declared: false
             }
         );
+        log.lock().unwrap().post.add("Quarterly results");
         let _rx = armed(&log);
+        // A create request carrying another post (an outbox's earlier one) is not the press's: failed, and
+        // the slot waits for the one carrying the post.
+        let with = |body: &str| Paused {
+            body: Some(body.as_bytes().to_vec()),
+            ..req("POST", "http://x/api/posts", false)
+        };
         assert_eq!(
-            route(&log, req("POST", "http://x/api/posts", false), take),
+            route(&log, with(r#"{"text":"Monthly results"}"#), take),
+            Route::NotThePost {
+                line: "Quarterly results".into()
+            }
+        );
+        assert_eq!(
+            route(&log, with(r#"{"text":"Quarterly results"}"#), take),
             Route::HandedOver
         );
         // The slot is spent: a second create request is failed and kept as an extra.
@@ -1219,7 +1280,7 @@ mod tests {
             },
             "once"
         );
-        assert_eq!(log.lock().unwrap().paused, 15);
+        assert_eq!(log.lock().unwrap().paused, 16);
     }
 
     fn rule(method: &str, re: &str, exclude: Option<&str>) -> CreatePattern {

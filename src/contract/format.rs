@@ -347,6 +347,13 @@ pub struct Publish {
     /// locator then names the field the key goes to (usually the body field itself).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key: Option<PublishKey>,
+    /// (format 2) Whether the create request carries the post (the default: every line of every typed
+    /// value shows in its body or URL, as words in order; a request after the press that does not is never
+    /// sent: a page's outbox sending an earlier post first). `false` for a platform whose create names a
+    /// draft saved before instead of carrying the text, or sends it in a form oncepost cannot read
+    /// (compressed, encrypted): its create is then told apart by method, URL and body rules alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub create_carries_post: Option<bool>,
 }
 
 /// The key a publish is pressed with, when it is a key.

@@ -459,11 +459,12 @@ impl Contract {
                 why: e.to_string(),
             })
         };
-        let create = request_pattern(
+        let mut create = request_pattern(
             &url_vars,
             "publish.create_request",
             &self.publish.create_request,
         )?;
+        create.carries_post = self.publish.create_carries_post.unwrap_or(true);
         let mut success = Vec::new();
         for (i, s) in self.success.iter().enumerate() {
             let what = format!("success[{i}]");

@@ -662,6 +662,13 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
             "compare = \"visible-words\"",
         );
     }
+    if c.publish.create_carries_post.is_some() {
+        format2(
+            &mut k,
+            root.key("publish").key("create_carries_post"),
+            "create_carries_post",
+        );
+    }
     if c.publish.create_wait_ms.is_some() {
         format2(
             &mut k,

@@ -1473,7 +1473,11 @@ async fn attempt(
                 key,
                 EventKind::SideEffectAlarm,
                 &req.owner,
-                "a further create request for one authorization was failed before it left",
+                if x.not_the_post.is_some() {
+                    "a create request that did not carry the post (an earlier one, perhaps) was failed before it left"
+                } else {
+                    "a further create request for one authorization was failed before it left"
+                },
                 json!({ "attempt": token, "request": x }),
             )
             .await;

@@ -23,6 +23,7 @@
 //! can leave a session. The sinkhole is also a browser-wide tripwire: every refused WebSocket, WebTransport
 //! or TURN attempt from any context is one [`Knock`], which the probe reports and the publish flow turns into
 //! a side-effect alarm (and, before the press, into "do not press": see `publish`).
+pub mod carried;
 pub mod no_udp;
 pub mod reads;
 pub mod sinkhole;

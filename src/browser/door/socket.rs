@@ -31,6 +31,7 @@ use tokio::net::TcpStream;
 use tokio::sync::oneshot;
 
 use super::super::transport::{CreatePattern, RequestFacts, UrlMatch, WireRequest};
+use super::carried::PostLines;
 use super::sinkhole::LiveSocket;
 
 /// The pseudo-method a contract names a WebSocket message with.
@@ -64,10 +65,13 @@ pub enum SocketRecord {
         /// It matched a `[[non_publish_writes]]` declaration.
         declared: bool,
     },
-    /// Another create message after the one the press handed over: never sent.
+    /// Another create message after the one the press handed over, or one before it that did not carry
+    /// the post: never sent.
     Extra {
         /// The socket's URL.
         url: String,
+        /// The line of the post it did not carry (`door/carried.rs`), when that is why.
+        not_the_post: Option<String>,
     },
     /// A declared non-publish message, sent.
     Forwarded {
@@ -151,6 +155,8 @@ struct State {
     armed: Option<oneshot::Sender<Handover>>,
     /// A press armed the slot (it may have been used or taken back since).
     pressed: bool,
+    /// What the create message must carry to be handed over (set by the press).
+    post: PostLines,
     /// The platform's messages since the create was written (`None` before).
     answers: Option<Vec<Vec<u8>>>,
     answer_bytes: usize,
@@ -302,11 +308,13 @@ impl SocketDoor {
         }
     }
 
-    /// Arm the press: the first create message from now on is handed over through the receiver.
-    pub fn arm(&self) -> oneshot::Receiver<Handover> {
+    /// Arm the press: the first create message from now on that carries `post` (every line of it:
+    /// `door/carried.rs`; empty, anything) is handed over through the receiver.
+    pub fn arm(&self, post: PostLines) -> oneshot::Receiver<Handover> {
         let (tx, rx) = oneshot::channel();
         let mut s = self.lock();
         s.armed = Some(tx);
+        s.post = post;
         s.pressed = true;
         rx
     }
@@ -379,6 +387,13 @@ impl SocketDoor {
             if s.mode != Mode::Publish {
                 return Judged::Block { declared: false };
             }
+            // Only a message carrying the post is the press's (door/carried.rs): one that does not (an outbox
+            // sending an earlier post first) never leaves.
+            if s.armed.is_some()
+                && let Some(line) = s.post.first_missing(url, facts.body)
+            {
+                return Judged::NotThePost(line.to_string());
+            }
             return match s.armed.take() {
                 Some(slot) => Judged::Create(slot),
                 None if s.pressed => Judged::Extra,
@@ -427,9 +442,13 @@ enum End {
 enum Judged {
     Create(oneshot::Sender<Handover>),
     Extra,
+    /// A create message after the press that does not carry the post (this line of it).
+    NotThePost(String),
     Forward,
     Read,
-    Block { declared: bool },
+    Block {
+        declared: bool,
+    },
 }
 
 /// Why a relayed tunnel was not relayed: the sinkhole records it as a refused knock.
@@ -780,6 +799,15 @@ impl Wire {
                 Judged::Extra => {
                     self.door.record(SocketRecord::Extra {
                         url: self.url.clone(),
+                        not_the_post: None,
+                    });
+                    end = End::Cut;
+                    break;
+                }
+                Judged::NotThePost(line) => {
+                    self.door.record(SocketRecord::Extra {
+                        url: self.url.clone(),
+                        not_the_post: Some(line),
                     });
                     end = End::Cut;
                     break;
@@ -1065,6 +1093,7 @@ mod tests {
         match j {
             Judged::Create(_) => "create",
             Judged::Extra => "extra",
+            Judged::NotThePost(_) => "not the post",
             Judged::Forward => "forward",
             Judged::Read => "read",
             Judged::Block { declared: true } => "block (declared)",
@@ -1108,9 +1137,16 @@ mod tests {
         // A compressed message cannot be read: never the create, never declared.
         assert_eq!(kind(door.judge(url, d, true)), "block");
         // Armed: the first create is handed over, every later one is a further create.
-        let _rx = door.arm();
+        // Armed: the first create carrying the post is handed over (one carrying another post is not, and
+        // the slot waits on), every later one is a further create.
+        let mut post = PostLines::default();
+        post.add("hi");
+        let _rx = door.arm(post);
+        let earlier = br#"{"type":"publish","text":"an earlier post"}"#;
+        assert_eq!(kind(door.judge(url, earlier, false)), "not the post");
         assert_eq!(kind(door.judge(url, publish, false)), "create");
         assert_eq!(kind(door.judge(url, publish, false)), "extra");
+        assert_eq!(kind(door.judge(url, earlier, false)), "extra");
         assert!(!door.disarm());
         // A warm browser's next send starts from nothing: the create socket is refused again.
         door.reset();

@@ -1,0 +1,316 @@
+//! Whether a create request carries the post oncepost typed: the one authorized write must be this post,
+//! not whatever the page sends first once Publish is pressed.
+//!
+//! Why: a page may keep an outbox of its own (in `localStorage` or IndexedDB, which stay in the account's
+//! profile between sends) and send what is in it at the next press, before the new post: an offline-first
+//! app retrying a post whose answer never came. Matched by method and URL alone, that request (the LAST
+//! post, already made once and left `indeterminate`) would be handed over as the create request and sent by
+//! oncepost: a second copy of an earlier post, and the new one refused as a further create. Fixturebook's
+//! `/hostile/local-outbox` does exactly this (tests/it/local_outbox.rs).
+//!
+//! What "carries" means, tolerant of how editors and pages send text: each line of each typed value (a
+//! paragraph of the post, the title) must show as a run of the same words, in the same order, in something
+//! the request holds: its body as UTF-8, form-decoded, each JSON string in it (in the order written: a
+//! block editor's paragraphs are strings of their own), HTML in any of those with its tags dropped and its
+//! entities read, or its URL's path and query, percent-decoded. Words are runs of letters and digits (NFC,
+//! any case), so quotes curled, `--` made a dash, markup added around words or spaces made `&nbsp;` change nothing;
+//! a different word (another post's) does. A line without a word (emoji only) must show as typed, as a JSON
+//! string or a form value holds it.
+//!
+//! Not recognised: a post the page compresses, encrypts or sends in pieces no line survives whole, and a
+//! create that names an earlier saved draft instead of carrying the text: such a contract says so
+//! (`publish.create_carries_post = false`, format 2) and is matched by method, URL and body rules alone.
+use unicode_normalization::UnicodeNormalization;
+
+use super::typed::Watched;
+
+/// One line of a typed value, as a create request must carry it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Line {
+    /// As typed (trimmed), for the reason given when it is missing.
+    shown: String,
+    /// Its words; empty for a line of no word.
+    words: Vec<String>,
+    /// A line of no word, looked for as typed.
+    raw: Option<Watched>,
+}
+
+/// What of the post a create request must carry: every line of every value typed into the compose page.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PostLines {
+    lines: Vec<Line>,
+}
+
+impl PostLines {
+    /// Add a value typed into a field (the whole value; empty lines are nothing to look for).
+    pub fn add(&mut self, value: &str) {
+        for l in value.lines() {
+            let shown = l.trim();
+            if shown.is_empty() || self.lines.iter().any(|x| x.shown == shown) {
+                continue;
+            }
+            let words = words(shown);
+            let raw = if words.is_empty() {
+                Watched::of(shown)
+            } else {
+                None
+            };
+            self.lines.push(Line {
+                shown: shown.to_string(),
+                words,
+                raw,
+            });
+        }
+    }
+
+    /// Nothing to look for (nothing was typed).
+    pub fn is_empty(&self) -> bool {
+        self.lines.is_empty()
+    }
+
+    /// The first line a request to `url` with `body` does not carry, or `None` when it carries them all.
+    pub fn first_missing(&self, url: &str, body: Option<&[u8]>) -> Option<&str> {
+        if self.lines.is_empty() {
+            return None;
+        }
+        let texts = texts_of(url, body);
+        let streams: Vec<Vec<String>> = texts.iter().map(|t| words(t)).collect();
+        let raw_body = body.map(String::from_utf8_lossy);
+        self.lines
+            .iter()
+            .find(|l| {
+                let carried = if l.words.is_empty() {
+                    l.raw.as_ref().is_some_and(|w| {
+                        w.carried_by(url) || raw_body.as_ref().is_some_and(|b| w.carried_by_body(b))
+                    })
+                } else {
+                    streams.iter().any(|s| has_run(s, &l.words))
+                };
+                !carried
+            })
+            .map(|l| l.shown.as_str())
+    }
+}
+
+/// Runs of letters and digits, NFC, in lower case (a page that capitalises, or a slug made of a title).
+fn words(text: &str) -> Vec<String> {
+    let nfc: String = text.nfc().collect();
+    nfc.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect()
+}
+
+/// Whether `run` shows in `stream`, whole and in order.
+fn has_run(stream: &[String], run: &[String]) -> bool {
+    !run.is_empty() && stream.windows(run.len()).any(|w| w == run)
+}
+
+/// The texts a request holds, each to be read for words on its own: the URL decoded, the body as it is,
+/// form-decoded, its JSON strings one by one and all of them in order, and each of those with HTML read.
+fn texts_of(url: &str, body: Option<&[u8]>) -> Vec<String> {
+    let mut out = vec![
+        percent_decoded(url),
+        percent_decoded(&url.replace('+', " ")),
+    ];
+    if let Some(body) = body {
+        let raw = String::from_utf8_lossy(body).into_owned();
+        out.push(percent_decoded(&raw.replace('+', " ")));
+        let strings = json_strings(&raw);
+        if !strings.is_empty() {
+            out.push(strings.join("\n"));
+            out.extend(strings);
+        }
+        out.push(raw);
+    }
+    let html: Vec<String> = out
+        .iter()
+        .filter(|t| t.contains('<') || t.contains('&'))
+        .map(|t| html_text(t))
+        .collect();
+    out.extend(html);
+    out
+}
+
+/// Every JSON string literal in `raw`, decoded, in the order written (a JSON body, or JSON inside one:
+/// a GraphQL request's variables, a WebSocket message). Scanned, not parsed into a map: a map would put
+/// an object's keys in its own order and a post's paragraphs out of theirs.
+fn json_strings(raw: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let bytes = raw.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'"' {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        i += 1;
+        while i < bytes.len() && bytes[i] != b'"' {
+            i += if bytes[i] == b'\\' { 2 } else { 1 };
+        }
+        let Some(literal) = raw.get(start..=i.min(bytes.len() - 1)) else {
+            break;
+        };
+        if let Ok(s) = serde_json::from_str::<String>(literal) {
+            // A string that is JSON itself (variables sent as a string): its strings too.
+            if s.starts_with('{') || s.starts_with('[') {
+                out.extend(json_strings(&s));
+            }
+            out.push(s);
+        }
+        i += 1;
+    }
+    out
+}
+
+/// HTML's text: tags (and comments) dropped, as a space, and character references read.
+fn html_text(html: &str) -> String {
+    let mut text = String::with_capacity(html.len());
+    let mut in_tag = false;
+    for c in html.chars() {
+        match (in_tag, c) {
+            (false, '<') => in_tag = true,
+            (true, '>') => {
+                in_tag = false;
+                text.push(' ');
+            }
+            (false, c) => text.push(c),
+            (true, _) => {}
+        }
+    }
+    references_read(&text)
+}
+
+/// `&amp;`, `&lt;`, `&gt;`, `&quot;`, `&apos;`, `&nbsp;`, `&#N;` and `&#xH;` as the characters they are.
+fn references_read(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find('&') {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        let decoded = after.find(';').filter(|end| *end <= 10).and_then(|end| {
+            let name = &after[..end];
+            let c = match name {
+                "amp" => Some('&'),
+                "lt" => Some('<'),
+                "gt" => Some('>'),
+                "quot" => Some('"'),
+                "apos" => Some('\''),
+                "nbsp" => Some('\u{a0}'),
+                _ => name
+                    .strip_prefix("#x")
+                    .or_else(|| name.strip_prefix("#X"))
+                    .and_then(|h| u32::from_str_radix(h, 16).ok())
+                    .or_else(|| name.strip_prefix('#').and_then(|d| d.parse().ok()))
+                    .and_then(char::from_u32),
+            }?;
+            Some((c, end))
+        });
+        match decoded {
+            Some((c, end)) => {
+                out.push(c);
+                rest = &after[end + 1..];
+            }
+            None => {
+                out.push('&');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+fn percent_decoded(s: &str) -> String {
+    percent_encoding::percent_decode_str(s)
+        .decode_utf8_lossy()
+        .into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn post(values: &[&str]) -> PostLines {
+        let mut p = PostLines::default();
+        for v in values {
+            p.add(v);
+        }
+        p
+    }
+
+    fn carried(p: &PostLines, url: &str, body: &str) -> bool {
+        p.first_missing(url, Some(body.as_bytes())).is_none()
+    }
+
+    #[test]
+    fn the_post_is_carried_however_the_page_encodes_it() {
+        let p = post(&["He said \"ship it\"\nand left & came back", "A title"]);
+        let url = "http://x/api/posts";
+        let json = serde_json::json!({ "text": "He said \"ship it\"\nand left & came back", "title": "A title" });
+        assert!(carried(&p, url, &json.to_string()));
+        assert!(carried(
+            &p,
+            url,
+            "title=A+title&text=He+said+%22ship+it%22%0D%0Aand+left+%26+came+back"
+        ));
+        // A block editor's HTML in a JSON string, quotes curled and an ampersand escaped.
+        let blocks = serde_json::json!({
+            "title": "A title",
+            "content": "<!-- wp:paragraph --><p>He said \u{201c}ship it\u{201d}</p><!-- /wp:paragraph --><p>and left &amp; came&nbsp;back</p>"
+        });
+        assert!(carried(&p, url, &blocks.to_string()));
+        // An editor's document model: each paragraph a string of its own, keys between them.
+        let model = r#"{"root":{"children":[{"children":[{"text":"He said \"ship it\"","type":"text"}],"type":"paragraph"},{"children":[{"text":"and left & came back","type":"text"}],"type":"paragraph"}]},"title":"A title"}"#;
+        assert!(carried(&p, url, model));
+        // GraphQL variables sent as a string of JSON.
+        let gql = serde_json::json!({ "query": "mutation", "variables": json.to_string() });
+        assert!(carried(&p, url, &gql.to_string()));
+        // The title in the URL (a PUT keyed by it), the text in the body.
+        let p2 = post(&["Page name", "body words here"]);
+        assert!(carried(&p2, "http://x/wiki/Page%20name", "body words here"));
+    }
+
+    #[test]
+    fn another_post_is_not_carried() {
+        let p = post(&["Build 43 passed on main"]);
+        let url = "http://x/api/posts";
+        assert!(!carried(&p, url, r#"{"text":"Build 42 passed on main"}"#));
+        assert!(
+            !carried(&p, url, r#"{"text":"Build 43 passed"}"#),
+            "a line cut short"
+        );
+        assert!(!carried(&p, url, r#"{"draft_id":"d81"}"#));
+        assert!(p.first_missing(url, None).is_some(), "no body known");
+        assert_eq!(
+            p.first_missing(url, Some(b"{}")),
+            Some("Build 43 passed on main")
+        );
+        // Every line is needed, not just one.
+        let two = post(&["first line\nsecond line"]);
+        assert!(!carried(&two, url, r#"{"text":"first line"}"#));
+        assert!(carried(&two, url, r#"{"text":"first line\nsecond line"}"#));
+    }
+
+    #[test]
+    fn a_line_without_words_is_looked_for_as_typed() {
+        let p = post(&["\u{1f44d}"]);
+        let url = "http://x/api/posts";
+        assert!(carried(&p, url, r#"{"text":"👍"}"#));
+        assert!(!carried(&p, url, r#"{"text":"🎉"}"#));
+        assert!(PostLines::default().first_missing(url, None).is_none());
+    }
+
+    #[test]
+    fn html_is_read_for_its_text() {
+        assert_eq!(
+            html_text("<p>a&amp;b&#x41;&#66;&lt;</p><!-- c -->d &unknown; e"),
+            " a&bAB<  d &unknown; e"
+        );
+        assert_eq!(
+            json_strings(r#"{"a":"x\"y","b":["z"]}"#),
+            vec!["a", "x\"y", "b", "z"]
+        );
+    }
+}
