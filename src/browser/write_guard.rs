@@ -376,7 +376,7 @@ impl WriteGuard {
         // Sockets to where the contract declares live ones were refused too (nothing went further); named,
         // since a page that publishes on one makes a contract's declaration wrong.
         let live = self.door.sinkhole().live_knocks_since(t.knocks_mark);
-        Ok(match live.first() {
+        let proof = match live.first() {
             None => proof.into(),
             Some(k) => format!(
                 "{proof} but {} declared live socket(s) ({}), refused too: a page that publishes on one \
@@ -384,7 +384,19 @@ impl WriteGuard {
                 live.len(),
                 k.request_line
             ),
-        })
+        };
+        // A create request that did not carry the post was failed, and none that did came: say which line
+        // was missing, and what a platform that publishes a saved draft by reference needs.
+        Ok(
+            match t.extras.iter().find_map(|x| x.not_the_post.as_deref()) {
+                None => proof,
+                Some(line) => format!(
+                    "{proof}; the page's create request did not carry the post (missing: {line:?}): an earlier \
+                 post of the page's own, or a platform whose create names a saved draft instead \
+                 (publish.create_carries_post = false)"
+                ),
+            },
+        )
     }
 
     /// `value`, the whole of a field just filled, is part of the post: a request matching the create

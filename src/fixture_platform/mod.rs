@@ -151,6 +151,9 @@ pub(crate) struct Shared {
     /// Source articles (`/articles/{id}`), set by `PUT /__admin/articles/{id}` or
     /// [`RunningPlatform::set_article`]: pages whose chrome changes on every fetch, for source captures.
     articles: Mutex<std::collections::HashMap<String, pages::SourceArticle>>,
+    /// The last draft each session saved (`PUT /api/drafts`, by cookie, `""` without one), which
+    /// `POST /api/drafts/publish` makes a post of (a create that names the draft instead of carrying it).
+    drafts: Mutex<std::collections::HashMap<String, hyper::body::Bytes>>,
 }
 
 impl Shared {
@@ -249,6 +252,7 @@ impl FixturePlatform {
             renders_markdown: config.renders_markdown,
             newest_tokens: Mutex::new(Default::default()),
             articles: Mutex::new(Default::default()),
+            drafts: Mutex::new(Default::default()),
         });
         // Persist once so a fresh dir holds the CSRF secret before any page is served.
         shared.persist().await?;

@@ -2,7 +2,7 @@
 //!
 //! The first thing [`handle`] does with a write is count it; everything else (fault handling, body
 //! reading, validation) comes after, so the counters show every arrival.
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use http_body_util::{BodyExt, Full, Limited};
@@ -48,7 +48,8 @@ pub(crate) async fn handle(
     // `POST /graphql` is counted by what its body asks (see `graphql`): a query and the create share it.
     if !is_read && !is_admin && path != "/graphql" {
         let mut stats = shared.lock_stats();
-        if (method == Method::POST && (path == "/api/posts" || path == "/forum/posts"))
+        if (method == Method::POST
+            && (path == "/api/posts" || path == "/forum/posts" || path == "/api/drafts/publish"))
             || (method == Method::PUT && path.starts_with("/api/items/"))
         {
             stats.create_arrivals += 1;
@@ -296,8 +297,36 @@ pub(crate) async fn handle(
             let title = decode_segment(title);
             create(req, shared, control, session, viewer, Some(title)).await
         }
+        // The create of `/compose?by_reference=1`: the session's last saved draft made a post, the request
+        // itself carrying nothing of it.
+        (&Method::POST, ["api", "drafts", "publish"]) => {
+            let csrf_ok = csrf_ok(&req, &viewer);
+            if shared.fault().mode == FaultMode::ResetBeforeRead {
+                control.end(ConnAction::Reset);
+                return std::future::pending().await;
+            }
+            let _ = read_body(req).await;
+            let draft = shared
+                .drafts
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get(session.as_deref().unwrap_or_default())
+                .cloned()
+                .unwrap_or_default();
+            create_from(&draft, csrf_ok, shared, control, session, viewer, None).await
+        }
+        (&Method::PUT, ["api", "drafts"]) => {
+            if let Ok(body) = read_body(req).await {
+                shared
+                    .drafts
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert(session.clone().unwrap_or_default(), body);
+            }
+            json(StatusCode::OK, &serde_json::json!({"ok": true}))
+        }
         (&Method::POST, ["api", "drafts"])
-        | (&Method::PUT, ["api", "drafts" | "ui-state"])
+        | (&Method::PUT, ["api", "ui-state"])
         | (&Method::POST, ["api", "sink", _]) => {
             // Drain (bounded) so keep-alive connections stay usable; the content does not matter.
             let _ = read_body(req).await;

@@ -3,7 +3,7 @@
 //! publish, first. A send whose answer never came leaves its post there; at the next press, matched by
 //! method and URL alone, that request would be the press's create request and oncepost would send the
 //! earlier post a second time. Only a request carrying the post just typed is handed over
-//! (src/browser/door/carried.rs).
+//! (src/browser/door/carried.rs); a platform whose create names a saved draft says so in its contract.
 use oncepost::fixture_platform::{Fault, FaultMode};
 
 use crate::kit::{self, unique};
@@ -36,4 +36,53 @@ async fn an_outbox_sending_an_earlier_post_at_the_next_press_never_makes_a_secon
         shown.to_string().contains("did not carry the post"),
         "the earlier post's request is named: {shown}"
     );
+}
+
+/// A platform whose create names a saved draft instead of carrying the post (`/compose?by_reference=1`:
+/// `PUT /api/drafts`, then `POST /api/drafts/publish` with `{}`). By default its create never leaves: the
+/// publish fails, nothing made, saying which line was missing and naming `create_carries_post`; with
+/// `create_carries_post = false` it is published once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_create_that_names_a_saved_draft_needs_the_contract_to_say_so() {
+    let env = kit::Env::start(Fault::new(FaultMode::Normal)).await;
+    env.add_account("alice", &["--handle", "alice"]).await;
+    let contract = |carries: &str| {
+        kit::compose_asking("by_reference=1")
+            .replace("format = 1", "format = 2")
+            .replace(
+                r#"create_request = { method = "POST", url = "{base_url}/api/posts" }"#,
+                &format!(
+                    "create_request = {{ method = \"POST\", url = \"{{base_url}}/api/drafts/publish\" }}\ncreate_wait_ms = 1500{carries}"
+                ),
+            )
+            .replace(
+                "[[success]]",
+                "[[non_publish_writes]]\nmethod = \"PUT\"\nurl = \"{base_url}/api/drafts\"\nwhy = \"the post saved as the session's draft\"\n\n[[success]]",
+            )
+    };
+    let strict = env.write_file("by-reference.toml", &contract(""));
+    let text = unique("published from a saved draft");
+    let (code, v, err) = env.publish("alice", &strict, &text, &[]).await;
+    assert_ne!(code, 0, "{v} {err}");
+    assert_eq!(v["pressed"], true, "{v}");
+    assert!(
+        matches!(v["state"].as_str(), Some("failed" | "parked")),
+        "{v}"
+    );
+    assert_eq!((env.arrivals(), env.copies(&text)), (0, 0), "{v}");
+    let shown = env.show(v["key"].as_str().unwrap_or_default()).await;
+    assert!(
+        shown.to_string().contains("create_carries_post"),
+        "the why names the key: {shown}"
+    );
+
+    let by_reference = env.write_file(
+        "by-reference-declared.toml",
+        &contract("\ncreate_carries_post = false"),
+    );
+    let text = unique("published from a saved draft, declared");
+    let (code, v, err) = env.publish("alice", &by_reference, &text, &[]).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["state"], "published", "{v}");
+    assert_eq!((env.arrivals(), env.copies(&text)), (1, 1), "{v}");
 }

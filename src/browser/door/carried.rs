@@ -14,7 +14,8 @@
 //! block editor's paragraphs are strings of their own), HTML in any of those with its tags dropped and its
 //! entities read, or its URL's path and query, percent-decoded. Words are runs of letters and digits (NFC,
 //! any case), so quotes curled, `--` made a dash, markup added around words or spaces made `&nbsp;` change nothing;
-//! a different word (another post's) does. A line without a word (emoji only) must show as typed, as a JSON
+//! a different word (another post's) does; the line's first word may end a longer word and its last begin
+//! one (a page that glues what it adds to what was typed). A line without a word (emoji only) must show as typed, as a JSON
 //! string or a form value holds it.
 //!
 //! Not recognised: a post the page compresses, encrypts or sends in pieces no line survives whole, and a
@@ -101,9 +102,23 @@ fn words(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// Whether `run` shows in `stream`, whole and in order.
+/// Whether `run` shows in `stream`, in order, each word whole except at the two ends: the first may end a
+/// longer word and the last begin one, since a page may glue what it adds to what was typed (a field filled
+/// by appending to its own "New item" sends "New itemQuarterly report").
 fn has_run(stream: &[String], run: &[String]) -> bool {
-    !run.is_empty() && stream.windows(run.len()).any(|w| w == run)
+    let Some((first, rest)) = run.split_first() else {
+        return false;
+    };
+    let Some((last, middle)) = rest.split_last() else {
+        return stream
+            .iter()
+            .any(|w| w.ends_with(first.as_str()) || w.starts_with(first.as_str()));
+    };
+    stream.windows(run.len()).any(|w| {
+        w[0].ends_with(first.as_str())
+            && w[run.len() - 1].starts_with(last.as_str())
+            && w[1..run.len() - 1] == *middle
+    })
 }
 
 /// The texts a request holds, each to be read for words on its own: the URL decoded, the body as it is,
@@ -287,6 +302,16 @@ mod tests {
             p.first_missing(url, Some(b"{}")),
             Some("Build 43 passed on main")
         );
+        // Glued to what the page adds before or after, the typed words still show; a word changed does not.
+        assert!(carried(
+            &p,
+            url,
+            r#"{"text":"New itemBuild 43 passed on mainline"}"#
+        ));
+        assert!(!carried(&p, url, r#"{"text":"Build 43 failed on main"}"#));
+        let one = post(&["Quarterly"]);
+        assert!(carried(&one, url, r#"{"title":"New itemQuarterly"}"#));
+        assert!(!carried(&one, url, r#"{"title":"Monthly"}"#));
         // Every line is needed, not just one.
         let two = post(&["first line\nsecond line"]);
         assert!(!carried(&two, url, r#"{"text":"first line"}"#));
