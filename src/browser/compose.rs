@@ -256,6 +256,12 @@ impl<'a> ComposePage<'a> {
             .await
     }
 
+    /// The post's text (the body field's value): after the press, a request matching the create request is
+    /// sent only when it carries it (`door/carried.rs`).
+    pub fn expect_in_create(&self, text: &str) {
+        self.session.write_guard().expect_in_create(text);
+    }
+
     /// Run the declared non-publishing steps (each waits, bounded, for its target), then fill each field
     /// named in `values` (`field:NAME` → text) in the contract's order, each followed by the steps that
     /// follow it (a wizard's "Next"), then the steps after the fill. Stops at the first thing that could
@@ -343,7 +349,6 @@ impl<'a> ComposePage<'a> {
         for value in super::probe::typed_values(f, text) {
             self.session.write_guard().watch_typed(value);
         }
-        self.session.write_guard().expect_in_create(text);
         let o = pp.fill(f, text).await?;
         let filled = o.ok.then(|| (f.clone(), text));
         out.push(o);

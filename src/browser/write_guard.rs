@@ -115,8 +115,7 @@ struct Log {
     read_create: Option<CreatePattern>,
     /// What oncepost typed into the page, watched from the fill on (see `watch_typed`).
     typed: Vec<Watched>,
-    /// The post as typed (every field's whole value), which the create request must carry to be handed
-    /// over (see `expect_in_create`).
+    /// The post's text, which the create request must carry to be handed over (see `expect_in_create`).
     post: PostLines,
     /// The press armed the takeover: from now on oncepost's own read pages may carry the typed text (a
     /// search by it), and only they.
@@ -399,10 +398,10 @@ impl WriteGuard {
         )
     }
 
-    /// `value`, the whole of a field just filled, is part of the post: a request matching the create
-    /// request after the press is handed over only when it carries every line of every such value
-    /// (`door/carried.rs`); one that does not (a page's outbox sending an earlier post first) is failed
-    /// before it leaves, a further create, and the press waits on for its own.
+    /// `value` is the post's text: a request matching the create request after the press is handed over
+    /// only when it carries every line of it (`door/carried.rs`); one that does not (a page's outbox
+    /// sending an earlier post first) is failed before it leaves, a further create, and the press waits on
+    /// for its own.
     pub(crate) fn expect_in_create(&self, value: &str) {
         if let Ok(mut l) = self.log.lock() {
             l.post.add(value);

@@ -347,8 +347,8 @@ pub struct Publish {
     /// locator then names the field the key goes to (usually the body field itself).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key: Option<PublishKey>,
-    /// (format 2) Whether the create request carries the post (the default: every line of every typed
-    /// value shows in its body or URL, as words in order; a request after the press that does not is never
+    /// (format 2) Whether the create request carries the post (the default: every line of the post's text
+    /// shows in its body or URL, as words in order; a request after the press that does not is never
     /// sent: a page's outbox sending an earlier post first). `false` for a platform whose create names a
     /// draft saved before instead of carrying the text, or sends it in a form oncepost cannot read
     /// (compressed, encrypted): its create is then told apart by method, URL and body rules alone.

@@ -1670,6 +1670,9 @@ async fn prepare<'s>(
             values.push((format!("field:{k}"), v.clone()));
         }
     }
+    // The post's text is what the one create request must carry (door/carried.rs): the body alone, since
+    // a title or another field may reach the platform changed (a slug) or by another request.
+    page.expect_in_create(text);
     let steps = page.prepare(&values, req.options.step_timeout).await?;
     clock.step("steps run and fields filled");
     if let Some(bad) = steps.iter().find(|s| !s.ok) {

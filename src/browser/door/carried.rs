@@ -8,8 +8,8 @@
 //! oncepost: a second copy of an earlier post, and the new one refused as a further create. Fixturebook's
 //! `/hostile/local-outbox` does exactly this (tests/it/local_outbox.rs).
 //!
-//! What "carries" means, tolerant of how editors and pages send text: each line of each typed value (a
-//! paragraph of the post, the title) must show as a run of the same words, in the same order, in something
+//! What "carries" means, tolerant of how editors and pages send text: each line of the post's text (a
+//! paragraph; the title and other fields are not looked for: a slug or another request may carry them) must show as a run of the same words, in the same order, in something
 //! the request holds: its body as UTF-8, form-decoded, each JSON string in it (in the order written: a
 //! block editor's paragraphs are strings of their own), HTML in any of those with its tags dropped and its
 //! entities read, or its URL's path and query, percent-decoded. Words are runs of letters and digits (NFC,
@@ -36,7 +36,7 @@ struct Line {
     raw: Option<Watched>,
 }
 
-/// What of the post a create request must carry: every line of every value typed into the compose page.
+/// What of the post a create request must carry: every line of its text (the body field's value).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PostLines {
     lines: Vec<Line>,
