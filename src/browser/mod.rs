@@ -86,10 +86,11 @@ macro_rules! shadow_js {
     };
 }
 
-/// JS: `framesOf()`, the document and its frames of the same origin (at most 64 documents), each placed
-/// in the top viewport, and the iframes of another origin they hold (at most 64), which only a world made
-/// inside each reaches (other_origin.rs). Needs `shadow_js!`'s `deepAll` (an iframe inside a shadow root
-/// counts).
+/// JS, at the top of a function of `p`: `docs`, the document and its frames of the same origin (at most 64
+/// documents), each placed in the top viewport, and `hosts`, the iframes of another origin they hold (at
+/// most 64), which only a world made inside each reaches (other_origin.rs); with `p.hosts` the function
+/// returns `hosts` at once (`other_origin::frames_inside` lists them so). Needs `shadow_js!`'s `deepAll`
+/// (an iframe inside a shadow root counts).
 macro_rules! frames_js {
     () => {
         r#"
@@ -110,6 +111,8 @@ macro_rules! frames_js {
     }
     return { docs, hosts };
   };
+  const { docs, hosts } = framesOf();
+  if (p.hosts) return hosts;
 "#
     };
 }

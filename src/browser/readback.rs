@@ -494,8 +494,6 @@ const ITEMS_JS: &str = concat!(
     shadow_js!(),
     frames_js!(),
     r#"
-  const { docs, hosts } = framesOf();
-  if (p.hosts) return hosts;
   let found = [];
   for (const sel of p.item) { found = docs.flatMap(d => deepAll(d.doc, sel)); if (found.length) break; }
   const masks = docs.flatMap(d => p.masks.flatMap(s => { try { return deepAll(d.doc, s); } catch (e) { return []; } })

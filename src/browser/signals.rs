@@ -23,8 +23,6 @@ const ELEMENT_JS: &str = concat!(
     shadow_js!(),
     frames_js!(),
     r#"
-  const { docs, hosts } = framesOf();
-  if (p.hosts) return hosts;
   const answer = hit => ({ hit, hosts: hosts.length, origin: location.origin });
   // With p.text: only an element that shows that text (whitespace collapsed) counts.
   const norm = t => (t || '').replace(/\s+/g, ' ').trim();
@@ -50,8 +48,6 @@ const SYNCED_JS: &str = concat!(
     shadow_js!(),
     frames_js!(),
     r#"
-  const { docs, hosts } = framesOf();
-  if (p.hosts) return hosts;
   const answer = hit => ({ hit, hosts: hosts.length, origin: location.origin });
   try {
     for (const d of docs) {
