@@ -86,3 +86,19 @@ async fn a_create_that_names_a_saved_draft_needs_the_contract_to_say_so() {
     assert_eq!(v["state"], "published", "{v}");
     assert_eq!((env.arrivals(), env.copies(&text)), (1, 1), "{v}");
 }
+
+/// A post with lines of no word (a Markdown rule, an emoji line) is carried by its create like any other:
+/// those lines are not looked for alone (the page sends them inside the whole text). Red when every line
+/// must show by itself: the check refused the create and nothing was made.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_post_with_a_line_of_no_word_is_published_once() {
+    let env = kit::Env::start(Fault::new(FaultMode::Normal)).await;
+    env.add_account("alice", &["--handle", "alice"]).await;
+    let text = format!("{}\n---\n\u{1f389}\nAll good", unique("Release notes"));
+    let (code, v, err) = env
+        .publish("alice", &kit::fixture_contract(), &text, &[])
+        .await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["state"], "published", "{v}");
+    assert_eq!((env.arrivals(), env.copies(&text)), (1, 1), "{v}");
+}

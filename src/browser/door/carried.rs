@@ -15,8 +15,8 @@
 //! entities read, or its URL's path and query, percent-decoded. Words are runs of letters and digits (NFC,
 //! any case), so quotes curled, `--` made a dash, markup added around words or spaces made `&nbsp;` change nothing;
 //! a different word (another post's) does; the line's first word may end a longer word and its last begin
-//! one (a page that glues what it adds to what was typed). A line without a word (emoji only) must show as typed, as a JSON
-//! string or a form value holds it.
+//! one (a page that glues what it adds to what was typed). A line without a word (`---`, an emoji) is not looked for alone; a
+//! text with no word at all must show whole, as typed, as a JSON string or a form value holds it.
 //!
 //! Not recognised: a post the page compresses, encrypts or sends in pieces no line survives whole, and a
 //! create that names an earlier saved draft instead of carrying the text: such a contract says so
@@ -43,23 +43,32 @@ pub struct PostLines {
 }
 
 impl PostLines {
-    /// Add a value typed into a field (the whole value; empty lines are nothing to look for).
+    /// Add the post's text: each line with a word. A line without one (`---`, an emoji) is not looked for
+    /// alone (the page sends it inside the whole text, never as a value of its own); a text with no word
+    /// at all is looked for whole, as typed.
     pub fn add(&mut self, value: &str) {
+        let mut worded = false;
         for l in value.lines() {
             let shown = l.trim();
-            if shown.is_empty() || self.lines.iter().any(|x| x.shown == shown) {
+            let words = words(shown);
+            if words.is_empty() {
                 continue;
             }
-            let words = words(shown);
-            let raw = if words.is_empty() {
-                Watched::of(shown)
-            } else {
-                None
-            };
+            worded = true;
+            if !self.lines.iter().any(|x| x.shown == shown) {
+                self.lines.push(Line {
+                    shown: shown.to_string(),
+                    words,
+                    raw: None,
+                });
+            }
+        }
+        let whole = value.trim();
+        if !worded && !whole.is_empty() && !self.lines.iter().any(|x| x.shown == whole) {
             self.lines.push(Line {
-                shown: shown.to_string(),
-                words,
-                raw,
+                shown: whole.to_string(),
+                words: Vec::new(),
+                raw: Watched::of(whole),
             });
         }
     }
@@ -324,6 +333,28 @@ mod tests {
         let url = "http://x/api/posts";
         assert!(carried(&p, url, r#"{"text":"👍"}"#));
         assert!(!carried(&p, url, r#"{"text":"🎉"}"#));
+        // A text of no word at all, on several lines: looked for whole.
+        let p = post(&["\u{1f389}\n\u{1f389}"]);
+        assert!(carried(&p, url, r#"{"text":"🎉\n🎉"}"#));
+        assert!(!carried(&p, url, r#"{"text":"🎉"}"#));
+        // A line of no word inside a text with words (a Markdown rule, an emoji line) is not looked for
+        // alone: the page sends it inside the whole text.
+        let p = post(&["Release notes\n---\n\u{1f389}\nAll good"]);
+        assert!(carried(
+            &p,
+            url,
+            r#"{"text":"Release notes\n---\n🎉\nAll good"}"#
+        ));
+        assert!(carried(
+            &p,
+            url,
+            "<p>Release notes</p><hr><p>🎉</p><p>All good</p>"
+        ));
+        assert!(!carried(
+            &p,
+            url,
+            r#"{"text":"Release notes\n---\nAll bad"}"#
+        ));
         assert!(PostLines::default().first_missing(url, None).is_none());
     }
 
