@@ -27,30 +27,10 @@ fn with_success(text: &str, success: &str) -> String {
     format!("{head}{success}\n[readback]{tail}").replace("format = 1", "format = 2")
 }
 
-/// The Fixturebook contract on `/hostile/other-origin?port=PORT`, its two fields and Publish inside
-/// `iframe#compose-frame` served from `origin` (the platform's other origin, or `None`: its own), creating
-/// there, with `success` as its only signals.
+/// The framed composer's contract (`other_origin::framed_contract_text`: from `origin`, or the platform's
+/// own when `None`) with `success` as its only signals.
 fn framed(env: &kit::Env, name: &str, origin: Option<&str>, success: &str) -> PathBuf {
-    let base = env.platform.base_url();
-    let at = origin.unwrap_or(&base);
-    let port = at.rsplit(':').next().unwrap_or_default().to_string();
-    let mut text = kit::hostile_contract_text("other-origin", Some("iframe#compose-frame"))
-        .replace(
-            "/hostile/other-origin\"",
-            &format!("/hostile/other-origin?port={port}\""),
-        );
-    if let Some(other) = origin {
-        text = text
-            .replace(
-                r#"create_request = { method = "POST", url = "{base_url}/api/posts" }"#,
-                &format!(r#"create_request = {{ method = "POST", url = "{other}/api/posts" }}"#),
-            )
-            .replace(
-                r#"allowed = ["{base_url}"]"#,
-                &format!(r#"allowed = ["{{base_url}}", "{other}"]"#),
-            );
-        assert!(text.contains(&format!("{other}/api/posts")), "{text}");
-    }
+    let text = crate::other_origin::framed_contract_text(env, origin, "");
     env.write_file(name, &with_success(&text, success))
 }
 

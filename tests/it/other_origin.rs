@@ -19,23 +19,39 @@ async fn start() -> kit::Env {
 /// and Publish inside `iframe#compose-frame`, creating at the other origin's `/api/posts`.
 fn contract(env: &kit::Env, name: &str, query: &str) -> PathBuf {
     let other = env.platform.other_origin_url();
-    let port = other.rsplit(':').next().unwrap_or_default().to_string();
-    let text = kit::hostile_contract_text("other-origin", Some("iframe#compose-frame"))
+    env.write_file(name, &framed_contract_text(env, Some(&other), query))
+}
+
+/// The text of the Fixturebook contract on `/hostile/other-origin?port=PORT` (with `query` added to its
+/// URL), its two fields and Publish inside `iframe#compose-frame` served from `origin` (the platform's
+/// other origin, allowed and created at; `None`: its own), as tests/it/framed_success.rs frames it too.
+pub(crate) fn framed_contract_text(env: &kit::Env, origin: Option<&str>, query: &str) -> String {
+    let base = env.platform.base_url();
+    let port = origin
+        .unwrap_or(&base)
+        .rsplit(':')
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    let mut text = kit::hostile_contract_text("other-origin", Some("iframe#compose-frame"))
         .replace(
             "/hostile/other-origin\"",
             &format!("/hostile/other-origin?port={port}{query}\""),
-        )
-        .replace(
-            r#"create_request = { method = "POST", url = "{base_url}/api/posts" }"#,
-            &format!(r#"create_request = {{ method = "POST", url = "{other}/api/posts" }}"#),
-        )
-        .replace(
-            r#"allowed = ["{base_url}"]"#,
-            &format!(r#"allowed = ["{{base_url}}", "{other}"]"#),
         );
-    assert!(text.contains(&format!("{other}/api/posts")), "{text}");
     assert!(text.contains(&format!("?port={port}")), "{text}");
-    env.write_file(name, &text)
+    if let Some(other) = origin {
+        text = text
+            .replace(
+                r#"create_request = { method = "POST", url = "{base_url}/api/posts" }"#,
+                &format!(r#"create_request = {{ method = "POST", url = "{other}/api/posts" }}"#),
+            )
+            .replace(
+                r#"allowed = ["{base_url}"]"#,
+                &format!(r#"allowed = ["{{base_url}}", "{other}"]"#),
+            );
+        assert!(text.contains(&format!("{other}/api/posts")), "{text}");
+    }
+    text
 }
 
 /// Published once through the frame, read back by its permalink; a rerun presses nothing. Red without the
