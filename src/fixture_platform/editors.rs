@@ -1,5 +1,5 @@
 //! Fixturebook's compose pages on real editors from npm, `/editors/NAME` (ProseMirror, Lexical, Quill,
-//! CKEditor 5, TinyMCE, CodeMirror 6, Trix): the compose page with its text field replaced by the editor
+//! CKEditor 5, TinyMCE, CodeMirror 6, Trix, and two on React 18: Slate and Draft.js): the compose page with its text field replaced by the editor
 //! (bundled from `fixtures/editors/*.js` by scripts/setup.sh, served from `.npm-editors/site/` or
 //! `ONCEPOST_FIXTURE_EDITORS`). Each page publishes the editor's own
 //! model, paragraphs joined by a blank line and line breaks kept, through the hidden textarea the compose
@@ -54,6 +54,17 @@ const EDITORS: &[Editor] = &[
         mount: r#"<trix-editor id="editor" class="rich-editor" aria-label="Post text"></trix-editor>"#,
         css: Some("trix.css"),
     },
+    // React renders the editor into this; its contenteditable is the editor's own element inside.
+    Editor {
+        name: "slate",
+        mount: r#"<div id="editor" class="react-root"></div>"#,
+        css: None,
+    },
+    Editor {
+        name: "draftjs",
+        mount: r#"<div id="editor" class="react-root"></div>"#,
+        css: Some("draftjs.css"),
+    },
 ];
 
 /// The files served under `/editors/static/`.
@@ -68,6 +79,9 @@ const ASSETS: &[(&str, &str)] = &[
     ("codemirror.js", "text/javascript; charset=utf-8"),
     ("trix.js", "text/javascript; charset=utf-8"),
     ("trix.css", "text/css; charset=utf-8"),
+    ("slate.js", "text/javascript; charset=utf-8"),
+    ("draftjs.js", "text/javascript; charset=utf-8"),
+    ("draftjs.css", "text/css; charset=utf-8"),
 ];
 
 /// `compose` (the compose page) with its text field replaced by the editor `name`; `None` for an unknown one.
@@ -83,7 +97,7 @@ pub fn page(name: &str, compose: String) -> Option<String> {
         .css
         .map(|c| format!(r#"<link rel="stylesheet" href="/editors/static/{c}">"#))
         .unwrap_or_default();
-    let style = "<style>.rich-editor{min-height:4em;border:1px solid #ccc;padding:4px;white-space:pre-wrap}</style>";
+    let style = "<style>.rich-editor,.react-root [contenteditable]{min-height:4em;border:1px solid #ccc;padding:4px;white-space:pre-wrap}</style>";
     let script = format!(
         r#"{css}{style}<script src="/editors/static/{}.js"></script>"#,
         editor.name

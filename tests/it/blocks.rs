@@ -230,6 +230,31 @@ async fn trix_keeps_every_line_typed_as_text() {
     made_once_on(&env, "trix", &c, &in_paragraphs("First paragraph in Trix")).await;
 }
 
+/// Two editors React renders (slate-react, as Discord's composer; Draft.js, as Twitter's was), each taking
+/// typed text from `beforeinput` and rendering it itself, Enter a new paragraph and Shift+Enter a line break
+/// as such composers make them. Typed by keys, each makes exactly the paragraphs typed; typed as text too
+/// (measured: both keep the line breaks of inserted text inside the paragraph's own text, which they render
+/// as lines, and the page publishes that).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn react_editors_make_the_paragraphs_typed_by_keys_or_as_text() {
+    let env = start().await;
+    for (name, root) in [
+        ("slate", "[data-slate-editor]"),
+        ("draftjs", ".public-DraftEditor-content"),
+    ] {
+        for keys in [true, false] {
+            let c = on_editor(&env, name, root, None, keys);
+            let how = if keys { "by keys" } else { "as text" };
+            let text = in_paragraphs(&format!("First paragraph in {name} {how}"));
+            let (code, v, err) = env.publish("alice", &c, &text, &[]).await;
+            assert_eq!(code, 0, "{name} {how}: {v} {err}");
+            assert_eq!(v["state"], "published", "{name} {how}: {v}");
+            assert_eq!(env.copies(&text), 1, "{name} {how}: the very text: {v}");
+        }
+    }
+    assert_eq!(env.arrivals(), 4);
+}
+
 /// A draft pixel on the block editor (`/compose?blocks=1&pixel=1`: every change sends the draft in a GET's
 /// URL). Typed by keys, the page sees the post grow line by line: after its short first line the pixel holds
 /// only that line, which the beginning of the whole post (what the door looks for) does not match. Each line
