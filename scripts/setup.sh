@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install what oncepost needs on a fresh Debian machine, and only what is missing:
 # Debian's Chromium headless shell (nothing downloads a browser of its own), the PostgreSQL binaries used by
-# the tests' ephemeral clusters, and the real-app lab's DokuWiki, WordPress, MariaDB and PHP. Safe to run again.
+# the tests' ephemeral clusters, and the real-app lab's DokuWiki, MediaWiki, WordPress, MariaDB and PHP. Safe
+# to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,12 +31,16 @@ fi
 if ! command -v npm >/dev/null 2>&1; then
     need+=(nodejs npm)
 fi
-# The real-app lab (tests/it/lab_*.rs): Debian's DokuWiki and WordPress (with MariaDB), served by PHP's
-# built-in server from private copies (scripts/lab-dokuwiki.sh, scripts/lab-wordpress.sh). WordPress keeps its
-# recommends: they bring its only theme.
+# The real-app lab (tests/it/lab_*.rs): Debian's DokuWiki, MediaWiki (on SQLite) and WordPress (with MariaDB),
+# served by PHP's built-in server from private copies or settings (scripts/lab-dokuwiki.sh,
+# scripts/lab-mediawiki.sh, scripts/lab-wordpress.sh). WordPress keeps its recommends: they bring its only
+# theme; MediaWiki needs none of its own (they would bring a web server and a database server).
 lab=()
 if [ ! -f /usr/share/dokuwiki/doku.php ]; then
     lab+=(dokuwiki php-xml php-mbstring)
+fi
+if [ ! -f /usr/share/mediawiki/index.php ]; then
+    lab+=(mediawiki php-sqlite3 php-intl)
 fi
 if ! command -v php >/dev/null 2>&1; then
     lab+=(php-cli)

@@ -150,10 +150,14 @@ pub struct ReadbackPlan {
     pub text_css: String,
     /// Attribute of an item carrying its id.
     pub id_attribute: Option<String>,
-    /// Regex (group `id`) over an item's first link.
+    /// Regex (group `id`) over an item's link (`link_css`, else its first link).
     pub id_from_link: Option<regex::Regex>,
     /// CSS, inside an item, of the element whose trimmed text is its id.
     pub id_text_css: Option<String>,
+    /// CSS, inside an item, of its own link (None: its first `a[href]`).
+    pub link_css: Option<String>,
+    /// CSS selectors, inside the text element, of elements whose text is not the post's.
+    pub text_skip: Vec<String>,
     /// Text rule.
     pub compare: TextRule,
     /// How long after a create "not found" may still mean "not there yet".
@@ -498,9 +502,24 @@ const ITEMS_JS: &str = concat!(
   for (const sel of p.item) { found = docs.flatMap(d => deepAll(d.doc, sel)); if (found.length) break; }
   const masks = docs.flatMap(d => p.masks.flatMap(s => { try { return deepAll(d.doc, s); } catch (e) { return []; } })
     .map(e => { const r = e.getBoundingClientRect(); return { x: d.x + r.left, y: d.y + r.top, w: r.width, h: r.height }; }));
+  // The text element's text and its laid-out text, without the elements of `skip` (what the platform adds
+  // to a rendered post: section edit links, a table of contents). The laid-out text is read with those
+  // hidden for the one synchronous read (nothing renders in between) and put back as they were.
+  function textOf(t, skip) {
+    const laidOut = () => (typeof t.innerText === 'string' ? t.innerText : null);
+    if (!skip.length) { return [t.textContent, laidOut()]; }
+    const copy = t.cloneNode(true);
+    skip.forEach(css => copy.querySelectorAll(css).forEach(e => e.remove()));
+    const hidden = skip.flatMap(css => Array.from(t.querySelectorAll(css)))
+      .map(e => [e, e.style.getPropertyValue('display'), e.style.getPropertyPriority('display')]);
+    hidden.forEach(([e]) => e.style.setProperty('display', 'none', 'important'));
+    const laid = laidOut();
+    hidden.forEach(([e, v, pri]) => { if (v) { e.style.setProperty('display', v, pri); } else { e.style.removeProperty('display'); } });
+    return [copy.textContent, laid];
+  }
   return { dpr: window.devicePixelRatio || 1, origin: location.origin, hosts: hosts.length, masks, items: found.map(el => {
     const t = deepOne(el, p.text);
-    const a = deepOne(el, 'a[href]');
+    const a = deepOne(el, p.link || 'a[href]');
     const au = p.author ? deepOne(el, p.author) : null;
     const author = au ? (p.author_attribute ? au.getAttribute(p.author_attribute) : au.textContent) : null;
     let marked = null;
@@ -511,10 +530,9 @@ const ITEMS_JS: &str = concat!(
     }
     let id = p.id_attribute ? el.getAttribute(p.id_attribute) : null;
     if (p.id_text) { const e = deepOne(el, p.id_text); id = e ? (e.textContent || '').trim() || null : null; }
-    const text = t ? t.textContent : null;
-    const laid = t && typeof t.innerText === 'string' ? t.innerText : null;
+    const [text, laid] = t ? textOf(t, p.text_skip || []) : [null, null];
     return { id, text, laid_out: laid !== null && laid !== text ? laid : null,
-             href: a ? a.href : null, author, marked };
+             href: a && typeof a.href === 'string' && a.href ? a.href : null, author, marked };
   }) };
 }
 "#
@@ -689,7 +707,8 @@ async fn list_once(
 ) -> Result<(Listed, Judged), BrowserError> {
     let params = serde_json::json!({
         "item": plan.item_css, "text": plan.text_css,
-        "id_attribute": plan.id_attribute, "id_text": plan.id_text_css, "masks": plan.masks,
+        "id_attribute": plan.id_attribute, "id_text": plan.id_text_css, "link": plan.link_css,
+        "text_skip": plan.text_skip, "masks": plan.masks,
         "author": plan.author_css, "author_attribute": plan.author_attribute,
         "marker": plan.marker, "marker_css": plan.marker_css,
     });
@@ -733,11 +752,16 @@ async fn list_once(
     }
     if let Some(re) = &plan.id_from_link {
         for it in &mut listed.items {
-            if it.id.is_none()
-                && let Some(h) = &it.href
-                && let Some(c) = re.captures(h)
-            {
-                it.id = c.name("id").map(|m| m.as_str().to_string());
+            match it.href.as_deref().and_then(|h| re.captures(h)) {
+                Some(c) => {
+                    if it.id.is_none() {
+                        it.id = c.name("id").map(|m| m.as_str().to_string());
+                    }
+                }
+                // The contract says what the post's own link looks like, and this is not it (the author's
+                // profile, a skip link): never recorded as the post's permalink. Measured before: a post
+                // found before writing was settled with the author's profile as its permalink.
+                None => it.href = None,
             }
         }
     }
@@ -1173,6 +1197,8 @@ mod tests {
             id_attribute: Some("data-post-id".into()),
             id_from_link: None,
             id_text_css: None,
+            link_css: None,
+            text_skip: Vec::new(),
             compare: TextRule::ExactNfc,
             propagation_ms: 0,
             masks: Vec::new(),

@@ -532,6 +532,12 @@ pub struct Readback {
     /// CSS selector, inside an item, of the post text.
     #[schemars(length(min = 1))]
     pub text: String,
+    /// (format 2) CSS selectors, inside the `text` element, of elements whose text is not the post's: what
+    /// the platform adds to a rendered post (a wiki's section edit links and table of contents, a code
+    /// block's "Copy" button). Their text is left out of what is compared.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(inner(length(min = 1)))]
+    pub text_skip: Vec<String>,
     /// Attribute of the item carrying the id; exclusive with `id_from_link` and `id_text`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id_attribute: Option<String>,
@@ -542,6 +548,12 @@ pub struct Readback {
     /// shows its page name); exclusive with `id_attribute` and `id_from_link`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id_text: Option<String>,
+    /// (format 2) CSS selector, inside an item, of the item's own link: its `href` is the item's permalink
+    /// and what `id_from_link` reads. Default: the item's first link (`a[href]`), which on many pages is
+    /// the author's profile or a skip link rather than the post's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub link: Option<String>,
     /// CSS selector, inside an item, of the element showing the item's author (its handle). Without it no
     /// search match can be shown to be the account's own: every one is a lead for a person.
     #[serde(default, skip_serializing_if = "Option::is_none")]

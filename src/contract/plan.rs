@@ -520,6 +520,8 @@ impl Contract {
                 None => None,
             },
             id_text_css: rb.id_text.clone(),
+            link_css: rb.link.clone(),
+            text_skip: rb.text_skip.clone(),
             compare: text_rule(rb.compare),
             propagation_ms: rb.propagation_ms,
             masks: self.evidence.mask.clone(),

@@ -1239,6 +1239,28 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
             "id_attribute = \"data-post-id\", id_from_link = '/p/(?P<id>\\w+)' or id_text = \".page-id\"",
         ),
     }
+    if !c.readback.text_skip.is_empty() {
+        format2(&mut k, rb.key("text_skip"), "text_skip");
+        for (i, css) in c.readback.text_skip.iter().enumerate() {
+            if css.trim().is_empty() {
+                k.err(
+                    rb.key("text_skip").index(i),
+                    "empty text_skip selector",
+                    "CSS selector, inside the text element, of what the platform adds to a post (e.g. \".mw-editsection\")",
+                );
+            }
+        }
+    }
+    if let Some(css) = &c.readback.link {
+        format2(&mut k, rb.key("link"), "link");
+        if css.trim().is_empty() {
+            k.err(
+                rb.key("link"),
+                "empty link selector",
+                "CSS selector, inside an item, of the item's own link (e.g. \"a.permalink\")",
+            );
+        }
+    }
     if let Some(a) = &c.readback.author
         && a.trim().is_empty()
     {

@@ -1132,7 +1132,29 @@ fn as_asked(req: &Request<Incoming>, page: String) -> String {
     if query_param(req, "framed").as_deref() == Some("1") {
         return FRAMED.to_string();
     }
-    spa_if_asked(req, shadow_if_asked(req, paragraphs_if_asked(req, page)))
+    spa_if_asked(
+        req,
+        shadow_if_asked(req, paragraphs_if_asked(req, decorated_if_asked(req, page))),
+    )
+}
+
+/// A post's page or the search with `?decorated=1`, as many apps draw a post: its first link is its author's
+/// profile (`a.author-link`, to `/u/NAME`), before the permalink (`a.permalink`), and the app's own controls
+/// sit inside the post's text: a "Copy" button (`.copy-text`) and an " (edited)" mark (`.edited`), so the
+/// text element shows the post followed by "Copy (edited)".
+fn decorated_if_asked(req: &Request<Incoming>, page: String) -> String {
+    const DECORATE: &str = "<script>document.querySelectorAll('article.post').forEach(function (a) {\n\
+        var who = a.querySelector('.post-author'); var link = document.createElement('a');\n\
+        link.className = 'author-link'; link.textContent = 'Profile';\n\
+        link.href = '/u/' + encodeURIComponent(who ? who.textContent : ''); a.prepend(link);\n\
+        var t = a.querySelector('.post-text'); if (!t) { return; }\n\
+        var copy = document.createElement('button'); copy.type = 'button'; copy.className = 'copy-text';\n\
+        copy.textContent = 'Copy'; var mark = document.createElement('span'); mark.className = 'edited';\n\
+        mark.textContent = ' (edited)'; t.append(copy, mark); });</script>";
+    if query_param(req, "decorated").as_deref() != Some("1") {
+        return page;
+    }
+    before_body_end(page, DECORATE)
 }
 
 /// `?framed=1` on a post's page or the search: a page of its own that shows the posts only inside an iframe

@@ -1,8 +1,10 @@
-//! The real-app lab: a private DokuWiki and a private WordPress with its MariaDB (Debian's packages,
-//! unmodified), each started once for the test binary on first use by scripts/lab-dokuwiki.sh and
-//! scripts/lab-wordpress.sh (own conf and data dirs, free loopback ports) and stopped when the binary exits.
-//! Every DokuWiki test works in a namespace of its own (`t<uuid>:`); every WordPress test posts as a user of
-//! its own with texts no other test uses. The users of both are `oncepost`, `other` and `lab1`..`lab8`
+//! The real-app lab: a private DokuWiki, a private MediaWiki and a private WordPress with its MariaDB
+//! (Debian's packages, unmodified), each started once for the test binary on first use by
+//! scripts/lab-dokuwiki.sh, scripts/lab-mediawiki.sh and scripts/lab-wordpress.sh (own conf and data dirs,
+//! free loopback ports) and stopped when the binary exits. Every DokuWiki test works in a namespace of its
+//! own (`t<uuid>:`), every MediaWiki test in pages whose titles start with a prefix of its own; every
+//! WordPress test posts as a user of its own with texts no other test uses. The users of DokuWiki and
+//! WordPress are `oncepost`, `other` and `lab1`..`lab8`, MediaWiki's `Oncepost`, `Other` and `Lab1`..`Lab4`
 //! (password `lab-password`).
 
 use std::path::{Path, PathBuf};
@@ -469,6 +471,235 @@ impl WordPress {
         );
         Value::Array(cookies)
     }
+}
+
+/// A running private MediaWiki (SQLite).
+pub struct MediaWiki {
+    /// `http://127.0.0.1:PORT`.
+    pub base_url: String,
+    /// Its directory (LocalSettings.php, database, logs).
+    pub dir: PathBuf,
+}
+
+static MW: OnceLock<MediaWiki> = OnceLock::new();
+
+/// The lab's MediaWiki, started on first use.
+pub fn mediawiki() -> &'static MediaWiki {
+    MW.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("oncepost-mediawiki-{}", uuid::Uuid::new_v4()));
+        MediaWiki {
+            base_url: start_app("scripts/lab-mediawiki.sh", &dir),
+            dir,
+        }
+    })
+}
+
+/// The password of the MediaWiki lab users (`Oncepost`, `Other`, `Lab1`..`Lab4`).
+pub const MW_PASSWORD: &str = "lab-password";
+
+impl MediaWiki {
+    /// A title prefix no other test (or run) uses: `Lab <12 hex digits>`.
+    pub fn prefix(&self) -> String {
+        format!("Lab {}", &uuid::Uuid::new_v4().simple().to_string()[..12])
+    }
+
+    /// `api.php` with `query` (URL-encoded).
+    fn api_url(&self, query: &[(&str, &str)]) -> String {
+        let mut url = url::Url::parse(&format!("{}/api.php", self.base_url)).unwrap();
+        url.query_pairs_mut().extend_pairs(query);
+        url.into()
+    }
+
+    /// One GET of the wiki's API (JSON, format version 2) with `query`.
+    async fn api_get(&self, query: &[(&str, &str)]) -> Value {
+        let mut q: Vec<(&str, &str)> = vec![("format", "json"), ("formatversion", "2")];
+        q.extend_from_slice(query);
+        json_of(
+            reqwest::get(self.api_url(&q))
+                .await
+                .expect("the wiki's API"),
+        )
+        .await
+    }
+
+    /// Every saved revision of page `title` (oldest first) as (user, wikitext): one per save; none when the
+    /// page does not exist.
+    pub async fn revisions(&self, title: &str) -> Vec<(String, String)> {
+        let v = self
+            .api_get(&[
+                ("action", "query"),
+                ("prop", "revisions"),
+                ("titles", title),
+                ("rvprop", "user|content"),
+                ("rvslots", "main"),
+                ("rvlimit", "max"),
+                ("rvdir", "newer"),
+            ])
+            .await;
+        let page = &v["query"]["pages"][0];
+        page["revisions"]
+            .as_array()
+            .map(|revs| {
+                revs.iter()
+                    .map(|r| {
+                        (
+                            r["user"].as_str().unwrap_or_default().to_string(),
+                            r["slots"]["main"]["content"]
+                                .as_str()
+                                .unwrap_or_default()
+                                .to_string(),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Titles of the pages whose title starts with `prefix` (main namespace).
+    pub async fn pages_with(&self, prefix: &str) -> Vec<String> {
+        let v = self
+            .api_get(&[
+                ("action", "query"),
+                ("list", "allpages"),
+                ("apprefix", prefix),
+                ("aplimit", "max"),
+            ])
+            .await;
+        v["query"]["allpages"]
+            .as_array()
+            .map(|ps| {
+                ps.iter()
+                    .filter_map(|p| p["title"].as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Log `user` in through the API (a login token, then `action=login`) and return the session's cookies
+    /// as CDP cookie objects for `--cookies`, each made persistent so the profile keeps it.
+    pub async fn login_cookies(&self, user: &str) -> Value {
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap();
+        let first = client
+            .get(self.api_url(&[
+                ("action", "query"),
+                ("meta", "tokens"),
+                ("type", "login"),
+                ("format", "json"),
+            ]))
+            .send()
+            .await
+            .expect("a login token");
+        let mut jar = cookies_of(&first);
+        let token = json_of(first).await;
+        let token = token["query"]["tokens"]["logintoken"]
+            .as_str()
+            .expect("a login token")
+            .to_string();
+        let header = |jar: &[(String, String)]| {
+            jar.iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join("; ")
+        };
+        let answer = client
+            .post(format!("{}/api.php", self.base_url))
+            .header("cookie", header(&jar))
+            .form(&[
+                ("action", "login"),
+                ("lgname", user),
+                ("lgpassword", MW_PASSWORD),
+                ("lgtoken", &token),
+                ("format", "json"),
+            ])
+            .send()
+            .await
+            .expect("log in");
+        for (k, v) in cookies_of(&answer) {
+            jar.retain(|(n, _)| n != &k);
+            jar.push((k, v));
+        }
+        let result = json_of(answer).await;
+        assert_eq!(
+            result["login"]["result"], "Success",
+            "login of {user}: {result}"
+        );
+        let expires = (std::time::SystemTime::now() + std::time::Duration::from_secs(86_400))
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        Value::Array(
+            jar.into_iter()
+                .map(|(name, value)| {
+                    json!({ "name": name, "value": value, "domain": "127.0.0.1", "path": "/",
+                            "expires": expires, "httpOnly": true })
+                })
+                .collect(),
+        )
+    }
+
+    /// Create page `title` with `text` as `user` through the wiki's API (no oncepost, no browser), as
+    /// another person would; `createonly`, so it never saves over a page.
+    pub async fn create_page_as(&self, user: &str, title: &str, text: &str) {
+        let cookies = self.login_cookies(user).await;
+        let header = cookies
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                format!(
+                    "{}={}",
+                    c["name"].as_str().unwrap(),
+                    c["value"].as_str().unwrap()
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; ");
+        let client = reqwest::Client::new();
+        let token = json_of(
+            client
+                .get(self.api_url(&[("action", "query"), ("meta", "tokens"), ("format", "json")]))
+                .header("cookie", &header)
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        let csrf = token["query"]["tokens"]["csrftoken"]
+            .as_str()
+            .expect("a csrf token")
+            .to_string();
+        let saved = json_of(
+            client
+                .post(format!("{}/api.php", self.base_url))
+                .header("cookie", &header)
+                .form(&[
+                    ("action", "edit"),
+                    ("title", title),
+                    ("text", text),
+                    ("summary", "created"),
+                    ("createonly", "1"),
+                    ("token", &csrf),
+                    ("format", "json"),
+                ])
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(
+            saved["edit"]["result"], "Success",
+            "the save of {title} as {user}: {saved}"
+        );
+    }
+}
+
+/// A response's body as JSON.
+async fn json_of(r: reqwest::Response) -> Value {
+    let body = r.text().await.expect("a body");
+    serde_json::from_str(&body).unwrap_or_else(|e| panic!("not JSON ({e}): {body}"))
 }
 
 /// `oncepost fixtures proxy` (the binary) in front of a lab app.

@@ -1,0 +1,99 @@
+//! Posts drawn as many apps draw them, through the real binary and real Chromium: Fixturebook's read pages
+//! with `?decorated=1`, where each post's first link is its author's profile (the permalink comes after it)
+//! and the app's own controls ("Copy", " (edited)") sit inside the post's text. The contract names the
+//! post's own link (`readback.link`, read by `id_from_link`) and the controls to leave out of its text
+//! (`readback.text_skip`); both are format 2 keys.
+use oncepost::fixture_platform::Fault;
+
+use crate::kit::{self, unique};
+
+/// The fixture contract on decorated read pages, reading each post's id from its permalink's link and its
+/// text without the app's controls; `link` and `skip` say whether those two keys are kept.
+fn decorated_contract(link: bool, skip: bool) -> String {
+    let mut c = kit::read_pages_asking("decorated=1").replace("format = 1", "format = 2");
+    let mut keys = String::from("id_from_link = '/p/(?P<id>[a-z0-9]+)$'\n");
+    if link {
+        keys.push_str("link = \"a.permalink\"\n");
+    }
+    if skip {
+        keys.push_str("text_skip = [\".copy-text\", \".edited\"]\n");
+    }
+    let with = c.replace("id_attribute = \"data-post-id\"\n", &keys);
+    assert_ne!(with, c, "the fixture contract's id_attribute moved");
+    c = with;
+    c
+}
+
+async fn start() -> kit::Env {
+    let env = kit::Env::start(Fault::default()).await;
+    env.add_account("alice", &["--handle", "alice"]).await;
+    env
+}
+
+/// A new post is read back at its permalink without the controls (published once); Alice's earlier post
+/// with another text is found before writing among decorated items, by the id its permalink's link names:
+/// published on it, nothing pressed. Red without `text_skip` (the page shows "... Copy (edited)": the new
+/// post parked as a mismatch, and the earlier one not recognised, so pressed again: a second copy) and
+/// without `link` (the first link is the author's profile: the earlier post found with no id, a lead, parked;
+/// before, it was settled with the author's profile as its permalink).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn posts_drawn_with_controls_and_an_author_link_first_are_read_as_themselves() {
+    let env = start().await;
+    let path = env.write_file("decorated.toml", &decorated_contract(true, true));
+    let text = unique("Decorated by the app");
+    let (code, v, err) = env.publish("alice", &path, &text, &[]).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["state"], "published", "{v}");
+    assert_eq!(env.copies(&text), 1);
+    let made = env.post_id_of("alice", &text);
+    assert_eq!(v["platform_id"], made.as_str(), "{v}");
+
+    let earlier = unique("Posted before by Alice herself");
+    let hers = env.post_as("alice", &earlier).await;
+    let (code, v, err) = env.publish("alice", &path, &earlier, &[]).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["pressed"], false, "{v}");
+    assert_eq!(v["platform_id"], hers.as_str(), "{v}");
+    assert!(
+        v["permalink"]
+            .as_str()
+            .is_some_and(|p| p.contains(&format!("/p/{hers}"))),
+        "{v}"
+    );
+    assert_eq!(env.copies(&earlier), 1);
+    assert_eq!(env.arrivals(), 2, "the new post and Alice's own");
+}
+
+/// The same contract checks as format 2 only: `link` and `text_skip` in a format 1 contract are refused
+/// with their key's path.
+#[tokio::test]
+async fn link_and_text_skip_are_format_2_keys() {
+    let env = start().await;
+    let c = decorated_contract(true, true).replace("format = 2", "format = 1");
+    let path = env.write_file("decorated-1.toml", &c);
+    let (code, out, err) = env
+        .run(&["contract", "check", path.to_str().unwrap()])
+        .await;
+    assert_eq!(code, 2, "{out} {err}");
+    for key in ["readback.link", "readback.text_skip"] {
+        assert!(err.contains(key) || out.contains(key), "{key}: {out} {err}");
+    }
+}
+
+/// Without `link`, each post's first link is its author's profile, which `id_from_link` does not match: the
+/// contract says what a post's own link looks like and this is not it, so it is never recorded as the post's
+/// permalink. Alice's earlier post found before writing has no id then: a lead for a person (parked, nothing
+/// pressed), never `published` on her profile's URL (as it was before: red without the check).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_link_that_is_not_the_posts_own_is_never_its_permalink() {
+    let env = start().await;
+    let path = env.write_file("decorated-no-link.toml", &decorated_contract(false, true));
+    let earlier = unique("Posted before, profile link first");
+    env.post_as("alice", &earlier).await;
+    let (code, v, err) = env.publish("alice", &path, &earlier, &[]).await;
+    assert_eq!(code, 12, "{v} {err}");
+    assert_eq!(v["state"], "parked", "{v}");
+    assert_eq!(v["pressed"], false, "{v}");
+    assert_eq!(v["permalink"], serde_json::Value::Null, "{v}");
+    assert_eq!(env.copies(&earlier), 1);
+}

@@ -1,0 +1,351 @@
+//! The real-app lab, MediaWiki: Debian's unmodified package (1.39 LTS, SQLite), a private instance for the
+//! test binary (kit::lab), driven only through the `oncepost` binary with the shipped contract
+//! `selectors/mediawiki.toml`. What was written is counted on the wiki's side twice: by the revisions the
+//! wiki keeps of each page (its API, read as any reader would) and by `oncepost fixtures proxy`'s
+//! forwarded-write count.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::kit::lab::{MediaWiki, Proxy, cookies_file, mediawiki, review_shows_screenshots};
+use crate::kit::{Oncepost, repo_path};
+
+fn contract() -> PathBuf {
+    repo_path("selectors/mediawiki.toml")
+}
+
+/// A test's own data dir and page titles, with account `wiki` registered as MediaWiki user `user` (its
+/// handle) and logged in: the probe that imports the login cookies into the account's profile must pass.
+struct Lab {
+    dir: tempfile::TempDir,
+    oncepost: Oncepost,
+    wiki: &'static MediaWiki,
+    prefix: String,
+}
+
+impl Lab {
+    async fn new(user: &str) -> Lab {
+        let wiki = mediawiki();
+        let dir = tempfile::tempdir().unwrap();
+        let oncepost = Oncepost::new(dir.path().join("home"));
+        let lab = Lab {
+            prefix: wiki.prefix(),
+            dir,
+            oncepost,
+            wiki,
+        };
+        let (code, out, err) = lab
+            .oncepost
+            .run(&[
+                "accounts",
+                "add",
+                "wiki",
+                "--platform",
+                "mediawiki",
+                "--handle",
+                user,
+            ])
+            .await;
+        assert_eq!(code, 0, "{out} {err}");
+        let cookies = cookies_file(lab.dir.path(), &wiki.login_cookies(user).await);
+        let page = lab.title("login");
+        let (code, out, err) = lab
+            .run(&[
+                "probe",
+                "--contract",
+                contract().to_str().unwrap(),
+                "--base-url",
+                &wiki.base_url,
+                "--account",
+                "wiki",
+                "--cookies",
+                cookies.to_str().unwrap(),
+                "--field",
+                &format!("page={page}"),
+                "--observe-ms",
+                "0",
+            ])
+            .await;
+        assert_eq!(code, 0, "the logged-in probe passes: {out} {err}");
+        lab
+    }
+
+    /// The title of this test's page `name`, as given to `--field page=` (with spaces).
+    fn title(&self, name: &str) -> String {
+        format!("{} {name}", self.prefix)
+    }
+
+    /// The same title as MediaWiki spells it in URLs and ids (spaces as `_`).
+    fn id(&self, name: &str) -> String {
+        self.title(name).replace(' ', "_")
+    }
+
+    async fn run(&self, args: &[&str]) -> (i32, String, String) {
+        self.oncepost.run(args).await
+    }
+
+    /// `publish --json` of `text` on page `name` at `base` as account `wiki`.
+    async fn publish_at(&self, base: &str, name: &str, text: &str) -> (i32, Value, String) {
+        let c = contract();
+        self.oncepost
+            .run_json(&[
+                "publish",
+                "--json",
+                "--contract",
+                c.to_str().unwrap(),
+                "--account",
+                "wiki",
+                "--base-url",
+                base,
+                "--field",
+                &format!("page={}", self.title(name)),
+                "--text",
+                text,
+                "--request-timeout",
+                "3s",
+            ])
+            .await
+    }
+
+    /// The saves of page `name`: (user, wikitext) per revision.
+    async fn saves_of(&self, name: &str) -> Vec<(String, String)> {
+        self.wiki.revisions(&self.title(name)).await
+    }
+}
+
+#[tokio::test]
+async fn the_shipped_mediawiki_contract_checks() {
+    let o = Oncepost::new(tempfile::tempdir().unwrap().keep());
+    let (code, out, err) = o
+        .run(&["contract", "check", contract().to_str().unwrap()])
+        .await;
+    assert_eq!(code, 0, "{out} {err}");
+}
+
+/// A probe, with and without `--fill`, writes nothing: no page with the test's prefix and no write
+/// forwarded by the proxy. The edit form's stash (a declared non-publish write, which a fill's typing can
+/// set off) is stopped during a probe.
+#[tokio::test]
+async fn a_probe_with_or_without_fill_writes_nothing_to_mediawiki() {
+    let lab = Lab::new("Oncepost").await;
+    let proxy = Proxy::start(&lab.wiki.base_url).await;
+    let c = contract();
+    for fill in [None, Some("a probe fills this and presses nothing")] {
+        let page = lab.title(if fill.is_some() { "filled" } else { "plain" });
+        let field = format!("page={page}");
+        let mut args = vec![
+            "probe",
+            "--json",
+            "--contract",
+            c.to_str().unwrap(),
+            "--base-url",
+            &proxy.base,
+            "--account",
+            "wiki",
+            "--field",
+            &field,
+        ];
+        if let Some(f) = fill {
+            args.extend(["--fill", f, "--observe-ms", "3500"]);
+        }
+        let (code, out, err) = lab.run(&args).await;
+        assert_eq!(code, 0, "{out} {err}");
+        let report: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(report["verdict"], "pass", "{out}");
+    }
+    let stats = proxy.stats().await;
+    assert_eq!(stats["forwarded_writes_total"], 0, "{stats}");
+    assert!(
+        lab.wiki.pages_with(&lab.prefix).await.is_empty(),
+        "{:?}",
+        lab.wiki.pages_with(&lab.prefix).await
+    );
+}
+
+/// A publish makes the page as the account, reads it back and settles `published` with the wiki's
+/// permalink and the page's name as MediaWiki spells it; the same command again sends nothing. The page
+/// has four headings, so MediaWiki shows an "[edit]" link beside each and a table of contents: left out of
+/// the text read back (`text_skip`; red without it: parked as a mismatch).
+#[tokio::test]
+async fn a_publish_makes_one_mediawiki_page_and_a_rerun_makes_nothing() {
+    let lab = Lab::new("Oncepost").await;
+    let text = format!(
+        "Lab note '''{}''' from oncepost.\n\n== One ==\nFirst.\n\n== Two ==\nSecond, with a \
+         [[Main Page]] link.\n\n== Three ==\nThird.\n\n== Four ==\nFourth.",
+        lab.prefix
+    );
+    let (code, report, err) = lab.publish_at(&lab.wiki.base_url, "note", &text).await;
+    assert_eq!(code, 0, "{report} {err}");
+    assert_eq!(report["state"], "published", "{report}");
+    assert_eq!(report["platform_id"], lab.id("note"), "{report}");
+    assert_eq!(
+        report["permalink"],
+        format!("{}/index.php?title={}", lab.wiki.base_url, lab.id("note")),
+        "{report}"
+    );
+    assert_eq!(
+        lab.saves_of("note").await,
+        vec![("Oncepost".to_string(), text.clone())]
+    );
+
+    let (code, again, err) = lab.publish_at(&lab.wiki.base_url, "note", &text).await;
+    assert_eq!(code, 0, "{again} {err}");
+    assert_eq!(again["state"], "published");
+    assert_eq!(again["key"], report["key"]);
+    assert_eq!(
+        lab.saves_of("note").await.len(),
+        1,
+        "the rerun saved nothing"
+    );
+}
+
+/// The create request is dropped after the wiki saved the page: indeterminate, then sweep and one
+/// reconcile lookup find the page as the account's (the last editor the page's foot names) and settle it
+/// `published`; a rerun sends nothing. Exactly one save, counted by the wiki and by the proxy.
+#[tokio::test]
+async fn a_dropped_mediawiki_save_is_reconciled_published_by_reading_the_wiki() {
+    let lab = Lab::new("Oncepost").await;
+    let proxy = Proxy::start(&lab.wiki.base_url).await;
+    proxy.fault("commit-then-drop").await;
+    let text = format!("Dropped answer {}", lab.prefix);
+    let (code, report, err) = lab.publish_at(&proxy.base, "dropped", &text).await;
+    assert_eq!(code, 10, "{report} {err}");
+    assert_eq!(report["state"], "indeterminate");
+    proxy.fault("normal").await;
+    let key = report["key"].as_str().unwrap().to_string();
+    assert_eq!(lab.saves_of("dropped").await.len(), 1);
+
+    let (code, out, err) = lab.run(&["sweep", "--json"]).await;
+    assert_eq!(code, 0, "{out} {err}");
+    tokio::time::sleep(Duration::from_millis(1700)).await;
+    let (code, out, err) = lab
+        .oncepost
+        .run_json(&["reconcile", "--json", "--key", &key])
+        .await;
+    assert_eq!(code, 0, "{out} {err}");
+    let shown = lab.oncepost.show(&key).await;
+    assert_eq!(shown["intent"]["state"], "published", "{shown}");
+    assert_eq!(shown["intent"]["platform_id"], lab.id("dropped"), "{shown}");
+
+    let (code, again, err) = lab.publish_at(&proxy.base, "dropped", &text).await;
+    assert_eq!(code, 0, "{again} {err}");
+    assert_eq!(again["state"], "published");
+    assert_eq!(lab.saves_of("dropped").await.len(), 1);
+    let stats = proxy.stats().await;
+    assert_eq!(stats["forwarded_writes"]["POST /index.php"], 1, "{stats}");
+}
+
+/// Another user's page with the same name and the same text is never taken for ours: our save never
+/// reached the wiki (reset before it was read), the other user then made that page; the lookup sees the
+/// text under another last editor and parks the intent for a person instead of settling it published.
+/// The review page shows the parked send with its screenshots, in Chromium.
+#[tokio::test]
+async fn another_users_mediawiki_page_with_our_text_is_never_ours_and_parks_for_review() {
+    let lab = Lab::new("Oncepost").await;
+    let proxy = Proxy::start(&lab.wiki.base_url).await;
+    proxy.fault("reset-before-read").await;
+    let text = format!("Same words {}", lab.prefix);
+    let (code, report, err) = lab.publish_at(&proxy.base, "same", &text).await;
+    assert_eq!(code, 10, "{report} {err}");
+    proxy.fault("normal").await;
+    let key = report["key"].as_str().unwrap().to_string();
+    assert!(
+        lab.saves_of("same").await.is_empty(),
+        "reset before the wiki read it"
+    );
+
+    lab.wiki
+        .create_page_as("Other", &lab.title("same"), &text)
+        .await;
+    let (code, out, err) = lab.run(&["sweep", "--json"]).await;
+    assert_eq!(code, 0, "{out} {err}");
+    tokio::time::sleep(Duration::from_millis(1700)).await;
+    let (code, out, err) = lab
+        .oncepost
+        .run_json(&["reconcile", "--json", "--key", &key])
+        .await;
+    assert_eq!(code, 12, "{out} {err}");
+    let shown = lab.oncepost.show(&key).await;
+    assert_eq!(shown["intent"]["state"], "parked", "{shown}");
+    assert_eq!(
+        lab.saves_of("same").await,
+        vec![("Other".to_string(), text.clone())],
+        "only the other user's save"
+    );
+
+    review_shows_screenshots(lab.oncepost.home(), &key).await;
+}
+
+/// A page that already exists is never saved over: its edit form names the revision it was opened on
+/// (`parentRevId` not 0), so the save is not the contract's create request; the door stops it and the
+/// intent fails, the other user's page untouched. The same text already there under another user is a
+/// lead before anything is pressed: parked, nothing saved.
+#[tokio::test]
+async fn an_existing_mediawiki_page_is_never_saved_over() {
+    let lab = Lab::new("Oncepost").await;
+    let theirs = format!("Their page {}", lab.prefix);
+    lab.wiki
+        .create_page_as("Other", &lab.title("taken"), &theirs)
+        .await;
+    let (code, report, err) = lab
+        .publish_at(
+            &lab.wiki.base_url,
+            "taken",
+            &format!("Our words {}", lab.prefix),
+        )
+        .await;
+    assert_eq!(report["state"], "failed", "{code} {report} {err}");
+    assert_eq!(code, 11);
+    assert_eq!(report["pressed"], true, "{report}");
+    assert_eq!(
+        lab.saves_of("taken").await,
+        vec![("Other".to_string(), theirs.clone())]
+    );
+
+    let (code, report, err) = lab.publish_at(&lab.wiki.base_url, "taken", &theirs).await;
+    assert_eq!(report["state"], "parked", "{code} {report} {err}");
+    assert_eq!(code, 12);
+    assert_eq!(report["pressed"], false, "{report}");
+    assert_eq!(lab.saves_of("taken").await.len(), 1);
+}
+
+/// `oncepost conform` on the real wiki: the probe forwards nothing; each fault leaves at most one save that
+/// reconcile finds; the reruns send nothing. The wiki agrees: every page with the test's prefix was saved
+/// exactly once, by the account, and the page whose save was reset never came to be.
+#[tokio::test]
+async fn conform_is_all_pass_on_mediawiki() {
+    let lab = Lab::new("Oncepost").await;
+    let c = contract();
+    let field = format!("page={}", lab.title("conform"));
+    let (code, out, err) = lab
+        .run(&[
+            "conform",
+            "--contract",
+            c.to_str().unwrap(),
+            "--base-url",
+            &lab.wiki.base_url,
+            "--account",
+            "wiki",
+            "--field",
+            &field,
+            "--delay-ms",
+            "4000",
+            "--request-timeout",
+            "2s",
+            "--let-resends-through",
+        ])
+        .await;
+    eprintln!("{out}");
+    assert_eq!(code, 0, "{out}\n{err}");
+    let pages = lab.wiki.pages_with(&lab.prefix).await;
+    // normal + the three commit-then-* faults (the setup probe pressed nothing).
+    assert_eq!(pages.len(), 4, "{pages:?}");
+    for p in &pages {
+        let saves = lab.wiki.revisions(p).await;
+        assert_eq!(saves.len(), 1, "{p}: {saves:?}");
+        assert_eq!(saves[0].0, "Oncepost", "{p}");
+    }
+    assert!(!pages.iter().any(|p| p.contains("reset")), "{pages:?}");
+}
