@@ -10,7 +10,7 @@
 //!
 //! Expansion is by name and may be partial: placeholders without a value are left as they are (the compose
 //! flow fills `{base_url}` and the fields at plan time, the read-back `{id}` once it knows it).
-use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, percent_decode_str, utf8_percent_encode};
 
 /// What a path segment or a fragment keeps as is: RFC 3986's unreserved characters. Everything else is
 /// percent-encoded, `/` too (a value is one segment) and a space as `%20` (a path reads `+` as a plus sign).
@@ -138,6 +138,21 @@ pub fn fill_text<'a>(text: &str, value: impl Fn(&str) -> Option<&'a str>) -> Opt
     Some(out)
 }
 
+/// A value a contract's regex took out of a URL (a post's id in `/index.php/Caf%C3%A9`, a success page's
+/// address, an item's link) as the value it stands for: percent-decoded, so that a template, which encodes
+/// every value it is given, puts it back as it was rather than encoded twice (`Caf%25C3%25A9`, a page the
+/// platform does not have). A `+` stays a plus (in a path it is one). Kept as taken when it does not decode
+/// to text (not UTF-8) or decodes to a control character.
+pub fn value_from_url(taken: &str) -> String {
+    if !taken.contains('%') {
+        return taken.to_string();
+    }
+    match percent_decode_str(taken).decode_utf8() {
+        Ok(v) if !v.chars().any(char::is_control) => v.into_owned(),
+        _ => taken.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -208,5 +223,26 @@ mod tests {
             placeholders("{base_url}/{field:t}?q={text}").unwrap(),
             vec!["base_url", "field:t", "text"]
         );
+    }
+
+    /// An id taken from a URL goes back into the permalink template as it came, once encoded: in a path, in
+    /// a query; a plus, an undecodable or a control-character escape stay as taken.
+    #[test]
+    fn a_value_taken_from_a_url_is_put_back_encoded_once() {
+        let id = value_from_url("Lab_Caf%C3%A9");
+        assert_eq!(id, "Lab_Café");
+        assert_eq!(
+            fill("https://w/index.php?title={id}", &[("id", &id)]).unwrap(),
+            "https://w/index.php?title=Lab_Caf%C3%A9"
+        );
+        assert_eq!(
+            fill("https://w/wiki/{id}", &[("id", &id)]).unwrap(),
+            "https://w/wiki/Lab_Caf%C3%A9"
+        );
+        assert_eq!(value_from_url("a+b"), "a+b");
+        assert_eq!(value_from_url("plain-id_1"), "plain-id_1");
+        assert_eq!(value_from_url("bad%FFbyte"), "bad%FFbyte");
+        assert_eq!(value_from_url("nl%0Ain"), "nl%0Ain");
+        assert_eq!(value_from_url("T1%3Anote"), "T1:note");
     }
 }

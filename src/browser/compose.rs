@@ -35,6 +35,7 @@ use super::transport::{
 };
 use super::{BrowserError, BrowserSession, Liveness};
 use crate::store::{DispatchAuthorization, Fence};
+use crate::template::value_from_url;
 use crate::wait::Wait;
 
 /// How success shows after the create response (from the contract's `[[success]]`).
@@ -612,9 +613,10 @@ impl<'a> ComposePage<'a> {
                 match &s.rule {
                     SuccessRule::UrlRegex(re) => {
                         let hit = match url.as_deref().and_then(|u| re.captures(u)) {
-                            Some(c) => {
-                                Some((url.clone(), c.name("id").map(|m| m.as_str().to_string())))
-                            }
+                            Some(c) => Some((
+                                url.clone(),
+                                c.name("id").map(|m| value_from_url(m.as_str())),
+                            )),
                             None => look
                                 .frame_url(re)
                                 .await

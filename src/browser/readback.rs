@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use super::checks::{BoxRect, evaluate_json};
 use super::{BrowserError, BrowserSession};
 use crate::identity::normalize_text;
+use crate::template::value_from_url;
 use crate::wait::Wait;
 
 /// How shown text is compared with what was sent.
@@ -755,7 +756,7 @@ async fn list_once(
             match it.href.as_deref().and_then(|h| re.captures(h)) {
                 Some(c) => {
                     if it.id.is_none() {
-                        it.id = c.name("id").map(|m| m.as_str().to_string());
+                        it.id = c.name("id").map(|m| value_from_url(m.as_str()));
                     }
                 }
                 // The contract says what the post's own link looks like, and this is not it (the author's

@@ -15,6 +15,7 @@ use serde::Deserialize;
 use super::checks::{evaluate_json, evaluate_json_in};
 use super::other_origin::{FrameInside, frames_inside};
 use super::{BrowserError, Liveness};
+use crate::template::value_from_url;
 
 /// An element (the first of `p.css` that matches, in any of the page's documents of its origin) showing
 /// `p.text` when given: its `p.attr` is the id. `p.hosts`: the iframes of another origin instead.
@@ -166,7 +167,7 @@ impl<'a> SignalLook<'a> {
                 continue;
             }
             if let Some(c) = re.captures(&url) {
-                let id = c.name("id").map(|m| m.as_str().to_string());
+                let id = c.name("id").map(|m| value_from_url(m.as_str()));
                 return Ok(Some((url, id)));
             }
         }

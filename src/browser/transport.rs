@@ -30,6 +30,7 @@ use super::session::BrowserHandle;
 use super::{BrowserError, Liveness};
 use crate::failpoint::{self, FailPoint};
 use crate::identity::WireRequestHash;
+use crate::template::value_from_url;
 
 /// Request headers never forwarded: hop-by-hop, or owned by the HTTP client.
 const HOP_BY_HOP: &[&str] = &[
@@ -139,7 +140,7 @@ impl CreatePattern {
         };
         r.captures(url)?
             .name("id")
-            .map(|m| m.as_str().to_string())
+            .map(|m| value_from_url(m.as_str()))
             .filter(|id| !id.is_empty())
     }
 

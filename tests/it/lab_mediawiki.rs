@@ -349,3 +349,30 @@ async fn conform_is_all_pass_on_mediawiki() {
     }
     assert!(!pages.iter().any(|p| p.contains("reset")), "{pages:?}");
 }
+
+/// A page named in letters outside ASCII ("Café", "Überblick"): the save's answer and the "Read" tab spell
+/// its name percent-encoded in their URLs, and the id taken from them is the name itself, so the permalink
+/// template encodes it once (red when the id was kept encoded: the read-back asked for `Caf%25C3%25A9`,
+/// MediaWiki's "Bad title" page, read it as the post showing other words, and parked it as a mismatch).
+#[tokio::test]
+async fn a_mediawiki_page_named_outside_ascii_is_read_back_at_its_own_name() {
+    let lab = Lab::new("Oncepost").await;
+    let text = format!("Un café pour {}", lab.prefix);
+    let (code, report, err) = lab
+        .publish_at(&lab.wiki.base_url, "Café Überblick", &text)
+        .await;
+    assert_eq!(code, 0, "{report} {err}");
+    assert_eq!(report["state"], "published", "{report}");
+    assert_eq!(report["platform_id"], lab.id("Café Überblick"), "{report}");
+    assert_eq!(
+        report["permalink"],
+        format!(
+            "{}/index.php?title={}",
+            lab.wiki.base_url,
+            url::form_urlencoded::byte_serialize(lab.id("Café Überblick").as_bytes())
+                .collect::<String>()
+        ),
+        "{report}"
+    );
+    assert_eq!(lab.saves_of("Café Überblick").await.len(), 1);
+}
