@@ -951,7 +951,13 @@ impl ReadbackPlan {
         let Some(i) = item else {
             return (ReadVerdict::NotFound, Vec::new());
         };
-        let shown = i.text.clone().unwrap_or_default();
+        // An item that shows no text at all is no post shown (the platform's "not found" or "being processed"
+        // page, read whole when the item is the whole page): not there yet, read again within the window,
+        // never a post with other words (measured: such a page, read right after the create, parked the post
+        // as a mismatch).
+        let Some(shown) = i.text.clone() else {
+            return (ReadVerdict::NotFound, Vec::new());
+        };
         if !self.marked(i) {
             // The id came from this attempt's own answer, yet the post lacks the marker the contract says the
             // platform keeps: not provably ours; a person looks.

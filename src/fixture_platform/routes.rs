@@ -127,7 +127,14 @@ pub(crate) async fn handle(
         (&Method::GET, ["login"]) => login(&req, &shared).await,
         // `/p/{id}/{anything}`: the same permalink, as apps whose post URLs end in a slug of the title serve it.
         (&Method::GET, ["p", id] | ["p", id, _]) => {
-            let post = shared.lock_state().post(id).cloned();
+            // `?lag_ms=N`: the post's page is not there until the post is N ms old (a platform's replica
+            // behind its primary), as the search's index lags.
+            let lag = lag_ms(&req).lag_ms;
+            let post = shared
+                .lock_state()
+                .post(id)
+                .filter(|p| super::posts::now_ms() - p.created_ms >= lag)
+                .cloned();
             match post {
                 Some(p) => html(
                     StatusCode::OK,

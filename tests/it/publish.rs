@@ -972,6 +972,34 @@ async fn a_post_whose_lines_the_platform_renders_as_elements_is_read_back() {
     read_back_then_found_before_writing(&env, &contract, &text, &earlier).await;
 }
 
+/// A platform whose post page is not there yet right after the create (`/p/ID?lag_ms=600`: the not-found
+/// page until the post is 600 ms old, as a replica behind its primary) and a contract whose item is the
+/// page's whole main area (as a wiki's is): the first read finds an item that shows no post text at all.
+/// That is no post shown, read again within the window, and the post is settled `published` once its page
+/// is there. Before, the text-less item was taken for the post with other words: parked as a mismatch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_post_page_that_is_not_there_yet_is_read_again_not_taken_for_other_words() {
+    let env = Env::start(Fault::default()).await;
+    let c = std::fs::read_to_string(kit::fixture_contract())
+        .unwrap()
+        .replace(
+            r#"permalink = "{base_url}/p/{id}""#,
+            r#"permalink = "{base_url}/p/{id}?lag_ms=600""#,
+        )
+        .replace(
+            r#"item = { strategies = [{ css = "article.post" }], strict = false }"#,
+            r#"item = { strategies = [{ css = "main" }], strict = false }"#,
+        );
+    assert_eq!(c.matches("lag_ms=600").count(), 1);
+    assert!(c.contains(r#"css = "main""#));
+    let contract = env.write_file("lagging-page.toml", &c);
+    let text = unique("not there yet");
+    let (code, v, err) = env.publish_with(&contract, &text, &[]).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["state"], "published", "{v}");
+    assert_eq!(env.copies(&text), 1);
+}
+
 /// A platform whose post and search pages are single-page apps (`?spa=1`): each shows its posts only after
 /// its own data request comes back, 300 ms after the page's load event. A read-back waits for the page's
 /// data reads (which the door answers) to end and lists again: the post is settled `published` by its
