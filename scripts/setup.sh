@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Install what oncepost needs on a fresh Debian machine, and only what is missing:
 # Debian's Chromium headless shell (nothing downloads a browser of its own), the PostgreSQL binaries used by
-# the tests' ephemeral clusters, and the real-app lab's DokuWiki, MediaWiki, WordPress, MariaDB and PHP. Safe
-# to run again.
+# the tests' ephemeral clusters, and the real-app lab's DokuWiki, MediaWiki, WordPress, MariaDB, PHP and
+# Redmine. Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,7 +33,7 @@ if ! command -v npm >/dev/null 2>&1; then
 fi
 # The real-app lab (tests/it/lab_*.rs): Debian's DokuWiki, MediaWiki (on SQLite) and WordPress (with MariaDB),
 # served by PHP's built-in server from private copies or settings (scripts/lab-dokuwiki.sh,
-# scripts/lab-mediawiki.sh, scripts/lab-wordpress.sh). WordPress keeps its recommends: they bring its only
+# scripts/lab-mediawiki.sh, scripts/lab-wordpress.sh), and Redmine. WordPress keeps its recommends: they bring its only
 # theme; MediaWiki needs none of its own (they would bring a web server and a database server).
 lab=()
 if [ ! -f /usr/share/dokuwiki/doku.php ]; then
@@ -41,6 +41,10 @@ if [ ! -f /usr/share/dokuwiki/doku.php ]; then
 fi
 if [ ! -f /usr/share/mediawiki/index.php ]; then
     lab+=(mediawiki php-sqlite3 php-intl)
+fi
+# Redmine (Rails) on SQLite, served by WEBrick from a private copy (scripts/lab-redmine.sh).
+if [ ! -f /usr/share/redmine/config.ru ]; then
+    lab+=(redmine redmine-sqlite ruby-webrick)
 fi
 if ! command -v php >/dev/null 2>&1; then
     lab+=(php-cli)

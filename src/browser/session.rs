@@ -439,6 +439,7 @@ impl BrowserSession {
     pub async fn close(self) {
         use chromiumoxide::cdp::browser_protocol::browser::CloseParams;
         if !self.liveness.is_dead() {
+            self.keep_session_cookies().await;
             let _ = self
                 .liveness
                 .bounded(
@@ -473,6 +474,73 @@ impl BrowserSession {
             scrub_history(dir);
         }
         // Dropping the last handle reaps a directly launched child (chromiumoxide sets kill_on_drop).
+    }
+}
+
+/// How long a session cookie stays in the account's profile once its browser closes.
+const KEEP_SESSION_COOKIES: Duration = Duration::from_secs(30 * 86_400);
+
+impl BrowserSession {
+    /// Keep the session's session cookies (no expiry: the browser drops them when it closes) in the
+    /// profile, as a browser set to continue where it left off does. An app whose login lives in its session
+    /// cookie (Rails' cookie store, PHP's `PHPSESSID`, any app without "remember me") answers the first page
+    /// after a login is imported with a new session cookie, which replaces the imported one: measured on
+    /// Redmine, the next send found itself logged out and could press nothing. The platform still ends
+    /// the session when it decides to; only the browser's closing no longer does. Best effort, bounded: a
+    /// failure here leaves the cookies as the browser had them.
+    async fn keep_session_cookies(&self) {
+        use chromiumoxide::cdp::browser_protocol::network::{CookieParam, TimeSinceEpoch};
+        let Ok(cookies) = self
+            .liveness
+            .bounded(
+                "read the session cookies",
+                Duration::from_secs(1),
+                self.browser.get_cookies(),
+            )
+            .await
+        else {
+            return;
+        };
+        let until = std::time::SystemTime::now()
+            .checked_add(KEEP_SESSION_COOKIES)
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0.0, |d| d.as_secs_f64());
+        let kept: Vec<CookieParam> = cookies
+            .into_iter()
+            .filter(|c| c.session)
+            .map(|c| {
+                // A host-only cookie (no leading dot) is set again by its URL, which keeps it host-only.
+                let host_only = !c.domain.starts_with('.');
+                let scheme = if c.secure { "https" } else { "http" };
+                CookieParam {
+                    url: host_only.then(|| format!("{scheme}://{}{}", c.domain, c.path)),
+                    domain: (!host_only).then(|| c.domain.clone()),
+                    path: Some(c.path.clone()),
+                    secure: Some(c.secure),
+                    http_only: Some(c.http_only),
+                    same_site: c.same_site.clone(),
+                    expires: Some(TimeSinceEpoch::new(until)),
+                    priority: Some(c.priority.clone()),
+                    same_party: None,
+                    source_scheme: None,
+                    source_port: None,
+                    partition_key: c.partition_key.clone(),
+                    name: c.name,
+                    value: c.value,
+                }
+            })
+            .collect();
+        if kept.is_empty() {
+            return;
+        }
+        let _ = self
+            .liveness
+            .bounded(
+                "keep the session cookies",
+                Duration::from_secs(1),
+                self.browser.set_cookies(kept),
+            )
+            .await;
     }
 }
 

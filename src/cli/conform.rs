@@ -54,6 +54,11 @@ pub struct ConformArgs {
     /// different post (a title-keyed platform needs a new title each time).
     #[arg(long = "field", value_name = "K=V")]
     pub fields: Vec<String>,
+    /// A compose field given as it is to every publish and to the probe (repeatable): what the posts go
+    /// into rather than the post's own name, such as a tracker's project or a forum's board, which must
+    /// exist as named. A field is given by `--field` or `--fixed-field`, not both.
+    #[arg(long = "fixed-field", value_name = "K=V")]
+    pub fixed_fields: Vec<String>,
     /// Print one JSON document instead of the table.
     #[arg(long)]
     pub json: bool,
@@ -125,6 +130,12 @@ async fn conform(cli: &Cli, args: &ConformArgs, log: LogFormat) -> Result<Vec<Ce
     let contract = Contract::load(&args.contract).map_err(bad)?;
     let upstream = url::Url::parse(&args.base_url).map_err(|e| bad(format!("--base-url: {e}")))?;
     let given = super::publish::parse_fields(&args.fields)?;
+    let fixed = super::publish::parse_fields(&args.fixed_fields)?;
+    if let Some(k) = fixed.keys().find(|k| given.contains_key(*k)) {
+        return Err(bad(format!(
+            "field {k:?} is given by both --field and --fixed-field: give it once"
+        )));
+    }
     // Each publish's own text and fields; its create request is matched with them (a URL may hold a field).
     let nonce = crate::secret::random_hex::<6>().map_err(|e| CliError::internal(e.to_string()))?;
     let text_of = |fault: ProxyFaultMode| format!("oncepost conform {fault} {nonce}");
@@ -132,6 +143,7 @@ async fn conform(cli: &Cli, args: &ConformArgs, log: LogFormat) -> Result<Vec<Ce
         given
             .iter()
             .map(|(k, v)| (k.clone(), format!("{v} {fault} {nonce}")))
+            .chain(fixed.iter().map(|(k, v)| (k.clone(), v.clone())))
             .collect()
     };
     let plan_at = |base: &str, fault: ProxyFaultMode| {
@@ -200,6 +212,7 @@ async fn conform(cli: &Cli, args: &ConformArgs, log: LogFormat) -> Result<Vec<Ce
     let probe_values: std::collections::BTreeMap<String, String> = given
         .iter()
         .map(|(k, v)| (k.clone(), format!("{v} probe {nonce}")))
+        .chain(fixed.iter().map(|(k, v)| (k.clone(), v.clone())))
         .collect();
     let probe_plan = contract.probe_plan_for(&base, &probe_values).map_err(bad)?;
     let verdict = match super::probe::probe(cli, &probe_args, &probe_plan, false).await {

@@ -747,8 +747,15 @@ async fn login(req: &Request<Incoming>, shared: &Arc<Shared>) -> Resp {
         .insert(header::LOCATION, HeaderValue::from_static("/compose"));
     // A lasting login, as real apps give with "remember me": the account's browser profile stays logged in
     // between publishes, so a queued publish (which carries no login link) finds its session there.
+    // `&session_only=1`: a login that lives in a session cookie (no expiry), as an app without "remember
+    // me" gives (Rails' and PHP's session cookies): a browser drops it when it closes.
+    let lasting = if query_param(req, "session_only").as_deref() == Some("1") {
+        ""
+    } else {
+        "; Max-Age=86400"
+    };
     if let Ok(v) = HeaderValue::from_str(&format!(
-        "{SESSION_COOKIE}={token}; HttpOnly; Path=/; SameSite=Lax; Max-Age=86400"
+        "{SESSION_COOKIE}={token}; HttpOnly; Path=/; SameSite=Lax{lasting}"
     )) {
         r.headers_mut().insert(header::SET_COOKIE, v);
     }

@@ -36,6 +36,7 @@ mod graphql;
 mod guard;
 mod lab_dokuwiki;
 mod lab_mediawiki;
+mod lab_redmine;
 mod lab_wordpress;
 mod live_sockets;
 mod local_outbox;

@@ -159,3 +159,37 @@ async fn a_new_visitors_first_pages_open_one_session_not_two() {
     assert_eq!(env.copies(&text), 1);
     assert_eq!(env.arrivals(), 1);
 }
+
+/// A platform whose login lives in a session cookie (Fixturebook's login with `&session_only=1` gives its
+/// session cookie no expiry, as Rails' and PHP's have none): logged in by the login link on the first send, the account is still
+/// logged in on the next send, in a new browser, without it. Its profile keeps the session's cookies when the
+/// browser closes (red without: the second send's browser had no session, Fixturebook took the post as
+/// anonymous's, and the read-back parked it as another author's).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_login_kept_in_a_session_cookie_outlives_the_browser() {
+    let env = env().await;
+    let contract = kit::fixture_contract();
+    let first = unique("logged in by the link");
+    let mut args = env.publish_args("alice", &contract, &first);
+    let at = args.iter().position(|a| a == "--login-url").unwrap();
+    args[at + 1].push_str("&session_only=1");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, v, err) = env.oncepost.run_json(&args).await;
+    assert_eq!(code, 0, "{v} {err}");
+    let second = unique("still logged in");
+    let mut args = env.publish_args("alice", &contract, &second);
+    let at = args.iter().position(|a| a == "--login-url").unwrap();
+    args.drain(at..at + 2);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, v, err) = env.oncepost.run_json(&args).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["state"], "published", "{v}");
+    let by: Vec<String> = env
+        .platform
+        .posts()
+        .into_iter()
+        .filter(|p| p.text == second)
+        .map(|p| p.account)
+        .collect();
+    assert_eq!(by, ["alice"], "{v}");
+}

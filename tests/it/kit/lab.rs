@@ -696,6 +696,135 @@ impl MediaWiki {
     }
 }
 
+/// A running private Redmine (SQLite, WEBrick).
+pub struct Redmine {
+    /// `http://127.0.0.1:PORT`.
+    pub base_url: String,
+    /// Its directory (the app's copy, its instance, database, logs).
+    pub dir: PathBuf,
+}
+
+static RM: OnceLock<Redmine> = OnceLock::new();
+
+/// The lab's Redmine, started on first use.
+pub fn redmine() -> &'static Redmine {
+    RM.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("oncepost-redmine-{}", uuid::Uuid::new_v4()));
+        Redmine {
+            base_url: start_app("scripts/lab-redmine.sh", &dir),
+            dir,
+        }
+    })
+}
+
+impl Redmine {
+    /// A subject prefix no other test (or run) uses.
+    pub fn prefix(&self) -> String {
+        format!("Lab {}", &uuid::Uuid::new_v4().simple().to_string()[..12])
+    }
+
+    /// The issues of project `lab` whose subject holds `words` (any status), through the REST API as an
+    /// anonymous reader of the public project: (id, subject, author's name), oldest first.
+    pub async fn issues_with(&self, words: &str) -> Vec<(u64, String, String)> {
+        let mut url =
+            url::Url::parse(&format!("{}/projects/lab/issues.json", self.base_url)).unwrap();
+        url.query_pairs_mut()
+            .append_pair("status_id", "*")
+            .append_pair("subject", &format!("~{words}"))
+            .append_pair("sort", "id")
+            .append_pair("limit", "100");
+        let v = json_of(reqwest::get(url.as_str()).await.expect("Redmine's API")).await;
+        v["issues"]
+            .as_array()
+            .map(|is| {
+                is.iter()
+                    .map(|i| {
+                        (
+                            i["id"].as_u64().unwrap_or_default(),
+                            i["subject"].as_str().unwrap_or_default().to_string(),
+                            i["author"]["name"].as_str().unwrap_or_default().to_string(),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Log `user` in through the login form and return the session's cookies as CDP cookie objects for
+    /// `--cookies`, each made persistent so the profile keeps it.
+    pub async fn login_cookies(&self, user: &str) -> Value {
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap();
+        let form = client
+            .get(format!("{}/login", self.base_url))
+            .send()
+            .await
+            .expect("the login page");
+        let mut jar = cookies_of(&form);
+        let page = form.text().await.expect("the login page's body");
+        let token = page
+            .split("name=\"authenticity_token\" value=\"")
+            .nth(1)
+            .and_then(|r| r.split('"').next())
+            .expect("the login form's token")
+            .to_string();
+        let header = jar
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join("; ");
+        let answer = client
+            .post(format!("{}/login", self.base_url))
+            .header("cookie", header)
+            .form(&[
+                ("authenticity_token", token.as_str()),
+                ("username", user),
+                ("password", PASSWORD),
+                ("login", "Login"),
+            ])
+            .send()
+            .await
+            .expect("log in");
+        assert_eq!(answer.status().as_u16(), 302, "login of {user} redirects");
+        for (k, v) in cookies_of(&answer) {
+            jar.retain(|(n, _)| n != &k);
+            jar.push((k, v));
+        }
+        let expires = (std::time::SystemTime::now() + std::time::Duration::from_secs(86_400))
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        Value::Array(
+            jar.into_iter()
+                .map(|(name, value)| {
+                    json!({ "name": name, "value": value, "domain": "127.0.0.1", "path": "/",
+                            "expires": expires, "httpOnly": true })
+                })
+                .collect(),
+        )
+    }
+
+    /// Create an issue with `subject` in project `lab` as `user` through the REST API (no oncepost, no
+    /// browser), as another person would; its id.
+    pub async fn create_issue_as(&self, user: &str, subject: &str) -> u64 {
+        let body = json!({ "issue": { "project_id": "lab", "subject": subject } }).to_string();
+        let answer = reqwest::Client::new()
+            .post(format!("{}/issues.json", self.base_url))
+            .basic_auth(user, Some(PASSWORD))
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .expect("create an issue");
+        assert_eq!(answer.status().as_u16(), 201, "the issue of {user}");
+        json_of(answer).await["issue"]["id"]
+            .as_u64()
+            .expect("the new issue's id")
+    }
+}
+
 /// A response's body as JSON.
 async fn json_of(r: reqwest::Response) -> Value {
     let body = r.text().await.expect("a body");
