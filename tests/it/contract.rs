@@ -441,3 +441,39 @@ fn a_publish_key_is_format_2_and_refuses_line_breaks_typed_as_enter() {
     Contract::parse(&ctrl, Path::new("t.toml"))
         .expect("Enter is a line break when Control+Enter sends");
 }
+
+/// Every shipped platform contract (`selectors/*.toml`: Fixturebook's and the real apps' of the lab) passes
+/// `oncepost contract check` through the binary.
+#[test]
+fn every_shipped_platform_contract_checks() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut checked = Vec::new();
+    for entry in std::fs::read_dir(root.join("selectors")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            let out = Command::new(BIN)
+                .args(["contract", "check"])
+                .arg(&path)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}: {}",
+                path.display(),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            checked.push(path.file_name().unwrap().to_string_lossy().into_owned());
+        }
+    }
+    checked.sort();
+    assert_eq!(
+        checked,
+        [
+            "dokuwiki.toml",
+            "fixture.toml",
+            "mediawiki.toml",
+            "redmine.toml",
+            "wordpress.toml"
+        ]
+    );
+}

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::kit::lab::{DokuWiki, Proxy, cookies_file, dokuwiki, review_shows_screenshots};
+use crate::kit::lab::{DokuWiki, Proxy, dokuwiki, log_in, review_shows_screenshots};
 use crate::kit::{Oncepost, repo_path};
 
 fn contract() -> PathBuf {
@@ -19,7 +19,8 @@ fn contract() -> PathBuf {
 /// handle) and logged in: the probe that imports the login cookies into the account's profile must pass, so
 /// the editor (shown to logged-in users only) was there.
 struct Lab {
-    dir: tempfile::TempDir,
+    /// The test's temp dir, holding its data dir: kept while the test runs.
+    _dir: tempfile::TempDir,
     oncepost: Oncepost,
     wiki: &'static DokuWiki,
     ns: String,
@@ -32,43 +33,21 @@ impl Lab {
         let oncepost = Oncepost::new(dir.path().join("home"));
         let lab = Lab {
             ns: wiki.namespace(),
-            dir,
+            _dir: dir,
             oncepost,
             wiki,
         };
-        let (code, out, err) = lab
-            .oncepost
-            .run(&[
-                "accounts",
-                "add",
-                "wiki",
-                "--platform",
-                "dokuwiki",
-                "--handle",
-                user,
-            ])
-            .await;
-        assert_eq!(code, 0, "{out} {err}");
-        let cookies = cookies_file(lab.dir.path(), &wiki.login_cookies(user).await);
-        let page = lab.id("login");
-        let (code, out, err) = lab
-            .run(&[
-                "probe",
-                "--contract",
-                contract().to_str().unwrap(),
-                "--base-url",
-                &wiki.base_url,
-                "--account",
-                "wiki",
-                "--cookies",
-                cookies.to_str().unwrap(),
-                "--field",
-                &format!("page={page}"),
-                "--observe-ms",
-                "0",
-            ])
-            .await;
-        assert_eq!(code, 0, "the logged-in probe passes: {out} {err}");
+        log_in(
+            &lab.oncepost,
+            "wiki",
+            "dokuwiki",
+            user,
+            &wiki.login_cookies(user).await,
+            &contract(),
+            &wiki.base_url,
+            &[format!("page={}", lab.id("login"))],
+        )
+        .await;
         lab
     }
 
@@ -102,15 +81,6 @@ impl Lab {
             ])
             .await
     }
-}
-
-#[tokio::test]
-async fn the_shipped_contract_checks() {
-    let o = Oncepost::new(tempfile::tempdir().unwrap().keep());
-    let (code, out, err) = o
-        .run(&["contract", "check", contract().to_str().unwrap()])
-        .await;
-    assert_eq!(code, 0, "{out} {err}");
 }
 
 /// A probe, with and without `--fill`, writes nothing: no file in the namespace (page, revision, change
@@ -205,12 +175,9 @@ async fn a_dropped_save_is_reconciled_published_by_reading_the_wiki() {
     let key = report["key"].as_str().unwrap().to_string();
     assert_eq!(lab.wiki.saves_of(&lab.ns, "dropped"), 1);
 
-    let (code, out, err) = lab.run(&["sweep", "--json"]).await;
-    assert_eq!(code, 0, "{out} {err}");
-    tokio::time::sleep(Duration::from_millis(1700)).await;
     let (code, out, err) = lab
         .oncepost
-        .run_json(&["reconcile", "--json", "--key", &key])
+        .sweep_then_reconcile(&key, Duration::from_millis(1700))
         .await;
     assert_eq!(code, 0, "{out} {err}");
     let shown = lab.oncepost.show(&key).await;
@@ -255,12 +222,9 @@ async fn another_accounts_page_with_our_text_is_never_ours_and_parks_for_review(
     lab.wiki
         .create_page_as("other", &lab.ns, "same", &text)
         .await;
-    let (code, out, err) = lab.run(&["sweep", "--json"]).await;
-    assert_eq!(code, 0, "{out} {err}");
-    tokio::time::sleep(Duration::from_millis(1700)).await;
     let (code, out, err) = lab
         .oncepost
-        .run_json(&["reconcile", "--json", "--key", &key])
+        .sweep_then_reconcile(&key, Duration::from_millis(1700))
         .await;
     assert_eq!(code, 12, "{out} {err}");
     let shown = lab.oncepost.show(&key).await;

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::kit::lab::{Proxy, WordPress, cookies_file, review_shows_screenshots, wordpress};
+use crate::kit::lab::{Proxy, WordPress, log_in, review_shows_screenshots, wordpress};
 use crate::kit::{Oncepost, repo_path};
 
 fn contract() -> PathBuf {
@@ -20,7 +20,8 @@ fn contract() -> PathBuf {
 /// (the name a post's page shows as its author) and logged in: the probe that imports the login cookies
 /// into the account's profile must pass, so the editor (logged-in users only) was there.
 struct Lab {
-    dir: tempfile::TempDir,
+    /// The test's temp dir, holding its data dir: kept while the test runs.
+    _dir: tempfile::TempDir,
     oncepost: Oncepost,
     wp: &'static WordPress,
     user: &'static str,
@@ -33,42 +34,22 @@ impl Lab {
         let dir = tempfile::tempdir().unwrap();
         let lab = Lab {
             oncepost: Oncepost::new(dir.path().join("home")),
-            dir,
+            _dir: dir,
             wp,
             user: wp.user(),
             tag: uuid::Uuid::new_v4().simple().to_string()[..12].to_string(),
         };
-        let (code, out, err) = lab
-            .oncepost
-            .run(&[
-                "accounts",
-                "add",
-                "wp",
-                "--platform",
-                "wordpress",
-                "--handle",
-                lab.user,
-            ])
-            .await;
-        assert_eq!(code, 0, "{out} {err}");
-        let cookies = cookies_file(lab.dir.path(), &wp.login_cookies(lab.user).await);
-        let (code, out, err) = lab
-            .oncepost
-            .run(&[
-                "probe",
-                "--contract",
-                contract().to_str().unwrap(),
-                "--base-url",
-                &wp.base_url,
-                "--account",
-                "wp",
-                "--cookies",
-                cookies.to_str().unwrap(),
-                "--observe-ms",
-                "0",
-            ])
-            .await;
-        assert_eq!(code, 0, "the logged-in probe passes: {out} {err}");
+        log_in(
+            &lab.oncepost,
+            "wp",
+            "wordpress",
+            lab.user,
+            &wp.login_cookies(lab.user).await,
+            &contract(),
+            &wp.base_url,
+            &[],
+        )
+        .await;
         lab
     }
 
@@ -98,15 +79,6 @@ impl Lab {
             ])
             .await
     }
-}
-
-#[tokio::test]
-async fn the_shipped_contract_checks() {
-    let o = Oncepost::new(tempfile::tempdir().unwrap().keep());
-    let (code, out, err) = o
-        .run(&["contract", "check", contract().to_str().unwrap()])
-        .await;
-    assert_eq!(code, 0, "{out} {err}");
 }
 
 /// A probe, with and without `--fill`, writes nothing: no post row of the user's (the empty auto-draft

@@ -68,6 +68,19 @@ impl Oncepost {
         (code, json_or_null(&out), err)
     }
 
+    /// `sweep` (which must succeed), then, once `propagation` has passed, `reconcile --json --key KEY`: its
+    /// (exit code, the JSON or `Value::Null`, stderr).
+    pub async fn sweep_then_reconcile(
+        &self,
+        key: &str,
+        propagation: std::time::Duration,
+    ) -> (i32, Value, String) {
+        let (code, out, err) = self.run(&["sweep", "--json"]).await;
+        assert_eq!(code, 0, "sweep: {out} {err}");
+        tokio::time::sleep(propagation).await;
+        self.run_json(&["reconcile", "--json", "--key", key]).await
+    }
+
     /// `intents show --json KEY`, which must succeed.
     pub async fn show(&self, key: &str) -> Value {
         let (code, out, err) = self.run(&["intents", "show", "--json", key]).await;

@@ -179,18 +179,7 @@ impl DokuWiki {
             jar.iter().any(|(k, _)| k.starts_with("DW")),
             "the login set DokuWiki's auth cookie: {jar:?}"
         );
-        let expires = (std::time::SystemTime::now() + std::time::Duration::from_secs(86_400))
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_secs();
-        Value::Array(
-            jar.into_iter()
-                .map(|(name, value)| {
-                    json!({ "name": name, "value": value, "domain": "127.0.0.1", "path": "/",
-                            "expires": expires, "httpOnly": true })
-                })
-                .collect(),
-        )
+        persistent_cookies(jar)
     }
 
     /// Create page `ns:name` with `text` as `user` straight through the wiki's edit form (no oncepost, no
@@ -252,6 +241,72 @@ impl DokuWiki {
         assert_eq!(saved.status().as_u16(), 302, "the save of {id} as {user}");
         // Opening the editor locked the page for this session; saving released it.
     }
+}
+
+/// A login's cookies (name, value) as the JSON array of CDP cookie objects `oncepost probe --cookies`
+/// imports, each made persistent (a day) on the lab's host so the profile keeps it.
+fn persistent_cookies(jar: Vec<(String, String)>) -> Value {
+    let expires = (std::time::SystemTime::now() + std::time::Duration::from_secs(86_400))
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    Value::Array(
+        jar.into_iter()
+            .map(|(name, value)| {
+                json!({ "name": name, "value": value, "domain": "127.0.0.1", "path": "/",
+                        "expires": expires, "httpOnly": true })
+            })
+            .collect(),
+    )
+}
+
+/// Register `account` on `platform` with `handle` in `oncepost`'s data dir and log it in: a probe of
+/// `contract` at `base_url` (with `fields`, each `K=V`) that imports `cookies` into the account's profile
+/// must pass, so the page a logged-in user sees was there.
+#[allow(clippy::too_many_arguments)]
+pub async fn log_in(
+    oncepost: &super::Oncepost,
+    account: &str,
+    platform: &str,
+    handle: &str,
+    cookies: &Value,
+    contract: &Path,
+    base_url: &str,
+    fields: &[String],
+) {
+    let (code, out, err) = oncepost
+        .run(&[
+            "accounts",
+            "add",
+            account,
+            "--platform",
+            platform,
+            "--handle",
+            handle,
+        ])
+        .await;
+    assert_eq!(code, 0, "{out} {err}");
+    let file = cookies_file(oncepost.home(), cookies);
+    let contract = contract.to_string_lossy();
+    let file = file.to_string_lossy();
+    let mut args = vec![
+        "probe",
+        "--contract",
+        &contract,
+        "--base-url",
+        base_url,
+        "--account",
+        account,
+        "--cookies",
+        &file,
+        "--observe-ms",
+        "0",
+    ];
+    for f in fields {
+        args.extend(["--field", f.as_str()]);
+    }
+    let (code, out, err) = oncepost.run(&args).await;
+    assert_eq!(code, 0, "the logged-in probe passes: {out} {err}");
 }
 
 /// Write `cookies` to a file in `dir` for `--cookies`; its path.
@@ -626,18 +681,7 @@ impl MediaWiki {
             result["login"]["result"], "Success",
             "login of {user}: {result}"
         );
-        let expires = (std::time::SystemTime::now() + std::time::Duration::from_secs(86_400))
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_secs();
-        Value::Array(
-            jar.into_iter()
-                .map(|(name, value)| {
-                    json!({ "name": name, "value": value, "domain": "127.0.0.1", "path": "/",
-                            "expires": expires, "httpOnly": true })
-                })
-                .collect(),
-        )
+        persistent_cookies(jar)
     }
 
     /// Create page `title` with `text` as `user` through the wiki's API (no oncepost, no browser), as
@@ -792,18 +836,7 @@ impl Redmine {
             jar.retain(|(n, _)| n != &k);
             jar.push((k, v));
         }
-        let expires = (std::time::SystemTime::now() + std::time::Duration::from_secs(86_400))
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_secs();
-        Value::Array(
-            jar.into_iter()
-                .map(|(name, value)| {
-                    json!({ "name": name, "value": value, "domain": "127.0.0.1", "path": "/",
-                            "expires": expires, "httpOnly": true })
-                })
-                .collect(),
-        )
+        persistent_cookies(jar)
     }
 
     /// Create an issue with `subject` in project `lab` as `user` through the REST API (no oncepost, no
