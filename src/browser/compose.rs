@@ -522,6 +522,39 @@ impl<'a> ComposePage<'a> {
         Err(last)
     }
 
+    /// Who the page shows as logged in at `css` (its trimmed text, or its attribute `attribute`), looked for
+    /// in the page and its open shadow roots until it shows or `wait` passes (a header may render after the
+    /// form); `None` when nothing there shows anyone.
+    pub async fn signed_in_as(
+        &self,
+        css: &str,
+        attribute: Option<&str>,
+        wait: Duration,
+    ) -> Result<Option<String>, BrowserError> {
+        let arg = serde_json::json!({ "css": css, "attribute": attribute });
+        let bound = crate::wait::Wait::new(
+            "the logged-in user to show",
+            wait,
+            Duration::from_millis(100),
+        );
+        loop {
+            let v = evaluate_json(
+                &self.page,
+                self.session.liveness(),
+                "read who is logged in",
+                SIGNED_IN_JS,
+                &arg,
+            )
+            .await?;
+            if let Some(shown) = v.as_str().filter(|s| !s.is_empty()) {
+                return Ok(Some(shown.to_string()));
+            }
+            if bound.pause().await.is_err() {
+                return Ok(None);
+            }
+        }
+    }
+
     /// The compose region's HTML (the publish control's form, else `main`, else `body`), with hidden input
     /// values and CSRF-like attributes blanked, at most 64 KiB.
     pub async fn dom_excerpt(&self) -> Result<String, BrowserError> {
@@ -936,3 +969,18 @@ pub(crate) async fn masked_screenshot(
     }
     super::screenshot::annotate(&c.png, c.dpr, &c.boxes, &[])
 }
+
+/// The trimmed text (or attribute) of the first element at `p.css`, in the document or its open shadow
+/// roots; `null` when none matches.
+const SIGNED_IN_JS: &str = concat!(
+    "(p) => {",
+    shadow_js!(),
+    r#"
+  let e = null;
+  try { e = deepOne(document, p.css); } catch (err) { e = null; }
+  if (!e) { return null; }
+  const v = p.attribute ? e.getAttribute(p.attribute) : e.textContent;
+  return v === null ? null : v.trim();
+}
+"#
+);

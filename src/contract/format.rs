@@ -89,6 +89,25 @@ pub struct Compose {
     /// The compose fields.
     #[schemars(length(min = 1))]
     pub fields: Vec<Field>,
+    /// (format 2) Where the compose page shows who is logged in (a header's user menu): before anything is
+    /// typed, it must show the account's handle, or nothing is pressed. A login that expired (or was never
+    /// there) on a platform that lets visitors post would otherwise make the post under no one's name, or
+    /// another's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signed_in_as: Option<SignedInAs>,
+}
+
+/// Where a page shows the logged-in user's handle.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SignedInAs {
+    /// CSS selector of the element (the first match, in the page or its open shadow roots).
+    #[schemars(length(min = 1))]
+    pub css: String,
+    /// Read this attribute of it instead of its text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub attribute: Option<String>,
 }
 
 /// What a non-publishing step does.

@@ -418,6 +418,8 @@ pub struct PublishPlan {
     pub success: Vec<browser::Success>,
     /// How to find the post again.
     pub readback: browser::ReadbackPlan,
+    /// Where the compose page shows who is logged in (`compose.signed_in_as`).
+    pub signed_in_as: Option<super::SignedInAs>,
 }
 
 impl Contract {
@@ -569,6 +571,7 @@ impl Contract {
                 .collect(),
             success,
             readback,
+            signed_in_as: self.compose.signed_in_as.clone(),
         })
     }
 }

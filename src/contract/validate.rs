@@ -484,6 +484,24 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
             );
         }
     };
+    if let Some(s) = &c.compose.signed_in_as {
+        let p = root.key("compose").key("signed_in_as");
+        format2(&mut k, p.clone(), "signed_in_as");
+        if s.css.trim().is_empty() {
+            k.err(
+                p.key("css"),
+                "empty signed_in_as selector",
+                "CSS selector of the element showing the logged-in user (e.g. \"#user-menu .name\")",
+            );
+        }
+        if s.attribute.as_ref().is_some_and(|a| a.trim().is_empty()) {
+            k.err(
+                p.key("attribute"),
+                "empty attribute name",
+                "an attribute of that element holding the user's handle, or none to read its text",
+            );
+        }
+    }
     if let Some(b) = &c.compose.body_field {
         format2(&mut k, root.key("compose").key("body_field"), "body_field");
         known_field(&mut k, root.key("compose").key("body_field"), b);

@@ -1670,6 +1670,22 @@ async fn prepare<'s>(
             values.push((format!("field:{k}"), v.clone()));
         }
     }
+    // The page must show the account logged in before anything is typed (`compose.signed_in_as`): on a
+    // platform that lets visitors post, a login that expired would make the post under no one's name.
+    if let Some(s) = &plan.signed_in_as {
+        let shown = page
+            .signed_in_as(&s.css, s.attribute.as_deref(), req.options.step_timeout)
+            .await?;
+        let ours = match (&plan.readback.handle, &shown) {
+            (Some(h), Some(v)) => browser::readback::same_author(h, v),
+            _ => false,
+        };
+        if !ours {
+            let report =
+                json!({ "signed_in_as": { "handle": plan.readback.handle, "shown": shown } });
+            return Ok(Err((Some(page), report)));
+        }
+    }
     // The post's text is what the one create request must carry (door/carried.rs): the body alone, since
     // a title or another field may reach the platform changed (a slug) or by another request.
     page.expect_in_create(text);

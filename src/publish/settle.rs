@@ -124,6 +124,9 @@ pub enum Landing {
 /// Why a compose page was left unpressed, from what its report holds: a field that does not show what was
 /// typed, a step or field that could not be done, the page not prepared at all, or the publish control.
 fn not_actionable_why(report: &Value) -> &'static str {
+    if report.get("signed_in_as").is_some() {
+        return "the compose page does not show the account logged in; nothing pressed";
+    }
     match (report.get("step"), report.get("publish_control")) {
         (Some(step), _) if step["action"] == "verify" => {
             "a field does not show what was typed; nothing pressed"
@@ -244,6 +247,10 @@ mod tests {
         assert_eq!(
             why(json!({ "error": "the compose page did not load" })),
             "the compose page could not be prepared; nothing pressed"
+        );
+        assert_eq!(
+            why(json!({ "signed_in_as": { "handle": "alice", "shown": "anonymous" } })),
+            "the compose page does not show the account logged in; nothing pressed"
         );
     }
 

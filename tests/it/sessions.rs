@@ -193,3 +193,48 @@ async fn a_login_kept_in_a_session_cookie_outlives_the_browser() {
         .collect();
     assert_eq!(by, ["alice"], "{v}");
 }
+
+/// The fixture contract in format 2 with `compose.signed_in_as` on Fixturebook's header (`#whoami`'s
+/// `data-account`: the logged-in account, or `anonymous`).
+fn signed_in_contract(env: &kit::Env) -> PathBuf {
+    let c = std::fs::read_to_string(kit::repo_path("selectors/fixture.toml"))
+        .unwrap()
+        .replace("format = 1", "format = 2")
+        .replace(
+            "url = \"{base_url}/compose\"\n",
+            "url = \"{base_url}/compose\"\nsigned_in_as = { css = \"#whoami\", attribute = \"data-account\" }\n",
+        );
+    assert!(c.contains("signed_in_as"));
+    env.write_file("signed-in.toml", &c)
+}
+
+/// Fixturebook lets a visitor post (as `anonymous`). A send whose account is not logged in (no login link,
+/// nothing in its profile) would make the post under no one's name; with `compose.signed_in_as` the compose
+/// page must show the account first: nothing typed or pressed, failed, no post (red without the check: the
+/// post made as anonymous's, parked as another author's). Logged in by its link, the same account publishes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_send_the_page_does_not_show_logged_in_as_the_account_presses_nothing() {
+    let env = env().await;
+    let contract = signed_in_contract(&env);
+    let text = unique("never as a visitor");
+    let mut args = env.publish_args("alice", &contract, &text);
+    let at = args.iter().position(|a| a == "--login-url").unwrap();
+    args.drain(at..at + 2);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, v, err) = env.oncepost.run_json(&args).await;
+    assert_eq!(code, 11, "{v} {err}");
+    assert_eq!(v["state"], "failed", "{v}");
+    assert_eq!(v["pressed"], false, "{v}");
+    assert!(
+        v["summary"]
+            .as_str()
+            .is_some_and(|s| s.contains("does not show the account logged in")),
+        "{v}"
+    );
+    assert_eq!((env.arrivals(), env.copies(&text)), (0, 0));
+
+    let text = unique("as alice herself");
+    let (code, v, err) = env.publish("alice", &contract, &text, &[]).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["state"], "published", "{v}");
+}
