@@ -258,9 +258,12 @@ impl<'a> ComposePage<'a> {
     }
 
     /// The post's text (the body field's value): after the press, a request matching the create request is
-    /// sent only when it carries it (`door/carried.rs`).
-    pub fn expect_in_create(&self, text: &str) {
-        self.session.write_guard().expect_in_create(text);
+    /// sent only when it carries it and none of `earlier` (the account's other posts) beside it
+    /// (`door/carried.rs`). `also_typed`: the post's other fields, whose words an earlier post may share.
+    pub fn expect_in_create(&self, text: &str, also_typed: &[&str], earlier: &[String]) {
+        self.session
+            .write_guard()
+            .expect_in_create(text, also_typed, earlier);
     }
 
     /// Run the declared non-publishing steps (each waits, bounded, for its target), then fill each field

@@ -38,7 +38,7 @@ use serde::Serialize;
 use tokio::sync::oneshot;
 
 use super::door::Door;
-use super::door::carried::PostLines;
+use super::door::carried::{NotThePost, PostLines};
 use super::door::reads::ReadAnswer;
 use super::door::socket::{self, Handover, SocketRecord};
 use super::door::typed::Watched;
@@ -67,10 +67,11 @@ pub struct WriteAttempt {
     /// It matches a write the contract declares non-publishing (`non_publish_writes`) and is not the
     /// create request: during a probe it is blocked like any write but reported apart, not as an alarm.
     pub declared: bool,
-    /// A request matching the create request after the press that did not carry the post (this line of it
-    /// is missing: `door/carried.rs`): never sent, and the press still waits for the one that does.
+    /// A request matching the create request after the press that was not this post's (a line of it is
+    /// missing, or it carries another post of the account too: `door/carried.rs`): never sent, and the press
+    /// still waits for the one that is.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub not_the_post: Option<String>,
+    pub not_the_post: Option<NotThePost>,
 }
 
 /// A write the contract declares non-publishing (`non_publish_writes`), let through during a publish: sent
@@ -384,27 +385,40 @@ impl WriteGuard {
                 k.request_line
             ),
         };
-        // A create request that did not carry the post was failed, and none that did came: say which line
-        // was missing, and what a platform that publishes a saved draft by reference needs.
+        // A create request that was not this post's was failed, and none that was came: say why (the line
+        // missing, and what a platform that publishes a saved draft by reference needs; or the other post it
+        // carried too, which a person clears from the page's outbox).
         Ok(
-            match t.extras.iter().find_map(|x| x.not_the_post.as_deref()) {
+            match t.extras.iter().find_map(|x| x.not_the_post.as_ref()) {
                 None => proof,
-                Some(line) => format!(
-                    "{proof}; the page's create request did not carry the post (missing: {line:?}): an earlier \
+                Some(why @ NotThePost::Missing(_)) => format!(
+                    "{proof}; the page's create request did not carry the post ({why}): an earlier \
                  post of the page's own, or a platform whose create names a saved draft instead \
                  (publish.create_carries_post = false)"
+                ),
+                Some(why @ NotThePost::Earlier(_)) => format!(
+                    "{proof}; the page's create request was not this post alone ({why}): the page keeps \
+                 posts of its own to send with the next (an outbox); until a person clears it there, \
+                 nothing this page sends can be made once"
                 ),
             },
         )
     }
 
     /// `value` is the post's text: a request matching the create request after the press is handed over
-    /// only when it carries every line of it (`door/carried.rs`); one that does not (a page's outbox
-    /// sending an earlier post first) is failed before it leaves, a further create, and the press waits on
-    /// for its own.
-    pub(crate) fn expect_in_create(&self, value: &str) {
+    /// only when it carries every line of it and no post of `earlier` (the account's others) beside it
+    /// (`door/carried.rs`); one that does not (a page's outbox sending an earlier post first, or with the
+    /// new one) is failed before it leaves, a further create, and the press waits on for its own.
+    /// `also_typed`: the post's other typed fields (an earlier post they hold is not looked for).
+    pub(crate) fn expect_in_create(&self, value: &str, also_typed: &[&str], earlier: &[String]) {
         if let Ok(mut l) = self.log.lock() {
             l.post.add(value);
+            for v in also_typed {
+                l.post.also_typed(v);
+            }
+            for e in earlier {
+                l.post.add_earlier(e);
+            }
         }
     }
 
@@ -756,7 +770,7 @@ enum Route {
     DeclaredRead,
     /// A request matching the armed create request that does not carry the post (this line is missing):
     /// failed before it leaves, recorded as a further create, and the press's slot stays armed.
-    NotThePost { line: String },
+    NotThePost { why: NotThePost },
     /// Failed before it leaves and recorded as a write attempt.
     Fail {
         /// A GET/HEAD whose URL carries the typed text.
@@ -852,11 +866,9 @@ fn route(
         // outbox sending an earlier post first) is failed, and the slot waits for the post's own.
         if t.slot.is_some()
             && t.pattern.carries_post
-            && let Some(line) = log.post.first_missing(url, facts.body)
+            && let Some(why) = log.post.refusal(url, facts.body)
         {
-            return Route::NotThePost {
-                line: line.to_string(),
-            };
+            return Route::NotThePost { why };
         }
         if let Some(tx) = t.slot.take()
             && hand_over(tx)
@@ -975,7 +987,7 @@ impl Answerer {
                     drop(data);
                     return;
                 }
-                Route::NotThePost { line } => (false, true, false, Some(line)),
+                Route::NotThePost { why } => (false, true, false, Some(why)),
                 Route::Fail {
                     carries,
                     extra,
@@ -1191,7 +1203,7 @@ mod tests {
         assert_eq!(
             route(&log, with(r#"{"text":"Monthly results"}"#), take),
             Route::NotThePost {
-                line: "Quarterly results".into()
+                why: NotThePost::Missing("Quarterly results".into())
             }
         );
         assert_eq!(

@@ -396,6 +396,18 @@ struct CreateBody {
     /// Who may see it (`/compose?visibility=1`).
     #[serde(default)]
     visibility: Option<String>,
+    /// Earlier posts an outbox sends inside this create (`/compose?outbox=batch`): each is made too, first,
+    /// as a platform taking a queue in one call does.
+    #[serde(default)]
+    outbox: Vec<OutboxPost>,
+}
+
+/// One earlier post inside a create request's `outbox`.
+#[derive(Debug, Deserialize)]
+struct OutboxPost {
+    text: String,
+    #[serde(default)]
+    title: Option<String>,
 }
 
 /// `POST /api/posts`: the one write that publishes. Fault modes apply here only.
@@ -655,6 +667,15 @@ async fn create_from(
     };
     let post = {
         let mut state = shared.lock_state();
+        for earlier in parsed.outbox {
+            if !earlier.text.trim().is_empty() {
+                state.add_post(
+                    earlier.text,
+                    earlier.title.filter(|t| !t.trim().is_empty()),
+                    account.clone(),
+                );
+            }
+        }
         let mut post = state.add_post(text, title, account);
         post.category = parsed.category.filter(|c| !c.trim().is_empty());
         post.visibility = parsed.visibility.filter(|v| !v.trim().is_empty());

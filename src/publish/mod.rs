@@ -1263,7 +1263,15 @@ async fn attempt(
         }
     };
     // Before authorization: any failure settles failed (nothing can have left).
-    let prepared = prepare(req, plan, opened, clock, text).await;
+    // The account's other posts, newest first: the create request must not carry one of them beside this
+    // post (door/carried.rs: an outbox sending what it holds with the next post). Unread, nothing is pressed.
+    let prepared = match store.other_texts(&req.account, key, EARLIER_POSTS).await {
+        Ok(earlier) => prepare(req, plan, opened, clock, text, &earlier).await,
+        Err(e) => Ok(Err((
+            opened.ok(),
+            json!({ "error": format!("the account's other posts could not be read: {e}") }),
+        ))),
+    };
     let (page, at) = match prepared {
         Ok(Ok((page, at))) => {
             failpoint::hit(FailPoint::AfterCompose);
@@ -1473,10 +1481,14 @@ async fn attempt(
                 key,
                 EventKind::SideEffectAlarm,
                 &req.owner,
-                if x.not_the_post.is_some() {
-                    "a create request that did not carry the post (an earlier one, perhaps) was failed before it left"
-                } else {
-                    "a further create request for one authorization was failed before it left"
+                match &x.not_the_post {
+                    Some(browser::door::carried::NotThePost::Missing(_)) => {
+                        "a create request that did not carry the post (an earlier one, perhaps) was failed before it left"
+                    }
+                    Some(browser::door::carried::NotThePost::Earlier(_)) => {
+                        "a create request that carried another post of the account's too (a page's outbox) was failed before it left"
+                    }
+                    None => "a further create request for one authorization was failed before it left",
                 },
                 json!({ "attempt": token, "request": x }),
             )
@@ -1648,12 +1660,17 @@ async fn alarm_refused_channels(
 type Prepared<'s> =
     Result<(ComposePage<'s>, browser::Actionable), (Option<ComposePage<'s>>, Value)>;
 
+/// How many of the account's newest other posts a create request is checked against (door/carried.rs): an
+/// outbox holds what its last sends left, not the account's whole history.
+const EARLIER_POSTS: i64 = 50;
+
 async fn prepare<'s>(
     req: &PublishRequest,
     plan: &PublishPlan,
     opened: Result<ComposePage<'s>, BrowserError>,
     clock: &mut Clock<'_>,
     text: &str,
+    earlier: &[String],
 ) -> Result<Prepared<'s>, BrowserError> {
     let page = match opened {
         Ok(p) => p,
@@ -1688,7 +1705,8 @@ async fn prepare<'s>(
     }
     // The post's text is what the one create request must carry (door/carried.rs): the body alone, since
     // a title or another field may reach the platform changed (a slug) or by another request.
-    page.expect_in_create(text);
+    let others: Vec<&str> = values.iter().skip(1).map(|(_, v)| v.as_str()).collect();
+    page.expect_in_create(text, &others, earlier);
     let steps = page.prepare(&values, req.options.step_timeout).await?;
     clock.step("steps run and fields filled");
     if let Some(bad) = steps.iter().find(|s| !s.ok) {

@@ -33,6 +33,36 @@ impl Store {
             .transpose()
     }
 
+    /// The texts of the account's newest `limit` intents other than `except` (any state, newest first; an
+    /// intent without text, a like, has none): what a create request for `except` must not carry besides
+    /// its own post (door/carried.rs: a page's outbox sending earlier posts inside the new one's request).
+    /// Read by the account's index in id order (SQLite's `intents_account` ends in the rowid; PostgreSQL's
+    /// `intents_account_newest`, migration 0010): the walk stops at `limit`, however long the history.
+    pub async fn other_texts(
+        &self,
+        account: &str,
+        except: &DeliveryKey,
+        limit: i64,
+    ) -> Result<Vec<String>, StoreError> {
+        let requests: Vec<String> = sqlx::query_scalar(
+            "SELECT request_json FROM intents WHERE account = $1 AND delivery_key <> $2 \
+             ORDER BY id DESC LIMIT $3",
+        )
+        .bind(account)
+        .bind(except.as_str())
+        .bind(limit)
+        .fetch_all(self.pool())
+        .await
+        .map_err(map_db)?;
+        let mut texts = Vec::with_capacity(requests.len());
+        for request in requests {
+            let request: crate::identity::CanonicalRequest = serde_json::from_str(&request)
+                .map_err(|e| StoreError::Decode(format!("request_json: {e}")))?;
+            texts.extend(request.text.filter(|t| !t.is_empty()));
+        }
+        Ok(texts)
+    }
+
     /// Intents, newest first, optionally in one state.
     pub async fn intents(
         &self,

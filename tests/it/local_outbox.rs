@@ -38,6 +38,42 @@ async fn an_outbox_sending_an_earlier_post_at_the_next_press_never_makes_a_secon
     );
 }
 
+/// `/compose?outbox=batch`: what is left in the outbox rides inside the next post's own create request
+/// (`{"text": new, "outbox": [earlier]}`), so that request carries the new post too. Handed over, it made the
+/// earlier post a second time. It is failed before it leaves (it carries another post of the account's,
+/// named); the new post is not made either, and is parked saying why (a person clears the page's outbox).
+/// Red without
+/// the account's other posts looked for: 2 copies of the first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outbox_sending_an_earlier_post_inside_the_next_posts_request_never_makes_a_second_copy()
+{
+    let env = kit::Env::start(Fault::new(FaultMode::CommitThenDrop)).await;
+    env.add_account("alice", &["--handle", "alice"]).await;
+    let c = env.write_file("outbox-batch.toml", &kit::compose_asking("outbox=batch"));
+    let first = unique("kept in the page's outbox, sent again in a batch");
+    let (_, v, err) = env.publish("alice", &c, &first, &[]).await;
+    assert_eq!(v["state"], "indeterminate", "{v} {err}");
+    assert_eq!(env.copies(&first), 1);
+
+    env.platform.set_fault(Fault::new(FaultMode::Normal));
+    let second = unique("the next post, with the outbox inside its request");
+    let (code, v, err) = env.publish("alice", &c, &second, &[]).await;
+    assert_ne!(code, 0, "{v} {err}");
+    assert_eq!(v["pressed"], true, "{v}");
+    // Failed (nothing of it left), then parked: the page tried a further create, a person looks.
+    assert_eq!(v["state"], "parked", "{v}");
+    assert_eq!(
+        (env.copies(&first), env.copies(&second), env.arrivals()),
+        (1, 0, 1),
+        "{v}"
+    );
+    let shown = env.show(v["key"].as_str().unwrap_or_default()).await;
+    assert!(
+        shown.to_string().contains("another post of the account's"),
+        "the earlier post is named: {shown}"
+    );
+}
+
 /// A platform whose create names a saved draft instead of carrying the post (`/compose?by_reference=1`:
 /// `PUT /api/drafts`, then `POST /api/drafts/publish` with `{}`). By default its create never leaves: the
 /// publish fails, nothing made, saying which line was missing and naming `create_carries_post`; with

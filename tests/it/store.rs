@@ -152,6 +152,39 @@ async fn create_intent_is_idempotent(b: Backend) {
     assert!(db.store.create_intent(&like, at(0)).await.unwrap().created);
 }
 
+/// The account's other posts, newest first, without the one asked about and without other accounts' (what a
+/// create request must not carry beside its own post: door/carried.rs).
+async fn other_texts_are_the_accounts_newest_others(b: Backend) {
+    let db = db(b).await;
+    add_account(&db.store, "bob", "fixture").await;
+    let mut keys = Vec::new();
+    for t in ["one", "two", "three", "four"] {
+        keys.push(create(&db.store, "alice", t).await);
+    }
+    create(&db.store, "bob", "not alice's").await;
+    let like = NewIntent {
+        action: ActionKind::Like,
+        request: CanonicalRequest::default(),
+        ..post("alice", "", "p1")
+    };
+    db.store.create_intent(&like, at(0)).await.unwrap();
+    let texts = db.store.other_texts("alice", &keys[3], 2).await.unwrap();
+    assert_eq!(
+        texts,
+        vec!["three"],
+        "the newest two: a like (no text) and three"
+    );
+    let texts = db.store.other_texts("alice", &keys[1], 10).await.unwrap();
+    assert_eq!(texts, vec!["four", "three", "one"], "not two itself");
+    assert!(
+        db.store
+            .other_texts("carol", &keys[0], 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
 async fn create_for_unknown_account_is_refused(b: Backend) {
     let db = db(b).await;
     let err = db
@@ -1710,6 +1743,7 @@ async fn racing_authorizations_with_stale_claims_allow_at_most_one(b: Backend) {
 }
 
 on_both_backends!(
+    other_texts_are_the_accounts_newest_others,
     create_intent_is_idempotent,
     create_for_unknown_account_is_refused,
     delivery_keys_and_attempt_tokens_are_unique_in_the_database,

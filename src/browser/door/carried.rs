@@ -18,6 +18,14 @@
 //! one (a page that glues what it adds to what was typed). A line without a word (`---`, an emoji) is not looked for alone; a
 //! text with no word at all must show whole, as typed, as a JSON string or a form value holds it.
 //!
+//! Nor may it carry more: an outbox may also send what it holds inside the new post's own request (a batch:
+//! `{"posts": [earlier, new]}`), and handed over, that request makes the earlier post again. So the account's
+//! other posts (the newest intents' texts, any state: given by the publish from the store) are looked for
+//! too, each line as a run of the same words exactly (no glued ends: two posts share many words), and a
+//! request carrying every line of one is not this post's. An earlier post that this post or another typed
+//! field holds in its own words (a post quoted, a title used again) is not looked for: it cannot be told
+//! apart; nor is one of no word.
+//!
 //! Not recognised: a post the page compresses, encrypts or sends in pieces no line survives whole, and a
 //! create that names an earlier saved draft instead of carrying the text: such a contract says so
 //! (`publish.create_carries_post = false`, format 2) and is matched by method, URL and body rules alone.
@@ -36,10 +44,45 @@ struct Line {
     raw: Option<Watched>,
 }
 
-/// What of the post a create request must carry: every line of its text (the body field's value).
+/// Another post of the account, which a create request must not carry besides this one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Earlier {
+    /// Its first line as typed, for the reason given.
+    shown: String,
+    /// Each line's words.
+    lines: Vec<Vec<String>>,
+}
+
+/// What of the post a create request must carry (every line of its text, the body field's value) and must
+/// not (the account's other posts).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PostLines {
     lines: Vec<Line>,
+    /// The words of everything typed for this post (its text and other fields), in order, one run each.
+    typed: Vec<Vec<String>>,
+    earlier: Vec<Earlier>,
+}
+
+/// Why a request matching the create request is not this post's create.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NotThePost {
+    /// It does not carry this line of the post.
+    Missing(String),
+    /// It carries another post of the account too (the first line of which is given).
+    Earlier(String),
+}
+
+impl std::fmt::Display for NotThePost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NotThePost::Missing(line) => write!(f, "missing: {line:?}"),
+            NotThePost::Earlier(line) => write!(
+                f,
+                "it also carries another post of the account's, which would be made again: {line:?}"
+            ),
+        }
+    }
 }
 
 impl PostLines {
@@ -47,6 +90,7 @@ impl PostLines {
     /// alone (the page sends it inside the whole text, never as a value of its own); a text with no word
     /// at all is looked for whole, as typed.
     pub fn add(&mut self, value: &str) {
+        self.also_typed(value);
         let mut worded = false;
         for l in value.lines() {
             let shown = l.trim();
@@ -73,9 +117,56 @@ impl PostLines {
         }
     }
 
+    /// Another value typed for this post (a title, a field): an earlier post it holds is not looked for.
+    pub fn also_typed(&mut self, value: &str) {
+        let words = words(value);
+        if !words.is_empty() && !self.typed.contains(&words) {
+            self.typed.push(words);
+        }
+    }
+
+    /// Another post of the account (`text`), which a request carrying this post must not carry too. Not
+    /// looked for when it has no word, or when what was typed for this post holds every line of it.
+    pub fn add_earlier(&mut self, text: &str) {
+        let lines: Vec<Vec<String>> = text.lines().map(words).filter(|w| !w.is_empty()).collect();
+        let Some(first) = text.lines().map(str::trim).find(|l| !words(l).is_empty()) else {
+            return;
+        };
+        let held = lines
+            .iter()
+            .all(|l| self.typed.iter().any(|t| has_exact_run(t, l)));
+        if held || self.earlier.iter().any(|e| e.lines == lines) {
+            return;
+        }
+        self.earlier.push(Earlier {
+            shown: first.to_string(),
+            lines,
+        });
+    }
+
     /// Nothing to look for (nothing was typed).
     pub fn is_empty(&self) -> bool {
         self.lines.is_empty()
+    }
+
+    /// Why a request to `url` with `body` is not this post's create: a line of the post it does not carry,
+    /// else another post of the account it carries too; `None` when it is this post's.
+    pub fn refusal(&self, url: &str, body: Option<&[u8]>) -> Option<NotThePost> {
+        if let Some(line) = self.first_missing(url, body) {
+            return Some(NotThePost::Missing(line.to_string()));
+        }
+        if self.lines.is_empty() || self.earlier.is_empty() {
+            return None;
+        }
+        let streams: Vec<Vec<String>> = texts_of(url, body).iter().map(|t| words(t)).collect();
+        self.earlier
+            .iter()
+            .find(|e| {
+                e.lines
+                    .iter()
+                    .all(|l| streams.iter().any(|s| has_exact_run(s, l)))
+            })
+            .map(|e| NotThePost::Earlier(e.shown.clone()))
     }
 
     /// The first line a request to `url` with `body` does not carry, or `None` when it carries them all.
@@ -128,6 +219,11 @@ fn has_run(stream: &[String], run: &[String]) -> bool {
             && w[run.len() - 1].starts_with(last.as_str())
             && w[1..run.len() - 1] == *middle
     })
+}
+
+/// Whether `run` shows in `stream` word for word, in order.
+fn has_exact_run(stream: &[String], run: &[String]) -> bool {
+    !run.is_empty() && stream.windows(run.len()).any(|w| w == run)
 }
 
 /// The texts a request holds, each to be read for words on its own: the URL decoded, the body as it is,
@@ -325,6 +421,64 @@ mod tests {
         let two = post(&["first line\nsecond line"]);
         assert!(!carried(&two, url, r#"{"text":"first line"}"#));
         assert!(carried(&two, url, r#"{"text":"first line\nsecond line"}"#));
+    }
+
+    #[test]
+    fn a_request_carrying_another_post_of_the_account_too_is_not_this_posts() {
+        let url = "http://x/api/posts";
+        let mut p = post(&["Build 43 passed on main"]);
+        p.add_earlier("Build 42 failed on main\nRollback started");
+        p.add_earlier("Deploy");
+        p.add_earlier("\u{1f389}");
+        let refusal = |p: &PostLines, body: &str| p.refusal(url, Some(body.as_bytes()));
+        // Alone, it is this post's.
+        assert_eq!(refusal(&p, r#"{"text":"Build 43 passed on main"}"#), None);
+        // An outbox's batch: the earlier post inside the new one's request.
+        let batch = r#"{"text":"Build 43 passed on main","outbox":[{"text":"Build 42 failed on main\nRollback started"}]}"#;
+        assert_eq!(
+            refusal(&p, batch),
+            Some(NotThePost::Earlier("Build 42 failed on main".into()))
+        );
+        // As HTML in a form field, too.
+        let form = "text=Build+43+passed+on+main&queued=%3Cp%3EBuild+42+failed+on+main%3C%2Fp%3E%3Cp%3ERollback+started%3C%2Fp%3E";
+        assert!(matches!(refusal(&p, form), Some(NotThePost::Earlier(_))));
+        // One line of it is not it; a one-word post only as that word, never glued ("Deployment").
+        assert_eq!(
+            refusal(
+                &p,
+                r#"{"text":"Build 43 passed on main","note":"Rollback started","kind":"Deployment"}"#
+            ),
+            None
+        );
+        assert!(matches!(
+            refusal(&p, r#"{"text":"Build 43 passed on main","kind":"deploy"}"#),
+            Some(NotThePost::Earlier(l)) if l == "Deploy"
+        ));
+        // A line missing is said first: the request is not this post at all.
+        assert!(matches!(
+            refusal(
+                &p,
+                r#"{"text":"Build 42 failed on main\nRollback started"}"#
+            ),
+            Some(NotThePost::Missing(_))
+        ));
+        // An earlier post this post quotes, or another typed field holds (a title used again), cannot be
+        // told apart from it: not looked for.
+        let mut q = post(&["As I said: Build 42 failed on main, fixed since"]);
+        q.also_typed("Weekly report");
+        q.add_earlier("Build 42 failed on main");
+        q.add_earlier("Weekly report");
+        assert_eq!(
+            refusal(
+                &q,
+                r#"{"title":"Weekly report","text":"As I said: Build 42 failed on main, fixed since"}"#
+            ),
+            None
+        );
+        // Nothing typed, nothing looked for.
+        let mut none = PostLines::default();
+        none.add_earlier("Build 42 failed on main");
+        assert_eq!(none.refusal(url, Some(b"Build 42 failed on main")), None);
     }
 
     #[test]

@@ -31,7 +31,7 @@ use tokio::net::TcpStream;
 use tokio::sync::oneshot;
 
 use super::super::transport::{CreatePattern, RequestFacts, UrlMatch, WireRequest};
-use super::carried::PostLines;
+use super::carried::{NotThePost, PostLines};
 use super::sinkhole::LiveSocket;
 
 /// The pseudo-method a contract names a WebSocket message with.
@@ -70,8 +70,8 @@ pub enum SocketRecord {
     Extra {
         /// The socket's URL.
         url: String,
-        /// The line of the post it did not carry (`door/carried.rs`), when that is why.
-        not_the_post: Option<String>,
+        /// Why it was not this post's (`door/carried.rs`), when that is why.
+        not_the_post: Option<NotThePost>,
     },
     /// A declared non-publish message, sent.
     Forwarded {
@@ -390,9 +390,9 @@ impl SocketDoor {
             // Only a message carrying the post is the press's (door/carried.rs): one that does not (an outbox
             // sending an earlier post first) never leaves.
             if s.armed.is_some()
-                && let Some(line) = s.post.first_missing(url, facts.body)
+                && let Some(why) = s.post.refusal(url, facts.body)
             {
-                return Judged::NotThePost(line.to_string());
+                return Judged::NotThePost(why);
             }
             return match s.armed.take() {
                 Some(slot) => Judged::Create(slot),
@@ -443,7 +443,7 @@ enum Judged {
     Create(oneshot::Sender<Handover>),
     Extra,
     /// A create message after the press that does not carry the post (this line of it).
-    NotThePost(String),
+    NotThePost(NotThePost),
     Forward,
     Read,
     Block {
@@ -804,10 +804,10 @@ impl Wire {
                     end = End::Cut;
                     break;
                 }
-                Judged::NotThePost(line) => {
+                Judged::NotThePost(why) => {
                     self.door.record(SocketRecord::Extra {
                         url: self.url.clone(),
-                        not_the_post: Some(line),
+                        not_the_post: Some(why),
                     });
                     end = End::Cut;
                     break;
