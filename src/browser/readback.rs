@@ -5,8 +5,9 @@
 //! A read-back page only reads: it is opened under the session's write guard like every page, navigated,
 //! and one evaluation lists the post items (CSS) with their id, text (`textContent`, so line breaks and long
 //! texts come back whole; and `innerText` when it differs, for a page that renders lines as `<br>` and `<p>`
-//! with nothing between them), author and first link. Text is compared by the contract's rule after trim +
-//! NFC + LF: the item shows the post when either of its texts does.
+//! with nothing between them; an image standing for an emoji read as its alt), author and first link. Text
+//! is compared by the contract's rule after trim + NFC + LF: the item shows the post when either of its
+//! texts does.
 //!
 //! A text match is not enough: another account may have posted the same text. A search match settles only
 //! when the item shows the account's own handle (the contract says where an item shows its author, the
@@ -503,18 +504,33 @@ const ITEMS_JS: &str = concat!(
   for (const sel of p.item) { found = docs.flatMap(d => deepAll(d.doc, sel)); if (found.length) break; }
   const masks = docs.flatMap(d => p.masks.flatMap(s => { try { return deepAll(d.doc, s); } catch (e) { return []; } })
     .map(e => { const r = e.getBoundingClientRect(); return { x: d.x + r.left, y: d.y + r.top, w: r.width, h: r.height }; }));
+  // An image that stands for an emoji, read as its alt text, as the emoji was typed: WordPress's wp-emoji,
+  // Twemoji and chat apps draw emoji as `<img alt="🎉">` (a headless browser without a colour emoji font is
+  // where wp-emoji does), and Mastodon a custom one as `<img alt=":blobcat:">`. Only an alt that is emoji
+  // and no letter, or one `:shortcode:`: any other image (a photo's description) is not the post's text.
+  const emojiAlt = (e) => {
+    const a = e.getAttribute('alt') || '';
+    return a.length > 0 && a.length <= 64 && (/^:[\w+-]+:$/u.test(a)
+      || (/[\p{Extended_Pictographic}\p{Regional_Indicator}]/u.test(a) && !/[\p{L}\p{N}]/u.test(a.replace(/[0-9#*]\uFE0F?\u20E3/gu, ''))));
+  };
+  const emojiIn = (root) => Array.from(root.querySelectorAll('img[alt]')).filter(emojiAlt);
   // The text element's text and its laid-out text, without the elements of `skip` (what the platform adds
-  // to a rendered post: section edit links, a table of contents). The laid-out text is read with those
-  // hidden for the one synchronous read (nothing renders in between) and put back as they were.
+  // to a rendered post: section edit links, a table of contents) and with emoji images as their alt text.
+  // The laid-out text is read with those hidden and each emoji image followed by its alt for the one
+  // synchronous read (nothing renders in between), then all is put back as it was.
   function textOf(t, skip) {
     const laidOut = () => (typeof t.innerText === 'string' ? t.innerText : null);
-    if (!skip.length) { return [t.textContent, laidOut()]; }
+    const emoji = emojiIn(t);
+    if (!skip.length && !emoji.length) { return [t.textContent, laidOut()]; }
     const copy = t.cloneNode(true);
     skip.forEach(css => copy.querySelectorAll(css).forEach(e => e.remove()));
+    emojiIn(copy).forEach(e => e.replaceWith(document.createTextNode(e.getAttribute('alt'))));
     const hidden = skip.flatMap(css => Array.from(t.querySelectorAll(css)))
       .map(e => [e, e.style.getPropertyValue('display'), e.style.getPropertyPriority('display')]);
     hidden.forEach(([e]) => e.style.setProperty('display', 'none', 'important'));
+    const said = emoji.map(e => { const n = document.createTextNode(e.getAttribute('alt')); e.after(n); return n; });
     const laid = laidOut();
+    said.forEach(n => n.remove());
     hidden.forEach(([e, v, pri]) => { if (v) { e.style.setProperty('display', v, pri); } else { e.style.removeProperty('display'); } });
     return [copy.textContent, laid];
   }

@@ -1169,8 +1169,37 @@ fn as_asked(req: &Request<Incoming>, page: String) -> String {
     }
     spa_if_asked(
         req,
-        shadow_if_asked(req, paragraphs_if_asked(req, decorated_if_asked(req, page))),
+        shadow_if_asked(
+            req,
+            paragraphs_if_asked(
+                req,
+                decorated_if_asked(req, emoji_images_if_asked(req, page)),
+            ),
+        ),
     )
+}
+
+/// A post's page or the search with `?emoji=img`: every emoji in a post's text is drawn as an image whose
+/// alt is the emoji (`<img class="emoji" alt="🎉">`), as WordPress's wp-emoji script does in a browser it
+/// finds without a colour emoji font, and Twemoji and chat apps do everywhere; `:name:` (a custom emoji's
+/// shortcode, as Mastodon's) is drawn so too. The text element's `textContent` then holds no emoji.
+fn emoji_images_if_asked(req: &Request<Incoming>, page: String) -> String {
+    const EMOJI: &str = "<script>(function () {\n\
+        var emoji = /(\\p{Regional_Indicator}{2}|\\p{Extended_Pictographic}(?:\\uFE0F|\\p{Emoji_Modifier})*(?:\\u200D\\p{Extended_Pictographic}(?:\\uFE0F|\\p{Emoji_Modifier})*)*|:[a-z_]+:)/u;\n\
+        document.querySelectorAll('article.post .post-text').forEach(function (t) {\n\
+          var walker = document.createTreeWalker(t, NodeFilter.SHOW_TEXT); var nodes = [];\n\
+          while (walker.nextNode()) { nodes.push(walker.currentNode); }\n\
+          nodes.forEach(function (n) { var parts = n.data.split(emoji); if (parts.length < 2) { return; }\n\
+            var frag = document.createDocumentFragment();\n\
+            parts.forEach(function (part, i) { if (i % 2 === 0) { if (part) { frag.append(part); } return; }\n\
+              var img = document.createElement('img'); img.className = 'emoji'; img.alt = part;\n\
+              img.width = 16; img.height = 16; img.src = 'data:image/svg+xml,%3Csvg xmlns=%22http://www.w3.org/2000/svg%22 viewBox=%220 0 2 2%22%3E%3Ccircle cx=%221%22 cy=%221%22 r=%221%22 fill=%22%23fc0%22/%3E%3C/svg%3E';\n\
+              frag.append(img); });\n\
+            n.replaceWith(frag); }); }); })();</script>";
+    if query_param(req, "emoji").as_deref() != Some("img") {
+        return page;
+    }
+    before_body_end(page, EMOJI)
 }
 
 /// A post's page or the search with `?decorated=1`, as many apps draw a post: its first link is its author's

@@ -2,7 +2,8 @@
 //! with `?decorated=1`, where each post's first link is its author's profile (the permalink comes after it)
 //! and the app's own controls ("Copy", " (edited)") sit inside the post's text. The contract names the
 //! post's own link (`readback.link`, read by `id_from_link`) and the controls to leave out of its text
-//! (`readback.text_skip`); both are format 2 keys.
+//! (`readback.text_skip`); both are format 2 keys. And `?emoji=img`, where each emoji is an image whose alt
+//! is the emoji (read as its alt, with no key).
 use oncepost::fixture_platform::Fault;
 
 use crate::kit::{self, unique};
@@ -95,5 +96,32 @@ async fn a_first_link_that_is_not_the_posts_own_is_never_its_permalink() {
     assert_eq!(v["state"], "parked", "{v}");
     assert_eq!(v["pressed"], false, "{v}");
     assert_eq!(v["permalink"], serde_json::Value::Null, "{v}");
+    assert_eq!(env.copies(&earlier), 1);
+}
+
+/// Emoji drawn as images (`?emoji=img`: WordPress's wp-emoji in a browser without a colour emoji font,
+/// Twemoji, chat apps; a custom emoji's `:shortcode:`, as Mastodon's) are read as their alt text: a new post
+/// with emoji is published at its permalink, and Alice's earlier post with one is found before writing,
+/// nothing pressed. Red without (the text element then holds no emoji: the new post parked as a mismatch,
+/// the earlier one not recognised and pressed again, a second copy).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn emoji_drawn_as_images_are_read_as_the_emoji_typed() {
+    let env = start().await;
+    let path = env.write_file("emoji.toml", &kit::read_pages_asking("emoji=img"));
+    let text = format!(
+        "{} \u{1f389} shipped \u{1f44d}\u{1f3fd}, \u{1f1eb}\u{1f1f7} and :blobcat:",
+        unique("Release")
+    );
+    let (code, v, err) = env.publish("alice", &path, &text, &[]).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["state"], "published", "{v}");
+    assert_eq!(env.copies(&text), 1);
+
+    let earlier = format!("{} \u{1f680}", unique("Posted before with an emoji"));
+    let hers = env.post_as("alice", &earlier).await;
+    let (code, v, err) = env.publish("alice", &path, &earlier, &[]).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["pressed"], false, "{v}");
+    assert_eq!(v["platform_id"], hers.as_str(), "{v}");
     assert_eq!(env.copies(&earlier), 1);
 }

@@ -314,3 +314,19 @@ async fn a_post_in_paragraphs_is_made_once_as_paragraph_blocks() {
         "the line break kept inside the second: {content}"
     );
 }
+
+/// A post with emoji is made once and read back as typed. Where WordPress's wp-emoji script finds the
+/// browser without a colour emoji font it draws each emoji of the post's page as an image
+/// (`<img class="emoji" alt="🎉">`), read as its alt text (Fixturebook's `?emoji=img` is that page, and
+/// `decorated::emoji_drawn_as_images_are_read_as_the_emoji_typed` the test red without the reading). Here
+/// this test passes without that reading too: the read-back's read came before wp-emoji drew any image.
+#[tokio::test]
+async fn a_post_with_emoji_is_read_back_as_typed() {
+    let lab = Lab::new().await;
+    let title = lab.title("Lab emoji");
+    let text = format!("Shipped \u{1f389} with thanks \u{1f44d} {}", lab.tag);
+    let (code, report, err) = lab.publish_at(&lab.wp.base_url, &title, &text).await;
+    assert_eq!(code, 0, "{report} {err}");
+    assert_eq!(report["state"], "published", "{report}");
+    assert_eq!(lab.wp.published_titled(&title).len(), 1);
+}
