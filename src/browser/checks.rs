@@ -26,6 +26,7 @@ pub const CHECK_JS: &str = concat!(
     r#"
 async (locs, act, opts) => {"#,
     shadow_js!(),
+    emoji_js!(),
     r#"
   // One evaluation's shadow scopes per document (each locator and strategy walks the same ones).
   const scopeCache = new Map();
@@ -214,7 +215,8 @@ async (locs, act, opts) => {"#,
     // A form control's value; any other element's text, even one with a `value` of its own (Trix's
     // `<trix-editor>` answers its HTML there).
     const control = el.localName === 'input' || el.localName === 'textarea';
-    res.text = (control && editableKind && typeof el.value === 'string' ? el.value : norm(el.innerText)).slice(0, opts.full_text ? undefined : 200);
+    // An editor that draws typed emoji as images shows them by their alt (emoji_js!).
+    res.text = (control && editableKind && typeof el.value === 'string' ? el.value : norm(shownText(el))).slice(0, opts.full_text ? undefined : 200);
     res._ctx = ctx;
     return res;
   });

@@ -86,6 +86,44 @@ macro_rules! shadow_js {
     };
 }
 
+/// JS: `emojiAlt(img)`, whether an image stands for an emoji (its alt is emoji and no letter or digit, or
+/// one `:shortcode:`), `emojiIn(root)` those inside `root`, and `shownText(el)`, an element's laid-out text
+/// (`innerText`) with each such image read as its alt, read without touching the page (a walk of the nodes
+/// and their computed display: a composer's editor watches its own DOM). WordPress's wp-emoji, Twemoji and
+/// chat composers draw emoji as `<img alt="🎉">`, and Mastodon a custom one as `<img alt=":blobcat:">`: the
+/// text shows no emoji where the post has them. Any other image (a photo's description) is not text.
+macro_rules! emoji_js {
+    () => {
+        r#"
+  const emojiAlt = (e) => {
+    const a = (e.getAttribute && e.getAttribute('alt')) || '';
+    return a.length > 0 && a.length <= 64 && (/^:[\w+-]+:$/u.test(a)
+      || (/[\p{Extended_Pictographic}\p{Regional_Indicator}]/u.test(a) && !/[\p{L}\p{N}]/u.test(a.replace(/[0-9#*]\uFE0F?\u20E3/gu, ''))));
+  };
+  const emojiIn = (root) => (root.querySelectorAll ? Array.from(root.querySelectorAll('img[alt]')).filter(emojiAlt) : []);
+  const shownText = (el) => {
+    const laid = typeof el.innerText === 'string' ? el.innerText : null;
+    if (laid === null || !emojiIn(el).length) { return laid; }
+    let out = '';
+    const walk = (n) => {
+      if (n.nodeType === 3) { out += n.data; return; }
+      if (n.nodeType !== 1) { return; }
+      const cs = getComputedStyle(n);
+      if (cs.display === 'none' || cs.visibility === 'hidden') { return; }
+      if (n.localName === 'img') { if (emojiAlt(n)) { out += n.getAttribute('alt'); } return; }
+      if (n.localName === 'br') { out += '\n'; return; }
+      const block = !cs.display.startsWith('inline') && cs.display !== 'contents';
+      if (block) { out += '\n'; }
+      n.childNodes.forEach(walk);
+      if (block) { out += '\n'; }
+    };
+    el.childNodes.forEach(walk);
+    return out;
+  };
+"#
+    };
+}
+
 /// JS, at the top of a function of `p`: `docs`, the document and its frames of the same origin (at most 64
 /// documents), each placed in the top viewport, and `hosts`, the iframes of another origin they hold (at
 /// most 64), which only a world made inside each reaches (other_origin.rs); with `p.hosts` the function

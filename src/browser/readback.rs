@@ -499,21 +499,12 @@ const ITEMS_JS: &str = concat!(
     "(p) => {",
     shadow_js!(),
     frames_js!(),
+    emoji_js!(),
     r#"
   let found = [];
   for (const sel of p.item) { found = docs.flatMap(d => deepAll(d.doc, sel)); if (found.length) break; }
   const masks = docs.flatMap(d => p.masks.flatMap(s => { try { return deepAll(d.doc, s); } catch (e) { return []; } })
     .map(e => { const r = e.getBoundingClientRect(); return { x: d.x + r.left, y: d.y + r.top, w: r.width, h: r.height }; }));
-  // An image that stands for an emoji, read as its alt text, as the emoji was typed: WordPress's wp-emoji,
-  // Twemoji and chat apps draw emoji as `<img alt="🎉">` (a headless browser without a colour emoji font is
-  // where wp-emoji does), and Mastodon a custom one as `<img alt=":blobcat:">`. Only an alt that is emoji
-  // and no letter, or one `:shortcode:`: any other image (a photo's description) is not the post's text.
-  const emojiAlt = (e) => {
-    const a = e.getAttribute('alt') || '';
-    return a.length > 0 && a.length <= 64 && (/^:[\w+-]+:$/u.test(a)
-      || (/[\p{Extended_Pictographic}\p{Regional_Indicator}]/u.test(a) && !/[\p{L}\p{N}]/u.test(a.replace(/[0-9#*]\uFE0F?\u20E3/gu, ''))));
-  };
-  const emojiIn = (root) => Array.from(root.querySelectorAll('img[alt]')).filter(emojiAlt);
   // The text element's text and its laid-out text, without the elements of `skip` (what the platform adds
   // to a rendered post: section edit links, a table of contents) and with emoji images as their alt text.
   // The laid-out text is read with those hidden and each emoji image followed by its alt for the one

@@ -1025,7 +1025,8 @@ fn rewrite_if_asked(req: &Request<Incoming>, page: String) -> String {
 /// every change also sends the draft to an analytics pixel (`GET /api/pixel?d=`); with `&late_blocks=1` the
 /// block an Enter makes (and the caret with it) comes 150 ms later, as an editor that renders it later;
 /// with `&render_next_frame=1` text typed before the editor's next frame (its render) after other typed text
-/// goes into a block of its own.
+/// goes into a block of its own; with `&emoji=img` each emoji typed is drawn as an image whose alt is it (as
+/// chat composers do), the caret put at the block's end.
 fn blocks_if_asked(req: &Request<Incoming>, page: String) -> String {
     if query_param(req, "blocks").as_deref() != Some("1") {
         return page;
@@ -1043,8 +1044,38 @@ const BLOCK_EDITOR: &str = r#"<script>(function () {
     p.style.minHeight = '1.2em'; p.style.margin = '0 0 .5em'; return p;
   }
   function textOf(p) {
-    var s = ''; p.childNodes.forEach(function (n) { s += n.nodeName === 'BR' ? '\n' : n.textContent; });
+    var s = ''; p.childNodes.forEach(function (n) {
+      s += n.nodeName === 'BR' ? '\n' : n.nodeName === 'IMG' ? (n.alt || '') : n.textContent;
+    });
     return s.replace(/\n$/, '');
+  }
+  // `&emoji=img`: after every input the editor draws each emoji typed as an image whose alt is the emoji
+  // (as chat composers do) and puts the caret at the block's end; the post it publishes keeps the emoji.
+  if (/[?&]emoji=img\b/.test(window.location.search)) {
+    var EMOJI = /(\p{Regional_Indicator}{2}|\p{Extended_Pictographic}(?:\uFE0F|\p{Emoji_Modifier})*(?:\u200D\p{Extended_Pictographic}(?:\uFE0F|\p{Emoji_Modifier})*)*)/u;
+    editor.addEventListener('input', function (e) {
+      var p = e.target && e.target.closest ? e.target.closest('p.block') : null;
+      if (!p) { return; }
+      var nodes = []; var w = document.createTreeWalker(p, NodeFilter.SHOW_TEXT);
+      while (w.nextNode()) { nodes.push(w.currentNode); }
+      var drew = false;
+      nodes.forEach(function (n) {
+        var parts = n.data.split(EMOJI); if (parts.length < 2) { return; }
+        drew = true; var frag = document.createDocumentFragment();
+        parts.forEach(function (part, i) {
+          if (i % 2 === 0) { if (part) { frag.append(part); } return; }
+          var img = document.createElement('img'); img.className = 'emoji'; img.alt = part;
+          img.width = 16; img.height = 16;
+          img.src = 'data:image/svg+xml,%3Csvg xmlns=%22http://www.w3.org/2000/svg%22 viewBox=%220 0 2 2%22%3E%3Ccircle cx=%221%22 cy=%221%22 r=%221%22 fill=%22%23fc0%22/%3E%3C/svg%3E';
+          frag.append(img);
+        });
+        n.replaceWith(frag);
+      });
+      if (drew) {
+        var r = document.createRange(); r.selectNodeContents(p); r.collapse(false);
+        var sel = window.getSelection(); sel.removeAllRanges(); sel.addRange(r);
+      }
+    });
   }
   function mirror() {
     t.value = Array.prototype.map.call(editor.querySelectorAll('p.block'), textOf)

@@ -275,6 +275,27 @@ async fn a_draft_pixel_after_the_first_line_never_leaves() {
     assert_eq!((env.arrivals(), env.copies(&text)), (1, 1), "{v}");
 }
 
+/// A composer that draws each emoji typed as an image whose alt is the emoji (`&emoji=img`, as chat
+/// composers do): the fill check reads each such image as its alt, so the post with emoji (in two
+/// paragraphs, one with a skin tone and a flag) is pressed and made once, emoji kept. Red without: the
+/// field showed no emoji, "another text", and nothing was pressed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_composer_drawing_emoji_as_images_shows_the_post_typed() {
+    let env = start().await;
+    let c = std::fs::read_to_string(contract())
+        .unwrap()
+        .replace("/compose?blocks=1", "/compose?blocks=1&emoji=img");
+    let path = env.write_file("blocks-emoji.toml", &c);
+    let text = format!(
+        "{} \u{1f389}\n\nThanks \u{1f44d}\u{1f3fd} from \u{1f1eb}\u{1f1f7} all",
+        unique("Launched today")
+    );
+    let (code, v, err) = env.publish("alice", &path, &text, &[]).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["state"], "published", "{v}");
+    assert_eq!((env.arrivals(), env.copies(&text)), (1, 1), "{v}");
+}
+
 /// A composer that sends on Enter, as a chat box does (`/compose?blocks=1&enter_sends=1`: Enter clicks
 /// Publish, Shift+Enter breaks the line). The Enter oncepost types between the two paragraphs makes the page
 /// send the post long before any authorization: the door fails that request before it leaves; the

@@ -319,7 +319,7 @@ async fn a_post_in_paragraphs_is_made_once_as_paragraph_blocks() {
 /// browser without a colour emoji font it draws each emoji of the post's page as an image
 /// (`<img class="emoji" alt="🎉">`), read as its alt text (Fixturebook's `?emoji=img` is that page, and
 /// `decorated::emoji_drawn_as_images_are_read_as_the_emoji_typed` the test red without the reading). Here
-/// this test passes without that reading too: the read-back's read came before wp-emoji drew any image.
+/// this test passes without that reading too: no image was read (wp-emoji had drawn none by the read).
 #[tokio::test]
 async fn a_post_with_emoji_is_read_back_as_typed() {
     let lab = Lab::new().await;
