@@ -170,6 +170,8 @@ pub struct ReadbackPlan {
     pub author_css: Option<String>,
     /// Read the author from this attribute of that element instead of its text.
     pub author_attribute: Option<String>,
+    /// The handle is this regex's group `handle` over what the author element shows (`author_pattern`).
+    pub author_pattern: Option<regex::Regex>,
     /// The publishing account's handle (None: not recorded; search matches are then leads only).
     pub handle: Option<String>,
     /// Origins (`scheme://host[:port]`) a permalink may point into (`origins.allowed`, expanded).
@@ -237,6 +239,27 @@ pub fn check_link(link: &str, allowed: &[String]) -> Result<(), String> {
 pub fn normalize_handle(h: &str) -> String {
     let n = normalize_text(h);
     n.strip_prefix('@').unwrap_or(&n).trim().to_string()
+}
+
+/// The handle an author element (or a logged-in user's menu) shows: what it shows, or, with `pattern`, its
+/// group `handle` (`None` when the pattern does not match: it shows no handle). Read from a link's `href`,
+/// percent-decoded, as the URL carries it (`/u/J%C3%BCrgen` is Jürgen's).
+pub fn handle_shown(
+    shown: &str,
+    pattern: Option<&regex::Regex>,
+    attribute: Option<&str>,
+) -> Option<String> {
+    let taken = match pattern {
+        None => shown.to_string(),
+        Some(re) => re.captures(shown)?.name("handle")?.as_str().to_string(),
+    };
+    Some(
+        if attribute.is_some_and(|a| a.eq_ignore_ascii_case("href")) {
+            crate::template::value_from_url(&taken)
+        } else {
+            taken
+        },
+    )
 }
 
 /// Whether an item's shown author is the account's handle (exactly, after [`normalize_handle`]).
@@ -837,6 +860,16 @@ impl ReadbackPlan {
         else {
             return Authorship::NotShown;
         };
+        // With `author_pattern`, the handle inside what is shown; shown but not matching, it is not the
+        // account's (another author's name in another shape, a "Deleted user"): a lead, never a finding.
+        let shown = match handle_shown(
+            &shown,
+            self.author_pattern.as_ref(),
+            self.author_attribute.as_deref(),
+        ) {
+            Some(h) => normalize_handle(&h),
+            None => return Authorship::OtherAuthor { author: shown },
+        };
         match &self.handle {
             None => Authorship::NoHandle { author: shown },
             Some(h) if same_author(h, &shown) => Authorship::Ours { author: shown },
@@ -1202,6 +1235,56 @@ async fn read_until(
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_handle_is_taken_from_inside_what_is_shown() {
+        let link = regex::Regex::new("^/u/(?P<handle>[^/?#]+)$").unwrap();
+        let by = regex::Regex::new(r"^Posted by (?P<handle>\S+)").unwrap();
+        assert_eq!(handle_shown("alice", None, None).as_deref(), Some("alice"));
+        assert_eq!(
+            handle_shown("/u/J%C3%BCrgen", Some(&link), Some("href")).as_deref(),
+            Some("J\u{fc}rgen"),
+            "a link's handle is percent-decoded"
+        );
+        assert_eq!(
+            handle_shown("50%25 off", None, None).as_deref(),
+            Some("50%25 off"),
+            "text is taken as shown"
+        );
+        assert_eq!(
+            handle_shown("Posted by alice · 3h", Some(&by), None).as_deref(),
+            Some("alice")
+        );
+        assert_eq!(handle_shown("Deleted user", Some(&by), None), None);
+        let mut p = plan(Some("alice"));
+        p.author_css = Some("a.author".into());
+        p.author_attribute = Some("href".into());
+        p.author_pattern = Some(link);
+        let item = |author: &str| ShownItem {
+            id: None,
+            text: None,
+            laid_out: None,
+            href: None,
+            author: Some(author.into()),
+            marked: None,
+        };
+        assert!(matches!(
+            p.authorship(&item("/u/alice")),
+            Authorship::Ours { .. }
+        ));
+        assert!(matches!(
+            p.authorship(&item("/u/bob")),
+            Authorship::OtherAuthor { .. }
+        ));
+        assert!(
+            matches!(
+                p.authorship(&item("/settings")),
+                Authorship::OtherAuthor { .. }
+            ),
+            "shown but not matching: never the account's"
+        );
+        assert!(matches!(p.authorship(&item("")), Authorship::NotShown));
+    }
+
     fn plan(handle: Option<&str>) -> ReadbackPlan {
         ReadbackPlan {
             permalink: "http://127.0.0.1:9/p/{id}".into(),
@@ -1218,6 +1301,7 @@ mod tests {
             masks: Vec::new(),
             author_css: Some(".post-author".into()),
             author_attribute: None,
+            author_pattern: None,
             handle: handle.map(String::from),
             allowed_origins: vec!["http://127.0.0.1:9".into()],
             fields: Default::default(),

@@ -108,6 +108,11 @@ pub struct SignedInAs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1))]
     pub attribute: Option<String>,
+    /// A regex with a group `handle` over what the element shows (its text or attribute): the handle is
+    /// that group ("Signed in as alice", a profile link `/u/alice`); no match shows no one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub pattern: Option<String>,
 }
 
 /// What a non-publishing step does.
@@ -582,6 +587,12 @@ pub struct Readback {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1))]
     pub author_attribute: Option<String>,
+    /// (format 2) A regex with a group `handle` over what the `author` element shows (its text or
+    /// attribute): the author is that group ("Posted by alice", a profile link `/u/alice`, "alice (you)").
+    /// An item whose author shows and does not match shows another author (a lead), never the account's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub author_pattern: Option<String>,
     /// How published text is compared with what was sent.
     #[serde(default)]
     pub compare: TextCompare,

@@ -529,6 +529,10 @@ impl Contract {
             masks: self.evidence.mask.clone(),
             author_css: rb.author.clone(),
             author_attribute: rb.author_attribute.clone(),
+            author_pattern: match &rb.author_pattern {
+                Some(r) => Some(regex("readback.author_pattern", r)?),
+                None => None,
+            },
             // Per account: the publish flow and the lookup fill it in from the account's record.
             handle: None,
             fields: values.clone(),

@@ -197,6 +197,19 @@ impl Checker {
         }
     }
 
+    /// A regex that must compile and capture the handle in a group `handle`.
+    fn handle_regex(&mut self, path: KeyPath, r: &str) {
+        if let Some(re) = self.regex(path.clone(), r, false)
+            && !re.capture_names().any(|n| n == Some("handle"))
+        {
+            self.err(
+                path,
+                "regex has no named group `handle`",
+                "capture the handle with (?P<handle>...), e.g. '^/u/(?P<handle>[^/]+)$'",
+            );
+        }
+    }
+
     fn locator(&mut self, path: KeyPath, l: &Locator) {
         if l.strategies.is_empty() {
             self.err(
@@ -500,6 +513,9 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
                 "empty attribute name",
                 "an attribute of that element holding the user's handle, or none to read its text",
             );
+        }
+        if let Some(r) = &s.pattern {
+            k.handle_regex(p.key("pattern"), r);
         }
     }
     if let Some(b) = &c.compose.body_field {
@@ -1303,6 +1319,17 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
                 "the attribute of the author element holding the handle, e.g. data-handle",
             );
         }
+    }
+    if let Some(r) = &c.readback.author_pattern {
+        format2(&mut k, rb.key("author_pattern"), "author_pattern");
+        if c.readback.author.is_none() {
+            k.err(
+                rb.key("author_pattern"),
+                "author_pattern needs author",
+                "add author = \"CSS of the element\" whose text (or author_attribute) the pattern reads",
+            );
+        }
+        k.handle_regex(rb.key("author_pattern"), r);
     }
     if let Some(f) = &c.readback.marker_field {
         format2(&mut k, rb.key("marker_field"), "marker_field");

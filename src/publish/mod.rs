@@ -1693,7 +1693,18 @@ async fn prepare<'s>(
         let shown = page
             .signed_in_as(&s.css, s.attribute.as_deref(), req.options.step_timeout)
             .await?;
-        let ours = match (&plan.readback.handle, &shown) {
+        // `pattern` was checked with the contract; one that did not compile shows no one.
+        let pattern = match &s.pattern {
+            Some(r) => regex::Regex::new(r).ok(),
+            None => None,
+        };
+        let handle = shown.as_deref().and_then(|v| {
+            if s.pattern.is_some() && pattern.is_none() {
+                return None;
+            }
+            browser::readback::handle_shown(v, pattern.as_ref(), s.attribute.as_deref())
+        });
+        let ours = match (&plan.readback.handle, &handle) {
             (Some(h), Some(v)) => browser::readback::same_author(h, v),
             _ => false,
         };

@@ -125,3 +125,83 @@ async fn emoji_drawn_as_images_are_read_as_the_emoji_typed() {
     assert_eq!(v["platform_id"], hers.as_str(), "{v}");
     assert_eq!(env.copies(&earlier), 1);
 }
+
+/// The author shown as a profile link (decorated pages: `a.author-link` to `/u/NAME`), read through
+/// `readback.author_pattern` (format 2) from its `href`: Alice's earlier post is found before writing as
+/// hers (nothing pressed), and Bob's post with the words Alice means to post is his (a lead, parked,
+/// nothing pressed). Red without the pattern: `/u/alice` is not Alice's handle, her own post a lead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_author_shown_as_a_profile_link_is_read_by_author_pattern() {
+    let env = start().await;
+    let c = decorated_contract(true, true);
+    let with = c.replace(
+        "author = \".post-author\"\n",
+        "author = \"a.author-link\"\nauthor_attribute = \"href\"\nauthor_pattern = '^/u/(?P<handle>[^/?#]+)$'\n",
+    );
+    assert_ne!(with, c, "the fixture contract's author moved");
+    let path = env.write_file("author-link.toml", &with);
+
+    let earlier = unique("Alice posted this before, by her profile link");
+    let hers = env.post_as("alice", &earlier).await;
+    let (code, v, err) = env.publish("alice", &path, &earlier, &[]).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["pressed"], false, "{v}");
+    assert_eq!(v["platform_id"], hers.as_str(), "{v}");
+
+    let bobs = unique("Bob posted these words first");
+    env.post_as("bob", &bobs).await;
+    let (_, v, err) = env.publish("alice", &path, &bobs, &[]).await;
+    assert_eq!(v["state"], "parked", "{v} {err}");
+    assert_eq!(v["pressed"], false, "{v}");
+    assert_eq!(env.copies(&bobs), 1);
+}
+
+/// `author_pattern` is a format 2 key, needs `author`, and must capture a group `handle`; so must
+/// `compose.signed_in_as`'s `pattern`: `contract check` names each (exit 2).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn author_patterns_are_checked() {
+    let env = start().await;
+    let base = decorated_contract(true, true);
+    let cases = [
+        (
+            base.replace("format = 2", "format = 1").replace(
+                "author = \".post-author\"\n",
+                "author = \".post-author\"\nauthor_pattern = '(?P<handle>.+)'\n",
+            ),
+            "readback.author_pattern",
+        ),
+        (
+            base.replace(
+                "author = \".post-author\"\n",
+                "author = \".post-author\"\nauthor_pattern = 'by (\\w+)'\n",
+            ),
+            "group `handle`",
+        ),
+        (
+            base.replace(
+                "author = \".post-author\"\n",
+                "author_pattern = '(?P<handle>.+)'\n",
+            ),
+            "author_pattern needs author",
+        ),
+        (
+            base.replace(
+                "url = \"{base_url}/compose\"\n",
+                "url = \"{base_url}/compose\"\nsigned_in_as = { css = \"#whoami\", pattern = 'as (.+)' }\n",
+            ),
+            "compose.signed_in_as.pattern",
+        ),
+    ];
+    for (i, (c, said)) in cases.iter().enumerate() {
+        assert_ne!(c, &base, "case {i}: the contract did not change");
+        let path = env.write_file(&format!("pattern-{i}.toml"), c);
+        let (code, out, err) = env
+            .run(&["contract", "check", path.to_str().unwrap()])
+            .await;
+        assert_eq!(code, 2, "case {i}: {out} {err}");
+        assert!(
+            err.contains(said) || out.contains(said),
+            "case {i} {said}: {out} {err}"
+        );
+    }
+}

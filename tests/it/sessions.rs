@@ -238,3 +238,37 @@ async fn a_send_the_page_does_not_show_logged_in_as_the_account_presses_nothing(
     assert_eq!(code, 0, "{v} {err}");
     assert_eq!(v["state"], "published", "{v}");
 }
+
+/// `compose.signed_in_as` read from the header's text, where the avatar's initial is glued to the name
+/// (`#whoami`'s text is "aalice"), through its `pattern`: the handle after the initial. The logged-in account
+/// publishes; without the pattern the header shows "aalice", no one, and nothing is pressed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn signed_in_as_reads_the_handle_inside_what_the_header_shows() {
+    let env = env().await;
+    let c = std::fs::read_to_string(kit::repo_path("selectors/fixture.toml"))
+        .unwrap()
+        .replace("format = 1", "format = 2");
+    let with = |extra: &str| {
+        c.replace(
+            "url = \"{base_url}/compose\"\n",
+            &format!(
+                "url = \"{{base_url}}/compose\"\nsigned_in_as = {{ css = \"#whoami\"{extra} }}\n"
+            ),
+        )
+    };
+    let plain = env.write_file("signed-in-text.toml", &with(""));
+    let text = unique("the header shows the initial too");
+    let (code, v, err) = env.publish("alice", &plain, &text, &[]).await;
+    assert_eq!(code, 11, "{v} {err}");
+    assert_eq!(v["pressed"], false, "{v}");
+
+    let patterned = env.write_file(
+        "signed-in-pattern.toml",
+        &with(", pattern = '^\\s*\\S(?P<handle>\\S+)\\s*$'"),
+    );
+    let text = unique("read after the initial");
+    let (code, v, err) = env.publish("alice", &patterned, &text, &[]).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["state"], "published", "{v}");
+    assert_eq!(env.copies(&text), 1);
+}
