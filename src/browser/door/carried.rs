@@ -21,8 +21,9 @@
 //! Nor may it carry more: an outbox may also send what it holds inside the new post's own request (a batch:
 //! `{"posts": [earlier, new]}`), and handed over, that request makes the earlier post again. So the account's
 //! other posts (the newest intents' texts, any state: given by the publish from the store) are looked for
-//! too, each line as a run of the same words exactly (no glued ends: two posts share many words), and a
-//! request carrying every line of one is not this post's. An earlier post that this post or another typed
+//! too, each line as a run of the same words exactly (no glued ends: two posts share many words; a post of
+//! fewer than four words only as a value of its own, a JSON string or a form value: a request's own keys
+//! hold such words), and a request carrying every line of one is not this post's. An earlier post that this post or another typed
 //! field holds in its own words (a post quoted, a title used again) is not looked for: it cannot be told
 //! apart; nor is one of no word.
 //!
@@ -52,6 +53,12 @@ struct Earlier {
     /// Each line's words.
     lines: Vec<Vec<String>>,
 }
+
+/// An earlier post of fewer words than this is looked for only as a value of its own (a JSON string, a form
+/// or query value), never as a run of words inside one: a create request holds words of its own
+/// (`"test_mode"`, `"status": "public"`), and a one-word post such as "Test" would otherwise be found in it
+/// and refuse every later post of the account.
+const SHORT_POST_WORDS: usize = 4;
 
 /// What of the post a create request must carry (every line of its text, the body field's value) and must
 /// not (the account's other posts).
@@ -159,12 +166,18 @@ impl PostLines {
             return None;
         }
         let streams: Vec<Vec<String>> = texts_of(url, body).iter().map(|t| words(t)).collect();
+        let values: Vec<Vec<String>> = values_of(url, body).iter().map(|t| words(t)).collect();
         self.earlier
             .iter()
             .find(|e| {
-                e.lines
-                    .iter()
-                    .all(|l| streams.iter().any(|s| has_exact_run(s, l)))
+                if e.lines.iter().map(Vec::len).sum::<usize>() < SHORT_POST_WORDS {
+                    let all: Vec<String> = e.lines.concat();
+                    values.contains(&all)
+                } else {
+                    e.lines
+                        .iter()
+                        .all(|l| streams.iter().any(|s| has_exact_run(s, l)))
+                }
             })
             .map(|e| NotThePost::Earlier(e.shown.clone()))
     }
@@ -242,6 +255,35 @@ fn texts_of(url: &str, body: Option<&[u8]>) -> Vec<String> {
             out.extend(strings);
         }
         out.push(raw);
+    }
+    let html: Vec<String> = out
+        .iter()
+        .filter(|t| t.contains('<') || t.contains('&'))
+        .map(|t| html_text(t))
+        .collect();
+    out.extend(html);
+    out
+}
+
+/// The values a request holds, each on its own: its JSON strings, its form values and its URL's query values
+/// (percent-decoded), and each of those with HTML read.
+fn values_of(url: &str, body: Option<&[u8]>) -> Vec<String> {
+    let form = |s: &str| -> Vec<String> {
+        s.split('&')
+            .filter_map(|pair| pair.split_once('=').map(|(_, v)| v))
+            .map(|v| percent_decoded(&v.replace('+', " ")))
+            .collect()
+    };
+    let mut out = url
+        .split_once('?')
+        .map(|(_, q)| form(q))
+        .unwrap_or_default();
+    if let Some(body) = body {
+        let raw = String::from_utf8_lossy(body);
+        out.extend(json_strings(&raw));
+        if !raw.trim_start().starts_with(['{', '[']) {
+            out.extend(form(&raw));
+        }
     }
     let html: Vec<String> = out
         .iter()
@@ -474,6 +516,32 @@ mod tests {
                 r#"{"title":"Weekly report","text":"As I said: Build 42 failed on main, fixed since"}"#
             ),
             None
+        );
+        // A short earlier post only as a value of its own: the words of a request's own keys and values
+        // are not it.
+        let mut s = post(&["Build 43 passed on main"]);
+        s.add_earlier("Test");
+        s.add_earlier("Public post");
+        assert_eq!(
+            s.refusal(
+                url,
+                Some(br#"{"text":"Build 43 passed on main","test_mode":false,"visibility":"public","note":"a public post"}"#)
+            ),
+            None
+        );
+        assert_eq!(
+            s.refusal(
+                url,
+                Some(br#"{"text":"Build 43 passed on main","outbox":[{"text":"Test"}]}"#)
+            ),
+            Some(NotThePost::Earlier("Test".into()))
+        );
+        assert_eq!(
+            s.refusal(
+                url,
+                Some(b"text=Build+43+passed+on+main&queued=%3Cp%3EPublic+post%3C%2Fp%3E")
+            ),
+            Some(NotThePost::Earlier("Public post".into()))
         );
         // Nothing typed, nothing looked for.
         let mut none = PostLines::default();
