@@ -23,9 +23,9 @@
 //! other posts (the newest intents' texts, any state: given by the publish from the store) are looked for
 //! too, each line as a run of the same words exactly (no glued ends: two posts share many words; a post of
 //! fewer than four words only as a value of its own, a JSON string or a form value: a request's own keys
-//! hold such words), and a request carrying every line of one is not this post's. An earlier post that this post or another typed
-//! field holds in its own words (a post quoted, a title used again) is not looked for: it cannot be told
-//! apart; nor is one of no word.
+//! hold such words), and a request carrying every line of one is not this post's. An earlier post that
+//! this post or another typed field holds in its own words (a post quoted, a title used again) is not
+//! looked for: it cannot be told apart; nor is one of no word.
 //!
 //! Not recognised: a post the page compresses, encrypts or sends in pieces no line survives whole, and a
 //! create that names an earlier saved draft instead of carrying the text: such a contract says so
