@@ -256,13 +256,7 @@ fn texts_of(url: &str, body: Option<&[u8]>) -> Vec<String> {
         }
         out.push(raw);
     }
-    let html: Vec<String> = out
-        .iter()
-        .filter(|t| t.contains('<') || t.contains('&'))
-        .map(|t| html_text(t))
-        .collect();
-    out.extend(html);
-    out
+    with_html_read(out)
 }
 
 /// The values a request holds, each on its own: its JSON strings, its form values and its URL's query values
@@ -285,13 +279,18 @@ fn values_of(url: &str, body: Option<&[u8]>) -> Vec<String> {
             out.extend(form(&raw));
         }
     }
-    let html: Vec<String> = out
+    with_html_read(out)
+}
+
+/// `texts` and, after them, each that holds markup or a character reference with its HTML read.
+fn with_html_read(mut texts: Vec<String>) -> Vec<String> {
+    let html: Vec<String> = texts
         .iter()
         .filter(|t| t.contains('<') || t.contains('&'))
         .map(|t| html_text(t))
         .collect();
-    out.extend(html);
-    out
+    texts.extend(html);
+    texts
 }
 
 /// Every JSON string literal in `raw`, decoded, in the order written (a JSON body, or JSON inside one:
