@@ -159,13 +159,17 @@ impl PostLines {
     /// Why a request to `url` with `body` is not this post's create: a line of the post it does not carry,
     /// else another post of the account it carries too; `None` when it is this post's.
     pub fn refusal(&self, url: &str, body: Option<&[u8]>) -> Option<NotThePost> {
-        if let Some(line) = self.first_missing(url, body) {
-            return Some(NotThePost::Missing(line.to_string()));
-        }
-        if self.lines.is_empty() || self.earlier.is_empty() {
+        if self.lines.is_empty() {
             return None;
         }
-        let streams: Vec<Vec<String>> = texts_of(url, body).iter().map(|t| words(t)).collect();
+        // The request's texts are read for words once, for both questions.
+        let streams = streams_of(url, body);
+        if let Some(line) = self.missing_in(url, body, &streams) {
+            return Some(NotThePost::Missing(line.to_string()));
+        }
+        if self.earlier.is_empty() {
+            return None;
+        }
         let values: Vec<Vec<String>> = values_of(url, body).iter().map(|t| words(t)).collect();
         self.earlier
             .iter()
@@ -187,8 +191,11 @@ impl PostLines {
         if self.lines.is_empty() {
             return None;
         }
-        let texts = texts_of(url, body);
-        let streams: Vec<Vec<String>> = texts.iter().map(|t| words(t)).collect();
+        self.missing_in(url, body, &streams_of(url, body))
+    }
+
+    /// [`PostLines::first_missing`] with the request's word streams already read.
+    fn missing_in(&self, url: &str, body: Option<&[u8]>, streams: &[Vec<String>]) -> Option<&str> {
         let raw_body = body.map(String::from_utf8_lossy);
         self.lines
             .iter()
@@ -204,6 +211,11 @@ impl PostLines {
             })
             .map(|l| l.shown.as_str())
     }
+}
+
+/// The words of each text a request holds ([`texts_of`]).
+fn streams_of(url: &str, body: Option<&[u8]>) -> Vec<Vec<String>> {
+    texts_of(url, body).iter().map(|t| words(t)).collect()
 }
 
 /// Runs of letters and digits, NFC, in lower case (a page that capitalises, or a slug made of a title).
