@@ -185,6 +185,34 @@ pub struct ComposePage<'a> {
     page: Page,
     plan: &'a ProbePlan,
     dialogs: DialogLog,
+    /// The fields of the last read-back of the fill, what was typed into each and what it showed then:
+    /// what [`ComposePage::changed_since_checked`] reads again right before the authorization.
+    checked: std::sync::Mutex<Vec<CheckedField>>,
+}
+
+/// A filled field as its read-back found it.
+#[derive(Debug, Clone)]
+struct CheckedField {
+    field: NamedLocator,
+    typed: String,
+    shown: String,
+}
+
+/// A field the page changed after it was filled and read back: it no longer shows what was typed, or its
+/// words are not the ones it showed then (a draft synced from another device put in front of the post).
+#[derive(Debug, Clone, Serialize)]
+pub struct FieldChanged {
+    /// The field (`field:text`).
+    pub field: String,
+    /// How (redacted and cut, as a step outcome says it).
+    pub why: String,
+    /// Whether typing it again is possible: a field the typed text follows (`fill = "append"`) would then
+    /// hold the text twice.
+    pub can_fill_again: bool,
+    #[serde(skip)]
+    locator: NamedLocator,
+    #[serde(skip)]
+    typed: String,
 }
 
 impl<'a> ComposePage<'a> {
@@ -236,6 +264,7 @@ impl<'a> ComposePage<'a> {
                 page,
                 plan,
                 dialogs,
+                checked: std::sync::Mutex::new(Vec::new()),
             },
             at_compose,
         })
@@ -359,8 +388,8 @@ impl<'a> ComposePage<'a> {
         Ok(filled)
     }
 
-    /// Read back the fields filled since the last read (`verify_filled`); false when one does not show
-    /// what was typed.
+    /// Read back the fields filled since the last read (as `verify_filled` judges them); false when one does
+    /// not show what was typed. What they show is kept for [`ComposePage::changed_since_checked`].
     async fn verify(
         &self,
         pp: &ProbePage<'_>,
@@ -370,11 +399,117 @@ impl<'a> ComposePage<'a> {
         if unchecked.is_empty() {
             return Ok(true);
         }
-        let failed = pp.verify_filled(unchecked, self.plan.text_compare).await?;
-        unchecked.clear();
-        let ok = failed.is_empty();
-        out.extend(failed);
+        let fields: Vec<&NamedLocator> = unchecked.iter().map(|(f, _)| f).collect();
+        let shown = pp.shown_in_fields(&fields).await?;
+        let mut ok = true;
+        let mut kept = Vec::new();
+        for ((f, typed), shown) in unchecked.drain(..).zip(shown) {
+            match super::probe::shows_other_text(typed, shown.as_deref(), self.plan.text_compare) {
+                Some(why) => {
+                    ok = false;
+                    out.push(StepOutcome {
+                        action: super::StepAction::Verify,
+                        target: f.name.clone(),
+                        ok: false,
+                        outcome: why,
+                    });
+                }
+                None => kept.push(CheckedField {
+                    field: f,
+                    typed: typed.to_string(),
+                    shown: shown.unwrap_or_default(),
+                }),
+            }
+        }
+        let mut checked = self.checked.lock().unwrap_or_else(|p| p.into_inner());
+        for c in kept {
+            checked.retain(|k| k.field.name != c.field.name);
+            checked.push(c);
+        }
         Ok(ok)
+    }
+
+    /// The checked fields the page changed since their read-back, read again in one evaluation (meant for
+    /// right before the authorization: a page may put a draft it synced or restored late into a field
+    /// after it was filled and checked, and the press would send that). A field no longer in the page is
+    /// not judged (a wizard's step took it away; the page keeps its value).
+    ///
+    /// Changed means it no longer shows what was typed (the fill check's rule), or its words are not the
+    /// words it showed at the check: words added around the post are another post too. What only redraws
+    /// the same words (emoji drawn as images, markup rendered) is not a change.
+    pub async fn changed_since_checked(&self) -> Result<Vec<FieldChanged>, BrowserError> {
+        let checked = self
+            .checked
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let fields: Vec<&NamedLocator> = checked.iter().map(|c| &c.field).collect();
+        let now = self.probe_page().shown_in_fields(&fields).await?;
+        let rule = self.plan.text_compare;
+        Ok(checked
+            .into_iter()
+            .zip(now)
+            .filter_map(|(c, now)| {
+                let now = now?;
+                let why =
+                    super::probe::shows_other_text(&c.typed, Some(&now), rule).or_else(|| {
+                        let words = super::readback::visible_words;
+                        (words(&now) != words(&c.shown))
+                            .then(|| super::probe::words_added(&c.shown, &now))
+                    })?;
+                let can_fill_again = matches!(
+                    c.field.purpose,
+                    super::locator::Purpose::Field {
+                        fill: super::locator::FillMode::Replace,
+                        ..
+                    }
+                );
+                Some(FieldChanged {
+                    field: c.field.name.clone(),
+                    why,
+                    can_fill_again,
+                    locator: c.field,
+                    typed: c.typed,
+                })
+            })
+            .collect())
+    }
+
+    /// Fill the fields the page changed again (each replacing what it holds) and read them back. Returns what
+    /// happened; a field that cannot be filled again is an outcome that is not ok.
+    pub async fn fill_again(
+        &self,
+        changed: &[FieldChanged],
+        step_timeout: Duration,
+    ) -> Result<Vec<StepOutcome>, BrowserError> {
+        let pp = self.probe_page();
+        let mut out = Vec::new();
+        let mut unchecked = Vec::new();
+        for c in changed {
+            if !c.can_fill_again {
+                out.push(StepOutcome {
+                    action: super::StepAction::Verify,
+                    target: c.field.clone(),
+                    ok: false,
+                    outcome: format!(
+                        "the page changed the field after it was filled ({}); the typed text follows what \
+                         the field holds (fill = \"append\"), so it is not typed again",
+                        c.why
+                    ),
+                });
+                return Ok(out);
+            }
+            if let Some(filled) = self
+                .fill_field(&pp, &c.locator, &c.typed, step_timeout, &mut out)
+                .await?
+            {
+                unchecked.push(filled);
+            }
+        }
+        if out.iter().all(|o| o.ok) {
+            self.verify(&pp, &mut unchecked, &mut out).await?;
+        }
+        Ok(out)
     }
 
     /// Strict actionability of the publish control after filling (all its states, `states_after_fill`

@@ -343,23 +343,8 @@ impl<'a> ProbePage<'a> {
         filled: &[(NamedLocator, &str)],
         rule: super::TextRule,
     ) -> Result<Vec<StepOutcome>, BrowserError> {
-        if filled.is_empty() {
-            return Ok(Vec::new());
-        }
-        // A field whose value shows elsewhere (`shown_in`: a block editor's container) is read there.
-        let fields: Vec<NamedLocator> = filled
-            .iter()
-            .map(|(f, _)| match &f.purpose {
-                Purpose::Field {
-                    shown_in: Some(at), ..
-                } => NamedLocator {
-                    locator: at.clone(),
-                    ..f.clone()
-                },
-                _ => f.clone(),
-            })
-            .collect();
-        let shown = super::checks::shown_texts(&self.page, self.live, &fields).await?;
+        let fields: Vec<&NamedLocator> = filled.iter().map(|(f, _)| f).collect();
+        let shown = self.shown_in_fields(&fields).await?;
         Ok(filled
             .iter()
             .zip(shown)
@@ -372,6 +357,30 @@ impl<'a> ProbePage<'a> {
                 })
             })
             .collect())
+    }
+
+    /// What each field shows now, in one evaluation (`None`: not in the page). A field whose value shows
+    /// elsewhere (`shown_in`: a block editor's container) is read there.
+    pub async fn shown_in_fields(
+        &self,
+        fields: &[&NamedLocator],
+    ) -> Result<Vec<Option<String>>, BrowserError> {
+        if fields.is_empty() {
+            return Ok(Vec::new());
+        }
+        let at: Vec<NamedLocator> = fields
+            .iter()
+            .map(|f| match &f.purpose {
+                Purpose::Field {
+                    shown_in: Some(at), ..
+                } => NamedLocator {
+                    locator: at.clone(),
+                    ..(*f).clone()
+                },
+                _ => (*f).clone(),
+            })
+            .collect();
+        super::checks::shown_texts(&self.page, self.live, &at).await
     }
 
     /// Focus a compose field and insert `text`: as text, or (`newlines = "keys"`) line by line with Enter or
@@ -1090,6 +1099,20 @@ pub(crate) fn shows_other_text(
         chars(&want),
         crate::redact::text(&cut(&got))
     ))
+}
+
+/// How a field's words changed since its fill check (`then` -> `now`), for a report: both counts and what it
+/// shows now, redacted and cut as [`shows_other_text`] cuts it.
+pub(crate) fn words_added(then: &str, now: &str) -> String {
+    let count = |t: &str| super::readback::visible_words(t).len();
+    let head: String = now.chars().take(80).collect();
+    let more = if now.chars().count() > 80 { "..." } else { "" };
+    format!(
+        "the page changed the field's words after it was checked ({} words then, {} now: {:?})",
+        count(then),
+        count(now),
+        crate::redact::text(&format!("{head}{more}"))
+    )
 }
 
 fn ms(t: Instant) -> u64 {

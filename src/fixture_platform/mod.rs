@@ -154,6 +154,10 @@ pub(crate) struct Shared {
     /// The last draft each session saved (`PUT /api/drafts`, by cookie, `""` without one), which
     /// `POST /api/drafts/publish` makes a post of (a create that names the draft instead of carrying it).
     drafts: Mutex<std::collections::HashMap<String, hyper::body::Bytes>>,
+    /// A draft "synced from another device", handed once to the next `GET /api/drafts/synced`
+    /// (`/compose?synced_draft=replace|prepend` polls it); set by `PUT /__admin/synced-draft` or
+    /// [`RunningPlatform::sync_draft`].
+    synced_draft: Mutex<Option<String>>,
 }
 
 impl Shared {
@@ -180,6 +184,26 @@ impl Shared {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .insert(id.to_owned(), article);
+    }
+
+    fn set_synced_draft(&self, text: &str) {
+        *self
+            .synced_draft
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(text.to_owned());
+    }
+
+    /// The synced draft, taken (a page gets it once), counted in the stats when there was one.
+    fn take_synced_draft(&self) -> Option<String> {
+        let d = self
+            .synced_draft
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if d.is_some() {
+            self.lock_stats().synced_drafts_served += 1;
+        }
+        d
     }
 
     fn article(&self, id: &str) -> Option<pages::SourceArticle> {
@@ -253,6 +277,7 @@ impl FixturePlatform {
             newest_tokens: Mutex::new(Default::default()),
             articles: Mutex::new(Default::default()),
             drafts: Mutex::new(Default::default()),
+            synced_draft: Mutex::new(None),
         });
         // Persist once so a fresh dir holds the CSRF secret before any page is served.
         shared.persist().await?;
@@ -353,6 +378,11 @@ impl RunningPlatform {
                 edited_at: std::time::SystemTime::now(),
             },
         );
+    }
+
+    /// Hand `text` to the next compose page that asks for a synced draft (`/compose?synced_draft=...`), once.
+    pub fn sync_draft(&self, text: &str) {
+        self.shared.set_synced_draft(text);
     }
 
     /// All stored posts, newest first.

@@ -322,6 +322,30 @@ pub(crate) async fn handle(
                 .unwrap_or_default();
             create_from(&draft, csrf_ok, shared, control, session, viewer, None).await
         }
+        // A draft synced from another device, once (`/compose?synced_draft=...` polls for it).
+        (&Method::GET, ["api", "drafts", "synced"]) => json(
+            StatusCode::OK,
+            &serde_json::json!({ "text": shared.take_synced_draft() }),
+        ),
+        (&Method::PUT, ["__admin", "synced-draft"]) => {
+            let text = read_body(req).await.ok().and_then(|b| {
+                serde_json::from_slice::<serde_json::Value>(&b)
+                    .ok()?
+                    .get("text")?
+                    .as_str()
+                    .map(str::to_owned)
+            });
+            match text {
+                Some(t) => {
+                    shared.set_synced_draft(&t);
+                    json(StatusCode::OK, &serde_json::json!({"ok": true}))
+                }
+                None => json(
+                    StatusCode::BAD_REQUEST,
+                    &serde_json::json!({"error": "expected {\"text\": \"...\"}"}),
+                ),
+            }
+        }
         (&Method::PUT, ["api", "drafts"]) => {
             if let Ok(body) = read_body(req).await {
                 shared

@@ -29,6 +29,9 @@ pub struct Stats {
     /// UDP datagrams that reached the platform's port number (WebRTC STUN/ICE aimed there).
     #[serde(default)]
     pub udp_datagrams: u64,
+    /// Synced drafts handed to a compose page (`GET /api/drafts/synced` answering one).
+    #[serde(default)]
+    pub synced_drafts_served: u64,
 }
 
 impl Stats {

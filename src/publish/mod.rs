@@ -1296,17 +1296,66 @@ async fn attempt(
             return finish(store, &claim.fence, key, &req.owner, landing, false).await;
         }
     };
-    let mut before = Vec::new();
-    let (png, html) = tokio::join!(page.screenshot(), page.dom_excerpt());
-    if let Ok(png) = png {
-        before.push(ev.put("screenshot_before_dispatch", &png, "png", "image/png")?);
+    let mut at = at;
+    let mut filled_again = 0;
+    loop {
+        let mut before = Vec::new();
+        let (png, html) = tokio::join!(page.screenshot(), page.dom_excerpt());
+        if let Ok(png) = png {
+            before.push(ev.put("screenshot_before_dispatch", &png, "png", "image/png")?);
+        }
+        if let Ok(html) = html {
+            // Stored redacted and as plain text (.txt): the page's markup is evidence, never a page to open.
+            before.push(ev.put("dom_excerpt", html.as_bytes(), "txt", "text/html")?);
+        }
+        link("before_dispatch", before).await;
+        clock.step("evidence before dispatch");
+        // The fields are read once more, last thing before the authorization: a page that puts a draft it
+        // synced or restored late into a field after the fill check would have the press send that (another
+        // post, or one missing its words, refused at the door after the authorization is spent). Typed
+        // again (bounded), checked again, and the evidence taken again; still changing, nothing is pressed.
+        let changed = match page.changed_since_checked().await {
+            Ok(c) => c,
+            Err(e) => {
+                page.close().await;
+                let landing = settle::land(Verdict::NotActionable {
+                    report: json!({ "error": e.to_string() }),
+                });
+                return finish(store, &claim.fence, key, &req.owner, landing, false).await;
+            }
+        };
+        if changed.is_empty() {
+            break;
+        }
+        let fill = filled_again < FILL_AGAIN && changed.iter().all(|c| c.can_fill_again);
+        let _ = store
+            .note(
+                key,
+                EventKind::Note,
+                &req.owner,
+                FIELD_CHANGED_REASON,
+                json!({ "attempt": token, "changed": changed, "typed_again": fill }),
+                Timestamp::now(),
+            )
+            .await;
+        let refilled = if fill {
+            filled_again += 1;
+            type_again(req, plan, &page, &changed).await
+        } else {
+            Err(json!({ "changed_after_check": changed }))
+        };
+        match refilled {
+            Ok(now) => {
+                at = now;
+                clock.step("fields the page changed filled again");
+            }
+            Err(report) => {
+                page.close().await;
+                let landing = settle::land(Verdict::NotActionable { report });
+                return finish(store, &claim.fence, key, &req.owner, landing, false).await;
+            }
+        }
     }
-    if let Ok(html) = html {
-        // Stored redacted and as plain text (.txt): the page's markup is evidence, never a page to open.
-        before.push(ev.put("dom_excerpt", html.as_bytes(), "txt", "text/html")?);
-    }
-    link("before_dispatch", before).await;
-    clock.step("evidence before dispatch");
     // A page that tried a channel the door refuses (a WebSocket, WebTransport or TURN tunnel from any frame
     // or worker) while it loaded and was filled may publish that way, which nothing can do at most once:
     // nothing left (the sinkhole forwards nothing) and nothing is pressed. Each attempt is an alarm.
@@ -1657,8 +1706,39 @@ async fn alarm_refused_channels(
     }
 }
 
+/// Type the fields the page changed after their check again, read them back and check the publish
+/// control again: where to press, or the report of why nothing is pressed.
+async fn type_again(
+    req: &PublishRequest,
+    plan: &PublishPlan,
+    page: &ComposePage<'_>,
+    changed: &[browser::compose::FieldChanged],
+) -> Result<browser::Actionable, Value> {
+    let steps = page
+        .fill_again(changed, req.options.step_timeout)
+        .await
+        .map_err(|e| json!({ "error": e.to_string() }))?;
+    if !steps.iter().all(|s| s.ok) {
+        return Err(json!({ "changed_after_check": changed, "steps": steps }));
+    }
+    page.check_publish(&plan.probe.publish, crate::browser::probe::SETTLE)
+        .await
+        .map_err(|e| json!({ "error": e.to_string() }))?
+        .map_err(
+            |check| json!({ "publish_control": serde_json::to_value(check).unwrap_or_default() }),
+        )
+}
+
 type Prepared<'s> =
     Result<(ComposePage<'s>, browser::Actionable), (Option<ComposePage<'s>>, Value)>;
+
+/// How many times the fields a page changed after their check are typed again before nothing is pressed:
+/// a draft synced or restored late lands once; a page that keeps rewriting a field would publish its own
+/// text whatever is typed.
+const FILL_AGAIN: u32 = 2;
+
+/// The reason of the note recording fields the page changed after their check (`Note` event).
+pub const FIELD_CHANGED_REASON: &str = "the page changed a field after it was filled and checked";
 
 /// How many of the account's newest other posts a create request is checked against (door/carried.rs): an
 /// outbox holds what its last sends left, not the account's whole history.

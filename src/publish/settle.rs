@@ -124,6 +124,10 @@ pub enum Landing {
 /// Why a compose page was left unpressed, from what its report holds: a field that does not show what was
 /// typed, a step or field that could not be done, the page not prepared at all, or the publish control.
 fn not_actionable_why(report: &Value) -> &'static str {
+    if report.get("changed_after_check").is_some() {
+        return "the page changed a field after it was filled and checked, and typing it again did not \
+                hold (it changed again, or the typed text follows what the field holds); nothing pressed";
+    }
     if report.get("signed_in_as").is_some() {
         return "the compose page does not show the account logged in; nothing pressed";
     }

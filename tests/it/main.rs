@@ -38,6 +38,7 @@ mod lab_dokuwiki;
 mod lab_mediawiki;
 mod lab_redmine;
 mod lab_wordpress;
+mod late_fields;
 mod live_sockets;
 mod local_outbox;
 mod marker;

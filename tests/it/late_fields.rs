@@ -1,0 +1,153 @@
+//! A page that changes a field after it was filled and checked (Fixturebook `/compose?synced_draft=...`: a
+//! draft synced from another device, which comes whenever it comes, after the post was typed too). The
+//! fill check had passed; the press would have sent the page's text: the synced draft instead of the post
+//! (refused at the door, the authorization spent, the post never made) or the draft in front of the post
+//! (made, another post than asked for). The fields are read again right before the authorization and typed
+//! again when the page changed them (src/publish/mod.rs, `changed_since_checked`).
+//!
+//! The pause point `after_compose` (after the fill check, before the evidence and the authorization) holds
+//! the publish while the platform hands the page its draft, so the draft lands at that moment every run.
+use std::time::{Duration, Instant};
+
+use oncepost::fixture_platform::{Fault, FaultMode};
+use oncepost::publish::FIELD_CHANGED_REASON;
+use serde_json::Value;
+
+use crate::kit::{self, unique};
+
+/// Publish `text` with `contract`, held at `after_compose` until the platform has handed the compose page
+/// `draft` (synced from another device) and the page has had time to put it in: (exit code, JSON, stderr).
+async fn publish_with_draft_synced_after_the_fill(
+    env: &kit::Env,
+    contract: &std::path::Path,
+    text: &str,
+    draft: &str,
+) -> (i32, Value, String) {
+    let go = env.dir.path().join("go");
+    let args = env.publish_args("alice", contract, text);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut cmd = env.command(&args);
+    cmd.env(
+        "ONCEPOST_PAUSE_AT",
+        format!("after_compose:{}", go.display()),
+    );
+    let child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let reached = go.with_extension("reached");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !reached.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the publish never reached the pause"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let served_before = env.platform.stats().synced_drafts_served;
+    env.platform.sync_draft(draft);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while env.platform.stats().synced_drafts_served == served_before {
+        assert!(
+            Instant::now() < deadline,
+            "the compose page never asked for its synced draft"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The page puts the draft in as its answer is read: a few milliseconds; a second is ample.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    std::fs::write(&go, b"").unwrap();
+    let out = child.wait_with_output().await.unwrap();
+    let (code, stdout, stderr) = kit::cli::output_of(&out);
+    let v: Value = serde_json::from_str(&stdout).unwrap_or(Value::Null);
+    (code, v, format!("{stdout} {stderr}"))
+}
+
+/// The notes a publish left for fields the page changed after their check.
+async fn field_change_notes(env: &kit::Env, v: &Value) -> Vec<Value> {
+    let shown = env.show(v["key"].as_str().unwrap_or_default()).await;
+    shown["events"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|e| e["reason"].as_str() == Some(FIELD_CHANGED_REASON))
+        .collect()
+}
+
+/// The synced draft replaces the typed post; the post is typed again and made once, the draft never. Red
+/// without the second read: the create carried the draft, refused at the door (failed, nothing made).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_draft_synced_over_the_post_after_the_fill_check_is_typed_over_again() {
+    let env = kit::Env::start(Fault::new(FaultMode::Normal)).await;
+    env.add_account("alice", &["--handle", "alice"]).await;
+    let c = env.write_file("synced.toml", &kit::compose_asking("synced_draft=replace"));
+    let text = unique("the post as it was asked for");
+    let draft = unique("an old draft from another device");
+    let (code, v, err) = publish_with_draft_synced_after_the_fill(&env, &c, &text, &draft).await;
+    assert_eq!(
+        (code, v["state"].as_str()),
+        (0, Some("published")),
+        "{v} {err}"
+    );
+    assert_eq!(
+        (env.copies(&text), env.copies(&draft), env.arrivals()),
+        (1, 0, 1),
+        "{v}"
+    );
+    let notes = field_change_notes(&env, &v).await;
+    assert_eq!(notes.len(), 1, "the change is in the history: {notes:?}");
+    assert_eq!(notes[0]["details"]["changed"][0]["field"], "field:text");
+    assert_eq!(notes[0]["details"]["typed_again"], true);
+}
+
+/// The synced draft goes in front of the typed post (the fill check's rule still finds the post in the
+/// field): the words changed, so it is typed again, and the platform holds exactly the post. Red without
+/// the second read: the draft and the post were made as one post (read back as another text, parked).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_draft_synced_in_front_of_the_post_after_the_fill_check_never_goes_out_with_it() {
+    let env = kit::Env::start(Fault::new(FaultMode::Normal)).await;
+    env.add_account("alice", &["--handle", "alice"]).await;
+    let c = env.write_file("synced.toml", &kit::compose_asking("synced_draft=prepend"));
+    let text = unique("the post alone");
+    let draft = unique("notes kept on the phone");
+    let (code, v, err) = publish_with_draft_synced_after_the_fill(&env, &c, &text, &draft).await;
+    assert_eq!(
+        (code, v["state"].as_str()),
+        (0, Some("published")),
+        "{v} {err}"
+    );
+    let made: Vec<String> = env.platform.posts().into_iter().map(|p| p.text).collect();
+    assert_eq!(made, vec![text.clone()], "{v}");
+    assert_eq!(field_change_notes(&env, &v).await.len(), 1);
+}
+
+/// A field the typed text follows (`fill = "append"`, format 2) is not typed again (it would hold the post
+/// twice): nothing is pressed, nothing leaves, and the intent fails saying why. Red without the second
+/// read: pressed, the create carried the draft, refused at the door after the authorization.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_field_that_cannot_be_typed_again_presses_nothing() {
+    let env = kit::Env::start(Fault::new(FaultMode::Normal)).await;
+    env.add_account("alice", &["--handle", "alice"]).await;
+    let contract = kit::compose_asking("synced_draft=replace")
+        .replace("format = 1", "format = 2")
+        .replace(
+            "name = \"text\"\nkind = \"textarea\"",
+            "name = \"text\"\nkind = \"textarea\"\nfill = \"append\"",
+        );
+    assert!(contract.contains("fill = \"append\""), "{contract}");
+    let c = env.write_file("append.toml", &contract);
+    let text = unique("a post that follows what the field holds");
+    let draft = unique("a draft that replaced it");
+    let (code, v, err) = publish_with_draft_synced_after_the_fill(&env, &c, &text, &draft).await;
+    assert_eq!(v["state"], "failed", "{v} {err}");
+    assert_ne!(code, 0);
+    assert_eq!(v["pressed"], false, "{v}");
+    assert_eq!(env.arrivals(), 0);
+    assert!(
+        v.to_string()
+            .contains("changed a field after it was filled and checked"),
+        "{v}"
+    );
+}
