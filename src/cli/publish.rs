@@ -7,7 +7,9 @@
 //! (or wait with `--wait`). Across hosts the store's claim lease decides the same way.
 //!
 //! `--key K` publishes an intent that already exists (a redelivery, a retried failed one) with what it
-//! recorded; the contract and base URL are not recorded, so they stay required.
+//! recorded: its account, text and fields, and, once it was submitted or an attempt ran, the contract
+//! version (kept in the store) and base URL; `--contract` and `--base-url` are needed only when it records
+//! neither.
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;

@@ -142,52 +142,86 @@ pub struct NextStep {
     /// One or two sentences for a person.
     pub says: String,
     /// The command that moves it on, if a command does (CONTRACT and URL stand for the platform's contract file
-    /// and base URL, which the intent does not record).
+    /// and base URL, given when the intent records neither: see [`Intent::records_where_it_goes`]).
     pub command: Option<String>,
 }
 
 impl Intent {
-    /// What moves this intent on from its current state. Nothing publishes a pending intent by itself
-    /// (`worker` sweeps and reconciles; it never presses publish): `publish --key` does.
+    /// Whether the intent records the contract and base URL it goes out with (it was submitted, or an attempt
+    /// ran): then `publish --key` and `reconcile --key` need neither flag.
+    pub fn records_where_it_goes(&self) -> bool {
+        (self.queued_contract.is_some() || self.contract_version.is_some())
+            && (self.base_url.is_some() || self.base_origin.is_some())
+    }
+
+    /// What moves this intent on from its current state. A queued pending intent is sent by a running
+    /// `worker`; any other pending intent only by `publish --key`.
     pub fn next_step(&self) -> NextStep {
         let k = self.key.as_str();
         let p = &self.platform;
-        let publish = format!("oncepost publish --key {k} --contract CONTRACT --base-url URL");
-        let (says, command) = match self.state {
-            Status::Pending => (
+        let recorded = self.records_where_it_goes();
+        let flags = if recorded {
+            ""
+        } else {
+            " --contract CONTRACT --base-url URL"
+        };
+        let publish = format!("oncepost publish --key {k}{flags}");
+        let from = if recorded {
+            "the contract and base URL it recorded".to_string()
+        } else {
+            format!("the contract and base URL of platform {p}")
+        };
+        let (says, command) = match (self.state, self.run_after) {
+            (Status::Pending, Some(at)) => (
                 format!(
-                    "Nothing has been sent. It is sent once, when someone runs the command below with the \
-                     contract and base URL of platform {p} (the account, text and fields come from the \
-                     intent); no worker does it by itself."
+                    "Queued; nothing has been sent. A running `oncepost worker` with this store sends it once, \
+                     from {}, with {from}.",
+                    crate::utc::rfc3339(at)
+                ),
+                Some("oncepost worker".to_string()),
+            ),
+            (Status::Pending, None) => (
+                format!(
+                    "Nothing has been sent. It is sent once, when someone runs the command below with {from} \
+                     (the account, text and fields come from the intent); no worker does it by itself."
                 ),
                 Some(publish),
             ),
-            Status::Authorized => (
+            (Status::Authorized, _) => (
                 "A publish is sending it now. Its worker settles it; if that worker stopped, `oncepost sweep` \
                  makes it indeterminate once the dispatch lease runs out. Nothing re-sends it."
                     .to_string(),
                 None,
             ),
-            Status::Published => (
+            (Status::Published, _) => (
                 "Published; nothing more happens. For one more copy a person authorizes a redelivery."
                     .to_string(),
                 Some(format!(
                     "oncepost redeliver {k} --by NAME --reason WHY"
                 )),
             ),
-            Status::Failed => (
-                "Not sent (proven). It is sent only if someone re-opens it and publishes it again.".to_string(),
-                Some(format!("oncepost retry {k} && {publish}")),
+            (Status::Failed, queued) => (
+                format!(
+                    "Not sent (proven). It is sent only if someone re-opens it{}.",
+                    if queued.is_some() {
+                        " (`retry`); it is queued, so a running `oncepost worker` then sends it"
+                    } else {
+                        " and publishes it again"
+                    }
+                ),
+                Some(if queued.is_some() {
+                    format!("oncepost retry {k}")
+                } else {
+                    format!("oncepost retry {k} && {publish}")
+                }),
             ),
-            Status::Indeterminate => (
+            (Status::Indeterminate, _) => (
                 "Nobody knows whether it was sent; it is never re-sent. A lookup on the platform decides \
                  (a running `oncepost worker` runs one automatically after the propagation window)."
                     .to_string(),
-                Some(format!(
-                    "oncepost reconcile --key {k} --contract CONTRACT --base-url URL"
-                )),
+                Some(format!("oncepost reconcile --key {k}{flags}")),
             ),
-            Status::Parked => (
+            (Status::Parked, _) => (
                 "A person decides, on the review page: found it (published), or authorize a redelivery."
                     .to_string(),
                 Some("oncepost review".to_string()),
@@ -527,4 +561,83 @@ pub struct Switch {
     pub changed_at: i64,
     /// By whom.
     pub changed_by: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn intent(state: Status) -> Intent {
+        Intent {
+            key: DeliveryKey::parse(&"ab".repeat(32)).expect("a key"),
+            state,
+            account: "alice".into(),
+            platform: "fixture".into(),
+            action: ActionKind::Post,
+            target: String::new(),
+            request: CanonicalRequest::default(),
+            content_hash: String::new(),
+            source_ref: None,
+            redelivery_of: None,
+            redelivery: None,
+            generation: 0,
+            epoch: 0,
+            lease_owner: None,
+            lease_expires_at: None,
+            current_attempt: None,
+            attempt_count: 0,
+            max_attempts: 5,
+            reconcile_count: 0,
+            lookup_expires_at: None,
+            platform_id: None,
+            permalink: None,
+            contract_platform: None,
+            base_origin: None,
+            contract_version: None,
+            base_url: None,
+            queued_contract: None,
+            run_after: None,
+            created_at: 0,
+            updated_at: 0,
+        }
+    }
+
+    #[test]
+    fn the_next_step_names_flags_only_where_nothing_is_recorded_and_the_worker_for_a_queued_intent() {
+        let k = "ab".repeat(32);
+        let fresh = intent(Status::Pending);
+        assert_eq!(
+            fresh.next_step().command,
+            Some(format!(
+                "oncepost publish --key {k} --contract CONTRACT --base-url URL"
+            ))
+        );
+        assert!(fresh.next_step().says.contains("no worker does it by itself"));
+
+        let mut queued = intent(Status::Pending);
+        queued.queued_contract = Some("c".repeat(64));
+        queued.base_url = Some("http://127.0.0.1:1".into());
+        queued.run_after = Some(0);
+        let step = queued.next_step();
+        assert_eq!(step.command.as_deref(), Some("oncepost worker"));
+        assert!(step.says.starts_with("Queued; nothing has been sent"), "{}", step.says);
+
+        let mut ran = intent(Status::Indeterminate);
+        ran.contract_version = Some("c".repeat(64));
+        ran.base_origin = Some("http://127.0.0.1:1".into());
+        assert_eq!(
+            ran.next_step().command,
+            Some(format!("oncepost reconcile --key {k}"))
+        );
+        ran.state = Status::Failed;
+        assert_eq!(
+            ran.next_step().command,
+            Some(format!("oncepost retry {k} && oncepost publish --key {k}"))
+        );
+        ran.run_after = Some(0);
+        assert_eq!(
+            ran.next_step().command,
+            Some(format!("oncepost retry {k}"))
+        );
+    }
 }
