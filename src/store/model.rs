@@ -603,7 +603,8 @@ mod tests {
     }
 
     #[test]
-    fn the_next_step_names_flags_only_where_nothing_is_recorded_and_the_worker_for_a_queued_intent() {
+    fn the_next_step_names_flags_only_where_nothing_is_recorded_and_the_worker_for_a_queued_intent()
+    {
         let k = "ab".repeat(32);
         let fresh = intent(Status::Pending);
         assert_eq!(
@@ -612,7 +613,12 @@ mod tests {
                 "oncepost publish --key {k} --contract CONTRACT --base-url URL"
             ))
         );
-        assert!(fresh.next_step().says.contains("no worker does it by itself"));
+        assert!(
+            fresh
+                .next_step()
+                .says
+                .contains("no worker does it by itself")
+        );
 
         let mut queued = intent(Status::Pending);
         queued.queued_contract = Some("c".repeat(64));
@@ -620,7 +626,11 @@ mod tests {
         queued.run_after = Some(0);
         let step = queued.next_step();
         assert_eq!(step.command.as_deref(), Some("oncepost worker"));
-        assert!(step.says.starts_with("Queued; nothing has been sent"), "{}", step.says);
+        assert!(
+            step.says.starts_with("Queued; nothing has been sent"),
+            "{}",
+            step.says
+        );
 
         let mut ran = intent(Status::Indeterminate);
         ran.contract_version = Some("c".repeat(64));
@@ -635,9 +645,6 @@ mod tests {
             Some(format!("oncepost retry {k} && oncepost publish --key {k}"))
         );
         ran.run_after = Some(0);
-        assert_eq!(
-            ran.next_step().command,
-            Some(format!("oncepost retry {k}"))
-        );
+        assert_eq!(ran.next_step().command, Some(format!("oncepost retry {k}")));
     }
 }
