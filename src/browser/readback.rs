@@ -172,6 +172,9 @@ pub struct ReadbackPlan {
     pub author_attribute: Option<String>,
     /// The handle is this regex's group `handle` over what the author element shows (`author_pattern`).
     pub author_pattern: Option<regex::Regex>,
+    /// What the author element shows on the viewer's own posts ("You"), normalized as handles are: the
+    /// account's, since the read pages are viewed in its profile (`readback.viewer_labels`).
+    pub viewer_labels: Vec<String>,
     /// The publishing account's handle (None: not recorded; search matches are then leads only).
     pub handle: Option<String>,
     /// Origins (`scheme://host[:port]`) a permalink may point into (`origins.allowed`, expanded).
@@ -870,6 +873,11 @@ impl ReadbackPlan {
             Some(h) => normalize_handle(&h),
             None => return Authorship::OtherAuthor { author: shown },
         };
+        // "You": the page names the viewer, and the read pages are viewed in the account's own profile. A
+        // page viewed logged out names no one so.
+        if self.viewer_labels.contains(&shown) {
+            return Authorship::Ours { author: shown };
+        }
         match &self.handle {
             None => Authorship::NoHandle { author: shown },
             Some(h) if same_author(h, &shown) => Authorship::Ours { author: shown },
@@ -1285,6 +1293,31 @@ mod tests {
         assert!(matches!(p.authorship(&item("")), Authorship::NotShown));
     }
 
+    #[test]
+    fn a_viewer_label_is_the_account_and_nothing_else_is() {
+        let by = |author: &str| item(Some("x1"), "hello", Some(author), None);
+        let mut p = plan(Some("alice"));
+        assert!(matches!(
+            p.authorship(&by("You")),
+            Authorship::OtherAuthor { .. }
+        ));
+        p.viewer_labels = vec!["You".into()];
+        assert!(matches!(p.authorship(&by(" You ")), Authorship::Ours { .. }));
+        assert!(matches!(p.authorship(&by("alice")), Authorship::Ours { .. }));
+        assert!(matches!(
+            p.authorship(&by("you")),
+            Authorship::OtherAuthor { .. }
+        ));
+        assert!(matches!(
+            p.authorship(&by("Youssef")),
+            Authorship::OtherAuthor { .. }
+        ));
+        // Even with no handle recorded: the page names the viewer.
+        p.handle = None;
+        assert!(matches!(p.authorship(&by("You")), Authorship::Ours { .. }));
+        assert!(matches!(p.authorship(&by("bob")), Authorship::NoHandle { .. }));
+    }
+
     fn plan(handle: Option<&str>) -> ReadbackPlan {
         ReadbackPlan {
             permalink: "http://127.0.0.1:9/p/{id}".into(),
@@ -1302,6 +1335,7 @@ mod tests {
             author_css: Some(".post-author".into()),
             author_attribute: None,
             author_pattern: None,
+            viewer_labels: Vec::new(),
             handle: handle.map(String::from),
             allowed_origins: vec!["http://127.0.0.1:9".into()],
             fields: Default::default(),

@@ -593,6 +593,12 @@ pub struct Readback {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1))]
     pub author_pattern: Option<String>,
+    /// (format 2) What the author element shows (after `author_pattern`) for the viewer's own posts instead
+    /// of a handle ("You", "Me"), as chat apps label them: such an item is the account's, since every page
+    /// oncepost reads is viewed in the account's own profile. Compared as handles are (trim, NFC, exact).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(inner(length(min = 1)))]
+    pub viewer_labels: Vec<String>,
     /// How published text is compared with what was sent.
     #[serde(default)]
     pub compare: TextCompare,

@@ -533,6 +533,11 @@ impl Contract {
                 Some(r) => Some(regex("readback.author_pattern", r)?),
                 None => None,
             },
+            viewer_labels: rb
+                .viewer_labels
+                .iter()
+                .map(|l| crate::browser::readback::normalize_handle(l))
+                .collect(),
             // Per account: the publish flow and the lookup fill it in from the account's record.
             handle: None,
             fields: values.clone(),

@@ -1331,6 +1331,25 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
         }
         k.handle_regex(rb.key("author_pattern"), r);
     }
+    if !c.readback.viewer_labels.is_empty() {
+        format2(&mut k, rb.key("viewer_labels"), "viewer_labels");
+        if c.readback.author.is_none() {
+            k.err(
+                rb.key("viewer_labels"),
+                "viewer_labels needs author",
+                "add author = \"CSS of the element\" that shows \"You\" on the viewer's own posts",
+            );
+        }
+        for (i, label) in c.readback.viewer_labels.iter().enumerate() {
+            if crate::browser::readback::normalize_handle(label).is_empty() {
+                k.err(
+                    rb.key("viewer_labels").index(i),
+                    "empty viewer label",
+                    "what the author element shows on the viewer's own posts, e.g. \"You\"",
+                );
+            }
+        }
+    }
     if let Some(f) = &c.readback.marker_field {
         format2(&mut k, rb.key("marker_field"), "marker_field");
         known_field(&mut k, rb.key("marker_field"), f);

@@ -1228,10 +1228,28 @@ fn as_asked(req: &Request<Incoming>, page: String) -> String {
             req,
             paragraphs_if_asked(
                 req,
-                decorated_if_asked(req, emoji_images_if_asked(req, page)),
+                decorated_if_asked(
+                    req,
+                    emoji_images_if_asked(req, viewer_as_you_if_asked(req, page)),
+                ),
             ),
         ),
     )
+}
+
+/// A post's page or the search with `?author=you`: the viewer's own posts show "You" as their author instead
+/// of the account's name, as chat apps label them (the viewer from the header's `#whoami`; a visitor's
+/// page labels nothing so).
+fn viewer_as_you_if_asked(req: &Request<Incoming>, page: String) -> String {
+    const YOU: &str = "<script>(function () {\n\
+        var me = document.getElementById('whoami'); me = me ? me.getAttribute('data-account') : '';\n\
+        if (!me || me === 'anonymous') { return; }\n\
+        document.querySelectorAll('article.post .post-author').forEach(function (a) {\n\
+          if (a.textContent === me) { a.textContent = 'You'; } }); })();</script>";
+    if query_param(req, "author").as_deref() != Some("you") {
+        return page;
+    }
+    before_body_end(page, YOU)
 }
 
 /// A post's page or the search with `?emoji=img`: every emoji in a post's text is drawn as an image whose

@@ -157,7 +157,8 @@ async fn an_author_shown_as_a_profile_link_is_read_by_author_pattern() {
 }
 
 /// `author_pattern` is a format 2 key, needs `author`, and must capture a group `handle`; so must
-/// `compose.signed_in_as`'s `pattern`: `contract check` names each (exit 2).
+/// `compose.signed_in_as`'s `pattern`; `viewer_labels` is format 2, needs `author` and holds no empty label:
+/// `contract check` names each (exit 2).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn author_patterns_are_checked() {
     let env = start().await;
@@ -191,6 +192,27 @@ async fn author_patterns_are_checked() {
             ),
             "compose.signed_in_as.pattern",
         ),
+        (
+            base.replace("format = 2", "format = 1").replace(
+                "author = \".post-author\"\n",
+                "author = \".post-author\"\nviewer_labels = [\"You\"]\n",
+            ),
+            "readback.viewer_labels",
+        ),
+        (
+            base.replace(
+                "author = \".post-author\"\n",
+                "viewer_labels = [\"You\"]\n",
+            ),
+            "viewer_labels needs author",
+        ),
+        (
+            base.replace(
+                "author = \".post-author\"\n",
+                "author = \".post-author\"\nviewer_labels = [\" \"]\n",
+            ),
+            "empty viewer label",
+        ),
     ];
     for (i, (c, said)) in cases.iter().enumerate() {
         assert_ne!(c, &base, "case {i}: the contract did not change");
@@ -204,4 +226,42 @@ async fn author_patterns_are_checked() {
             "case {i} {said}: {out} {err}"
         );
     }
+}
+
+/// `?author=you`: the read pages label the viewer's own posts "You", as chat apps do. With `viewer_labels =
+/// ["You"]` a new post is read back as the account's (published once), and Alice's earlier post is found
+/// before writing (nothing pressed); Bob's post with the same words still shows "bob": a lead, parked,
+/// nothing pressed. Red without the key: "You" is then another author's name, so the new post, made, is
+/// parked as a lead, and so is the earlier one (never settled as found).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn posts_labelled_you_are_the_accounts_by_viewer_labels() {
+    let env = start().await;
+    let c = kit::read_pages_asking("author=you").replace("format = 1", "format = 2");
+    let with = c.replace(
+        "author = \".post-author\"\n",
+        "author = \".post-author\"\nviewer_labels = [\"You\"]\n",
+    );
+    assert_ne!(with, c, "the fixture contract's author moved");
+    let path = env.write_file("you.toml", &with);
+
+    let text = unique("a post the page labels You");
+    let (code, v, err) = env.publish("alice", &path, &text, &[]).await;
+    assert_eq!((code, v["state"].as_str()), (0, Some("published")), "{v} {err}");
+    assert_eq!(v["pressed"], true, "{v}");
+    assert_eq!(env.copies(&text), 1);
+
+    let earlier = unique("Alice posted this before; the search labels it You");
+    let hers = env.post_as("alice", &earlier).await;
+    let (code, v, err) = env.publish("alice", &path, &earlier, &[]).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["pressed"], false, "{v}");
+    assert_eq!(v["platform_id"], hers.as_str(), "{v}");
+    assert_eq!(env.copies(&earlier), 1);
+
+    let bobs = unique("Bob's words, shown with his name");
+    env.post_as("bob", &bobs).await;
+    let (_, v, err) = env.publish("alice", &path, &bobs, &[]).await;
+    assert_eq!(v["state"], "parked", "{v} {err}");
+    assert_eq!(v["pressed"], false, "{v}");
+    assert_eq!(env.copies(&bobs), 1);
 }
