@@ -1302,8 +1302,14 @@ mod tests {
             Authorship::OtherAuthor { .. }
         ));
         p.viewer_labels = vec!["You".into()];
-        assert!(matches!(p.authorship(&by(" You ")), Authorship::Ours { .. }));
-        assert!(matches!(p.authorship(&by("alice")), Authorship::Ours { .. }));
+        assert!(matches!(
+            p.authorship(&by(" You ")),
+            Authorship::Ours { .. }
+        ));
+        assert!(matches!(
+            p.authorship(&by("alice")),
+            Authorship::Ours { .. }
+        ));
         assert!(matches!(
             p.authorship(&by("you")),
             Authorship::OtherAuthor { .. }
@@ -1315,7 +1321,10 @@ mod tests {
         // Even with no handle recorded: the page names the viewer.
         p.handle = None;
         assert!(matches!(p.authorship(&by("You")), Authorship::Ours { .. }));
-        assert!(matches!(p.authorship(&by("bob")), Authorship::NoHandle { .. }));
+        assert!(matches!(
+            p.authorship(&by("bob")),
+            Authorship::NoHandle { .. }
+        ));
     }
 
     fn plan(handle: Option<&str>) -> ReadbackPlan {

@@ -246,7 +246,11 @@ async fn posts_labelled_you_are_the_accounts_by_viewer_labels() {
 
     let text = unique("a post the page labels You");
     let (code, v, err) = env.publish("alice", &path, &text, &[]).await;
-    assert_eq!((code, v["state"].as_str()), (0, Some("published")), "{v} {err}");
+    assert_eq!(
+        (code, v["state"].as_str()),
+        (0, Some("published")),
+        "{v} {err}"
+    );
     assert_eq!(v["pressed"], true, "{v}");
     assert_eq!(env.copies(&text), 1);
 
