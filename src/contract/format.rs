@@ -355,6 +355,13 @@ pub struct Publish {
     #[serde(default)]
     #[schemars(inner(range(min = 400, max = 499)))]
     pub rejection_statuses: Vec<u16>,
+    /// (format 2) HTTP statuses of the create request that mean "not created now; try later" (a rate
+    /// limit's 429): the intent fails (nothing was made) with the time the answer's `Retry-After` names (60 s
+    /// without one, at most a day), and a queued intent is queued again for then. 4xx only, none of them a
+    /// rejection status too.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(inner(range(min = 400, max = 499)))]
+    pub retry_later_statuses: Vec<u16>,
     /// How long after the press the create request must arrive, in milliseconds (default 5000). A page that
     /// first flushes its own background syncs (drafts, UI state) may need longer. When it expires nothing was
     /// sent if the door saw nothing leave (`failed`), else `indeterminate` (docs/states.md).

@@ -414,6 +414,8 @@ pub struct PublishPlan {
     pub transport: browser::TransportMode,
     /// Statuses that prove nothing was created.
     pub rejection_statuses: Vec<u16>,
+    /// Statuses that say nothing was created now, and to try later (a rate limit).
+    pub retry_later_statuses: Vec<u16>,
     /// How success shows and where the id comes from.
     pub success: Vec<browser::Success>,
     /// How to find the post again.
@@ -574,6 +576,13 @@ impl Contract {
             rejection_statuses: self
                 .publish
                 .rejection_statuses
+                .iter()
+                .copied()
+                .filter(|s| (400..=499).contains(s))
+                .collect(),
+            retry_later_statuses: self
+                .publish
+                .retry_later_statuses
                 .iter()
                 .copied()
                 .filter(|s| (400..=499).contains(s))

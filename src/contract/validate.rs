@@ -998,6 +998,29 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
             );
         }
     }
+    if !c.publish.retry_later_statuses.is_empty() {
+        format2(
+            &mut k,
+            publish.key("retry_later_statuses"),
+            "retry_later_statuses",
+        );
+    }
+    for (i, s) in c.publish.retry_later_statuses.iter().enumerate() {
+        let path = publish.key("retry_later_statuses").index(i);
+        if !(400..=499).contains(s) {
+            k.err(
+                path,
+                format!("{s} is not a 4xx status"),
+                "only a 4xx can say nothing was made (a 5xx may come after the commit); a rate limit answers 429",
+            );
+        } else if c.publish.rejection_statuses.contains(s) {
+            k.err(
+                path,
+                format!("{s} is also a rejection status"),
+                "a status is either a rejection (failed for good) or a \"try later\" (failed, tried again): keep it in one list",
+            );
+        }
+    }
     let socket_create = create.method == WEBSOCKET;
     // Where WebSocket messages can be declared: the create's socket, or a live socket oncepost relays.
     let relayed_sockets = socket_create || c.live_sockets.iter().any(|l| l.relay);
@@ -1015,6 +1038,13 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
                 publish.key("rejection_statuses"),
                 "a message on a socket has no status",
                 "remove rejection_statuses: an answer that is not the success is doubt, settled by reading",
+            );
+        }
+        if !c.publish.retry_later_statuses.is_empty() {
+            k.err(
+                publish.key("retry_later_statuses"),
+                "a message on a socket has no status",
+                "remove retry_later_statuses: an answer that is not the success is doubt, settled by reading",
             );
         }
     }

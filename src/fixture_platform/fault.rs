@@ -40,11 +40,14 @@ pub enum FaultMode {
     NoSuccessSignal,
     /// Store the post with a mutated text (` (edited)` appended), answer 201 normally.
     ReadbackMismatch,
+    /// Answer 429 Too Many Requests with `Retry-After` (whole seconds of `delay_ms`, at least 1); nothing is
+    /// stored: a platform's rate limit.
+    RateLimited,
 }
 
 impl FaultMode {
     /// Every mode, in documentation order.
-    pub const ALL: [FaultMode; 8] = [
+    pub const ALL: [FaultMode; 9] = [
         FaultMode::Normal,
         FaultMode::CommitThen500,
         FaultMode::CommitThenDrop,
@@ -53,6 +56,7 @@ impl FaultMode {
         FaultMode::Reject4xx,
         FaultMode::NoSuccessSignal,
         FaultMode::ReadbackMismatch,
+        FaultMode::RateLimited,
     ];
 
     /// The one spelling of this mode (same as serde and the CLI).
@@ -66,6 +70,7 @@ impl FaultMode {
             FaultMode::Reject4xx => "reject-4xx",
             FaultMode::NoSuccessSignal => "no-success-signal",
             FaultMode::ReadbackMismatch => "readback-mismatch",
+            FaultMode::RateLimited => "rate-limited",
         }
     }
 }
@@ -79,7 +84,7 @@ impl fmt::Display for FaultMode {
 /// A fault-mode spelling that is not one of [`FaultMode::ALL`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown fault mode {given:?}; expected one of: normal, commit-then-500, commit-then-drop, commit-then-delay, reset-before-read, reject-4xx, no-success-signal, readback-mismatch"
+    "unknown fault mode {given:?}; expected one of: normal, commit-then-500, commit-then-drop, commit-then-delay, reset-before-read, reject-4xx, no-success-signal, readback-mismatch, rate-limited"
 )]
 pub struct UnknownFaultMode {
     /// What was given.
@@ -104,7 +109,8 @@ impl FromStr for FaultMode {
 pub struct Fault {
     /// What the create route does.
     pub mode: FaultMode,
-    /// Milliseconds `commit-then-delay` holds its answer (capped at [`MAX_DELAY_MS`]).
+    /// Milliseconds `commit-then-delay` holds its answer (capped at [`MAX_DELAY_MS`]); `rate-limited` says
+    /// as much in its `Retry-After`.
     #[serde(default = "default_delay_ms")]
     pub delay_ms: u64,
 }

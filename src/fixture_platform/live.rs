@@ -98,7 +98,7 @@ where
                 let body = v.get("text").and_then(|t| t.as_str()).unwrap_or("");
                 if body.trim().is_empty() {
                     serde_json::json!({"ok": false, "error": "text is empty"})
-                } else if fault.mode == FaultMode::Reject4xx {
+                } else if matches!(fault.mode, FaultMode::Reject4xx | FaultMode::RateLimited) {
                     serde_json::json!({"ok": false, "error": "rejected"})
                 } else {
                     let title = v

@@ -674,6 +674,17 @@ async fn create_from(
             &serde_json::json!({"error": "post rejected: this content cannot be published right now"}),
         );
     }
+    if fault.mode == FaultMode::RateLimited {
+        let mut r = json(
+            StatusCode::TOO_MANY_REQUESTS,
+            &serde_json::json!({"error": "you are posting too fast; try again later"}),
+        );
+        let secs = fault.delay_ms.div_ceil(1000).max(1);
+        if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
+            r.headers_mut().insert(header::RETRY_AFTER, v);
+        }
+        return r;
+    }
     let text = if fault.mode == FaultMode::ReadbackMismatch {
         format!("{}{MISMATCH_SUFFIX}", parsed.text)
     } else {
@@ -745,7 +756,7 @@ async fn create_from(
         ),
         FaultMode::Normal | FaultMode::ReadbackMismatch => json(StatusCode::CREATED, &created),
         // Handled before storing; kept explicit so a new mode is a compile error here.
-        FaultMode::ResetBeforeRead | FaultMode::Reject4xx => json(
+        FaultMode::ResetBeforeRead | FaultMode::Reject4xx | FaultMode::RateLimited => json(
             StatusCode::INTERNAL_SERVER_ERROR,
             &serde_json::json!({"error": "unreachable fault path"}),
         ),

@@ -166,7 +166,8 @@ pub struct PublishOutcome {
     /// One line for a person.
     pub summary: String,
     /// Pending because the authorization said "not yet" (the account's pacing, a busy platform, the account
-    /// leased elsewhere): the earliest time worth trying again (ms). Nothing was sent.
+    /// leased elsewhere), or failed (queued again) because the platform answered "try later": the earliest
+    /// time worth trying again (ms). Nothing was made.
     pub not_before: Option<i64>,
     /// What the post rests on (its claim, source version and the source's head now), if anything.
     pub source: Option<crate::store::IntentSource>,
@@ -1596,6 +1597,10 @@ async fn attempt(
         )?;
         link("non_publish_writes", vec![item]).await;
     }
+    let retry_at = match &verdict {
+        Verdict::RetryLater { retry_at, .. } => Some(*retry_at),
+        _ => None,
+    };
     let landing = settle::land(verdict);
     let (pressed, summary) = finish(store, &fence, key, &req.owner, landing, true).await?;
     // A side effect where none was authorized: a write that may have left, or a further create request
@@ -1620,7 +1625,13 @@ async fn attempt(
         (None, None) => None,
     };
     let Some(why) = why else {
-        return Ok((pressed, summary));
+        return Ok(match retry_at {
+            Some(at) => (
+                pressed,
+                try_later(store, key, &req.owner, at, summary).await?,
+            ),
+            None => (pressed, summary),
+        });
     };
     let state = store.intent(key).await.map(|it| it.state);
     if let Ok(Status::Failed | Status::Indeterminate) = state {
@@ -1646,6 +1657,39 @@ async fn attempt(
         }));
     }
     Ok((pressed, summary))
+}
+
+/// After a "try later" answer (settled failed: nothing was made): a queued intent is re-opened and queued
+/// again for `at`, so a worker tries it then (each try is an attempt, so the attempt cap bounds a platform
+/// that never stops saying it); a synchronous one stays failed, its summary saying when to retry. Two
+/// transactions: a crash between them leaves it pending with its old time, taken again at once and
+/// answered "later" again at worst.
+async fn try_later(
+    store: &Store,
+    key: &DeliveryKey,
+    owner: &str,
+    at: i64,
+    summary: String,
+) -> Result<String, PublishError> {
+    let when = crate::utc::rfc3339(at);
+    let it = store.intent(key).await?;
+    let (Status::Failed, Some(contract), Some(base)) = (
+        it.state,
+        it.queued_contract.as_deref(),
+        it.base_url.as_deref(),
+    ) else {
+        return Ok(format!(
+            "{summary}; the platform asked to try again from {when} (`oncepost retry {key}`, then publish it)"
+        ));
+    };
+    let now = Timestamp::now();
+    store.retry(key, owner, now).await?;
+    store
+        .queue_intent(key, base, contract, Timestamp(at), owner, now)
+        .await?;
+    Ok(format!(
+        "{summary}; queued again for {when}, when the platform said to try again"
+    ))
 }
 
 /// Whether `shown` is `sent` with other line breaks only (the same words, whitespace aside), while its lines
@@ -1833,7 +1877,7 @@ where
     F: Fn(&str, Vec<Item>) -> Fut,
     Fut: std::future::Future<Output = ()>,
 {
-    let (status, body) = match outcome {
+    let (status, body, headers) = match outcome {
         DispatchOutcome::NotSent { proof } => {
             return Verdict::NotSent {
                 proof: with_dismissed_confirms(proof, &page.dialogs()),
@@ -1844,12 +1888,25 @@ where
                 reason: reason.clone(),
             };
         }
-        DispatchOutcome::Response { status, body, .. } => (Some(*status), body.as_slice()),
+        DispatchOutcome::Response {
+            status,
+            body,
+            headers,
+        } => (Some(*status), body.as_slice(), headers.as_slice()),
         // A create message on a socket: no status; its answer is one of the platform's messages, which the
         // success signal `socket_answer` reads.
-        DispatchOutcome::Delivered => (None, &[][..]),
+        DispatchOutcome::Delivered => (None, &[][..], &[][..]),
     };
-    let early = status.and_then(|s| settle::by_status(s, body, &plan.rejection_statuses));
+    let early = status.and_then(|s| {
+        settle::retry_later(
+            s,
+            headers,
+            body,
+            &plan.retry_later_statuses,
+            Timestamp::now().0,
+        )
+        .or_else(|| settle::by_status(s, body, &plan.rejection_statuses))
+    });
     let seen = if early.is_none() {
         page.wait_success(
             &plan.success,
@@ -2068,6 +2125,18 @@ async fn answer(
     let not_before = match tl.events.last() {
         Some(e) if it.state == Status::Pending && e.kind == EventKind::ClaimReleased => {
             e.details.get("retry_at").and_then(Value::as_i64)
+        }
+        // A "try later" answer: failed with the time it named, or queued again for it.
+        Some(e) if it.state == Status::Failed && e.kind == EventKind::Failed => {
+            e.details.get("retry_at").and_then(Value::as_i64)
+        }
+        Some(e) if it.state == Status::Pending && e.kind == EventKind::Queued => {
+            let later = tl.events.iter().rev().nth(2).is_some_and(|f| {
+                f.kind == EventKind::Failed && f.details.get("retry_at").is_some()
+            });
+            later
+                .then(|| e.details.get("run_after").and_then(Value::as_i64))
+                .flatten()
         }
         _ => None,
     };

@@ -55,6 +55,15 @@ pub enum Verdict {
         /// Body (cut).
         body: String,
     },
+    /// A 4xx the contract declares "not created now; try later" (a rate limit).
+    RetryLater {
+        /// Status.
+        status: u16,
+        /// Body (cut).
+        body: String,
+        /// When the answer says to try again (ms since the epoch).
+        retry_at: i64,
+    },
     /// Any other 4xx.
     UndeclaredClientError {
         /// Status.
@@ -180,6 +189,17 @@ pub fn land(v: Verdict) -> Landing {
             "why": "the contract declares this status a definitive rejection",
             "status": status, "body": body,
         })),
+        Verdict::RetryLater {
+            status,
+            body,
+            retry_at,
+        } => Landing::Failed(json!({
+            "why": format!(
+                "the platform answered HTTP {status}, which the contract declares \"not created now; try later\"; \
+                 nothing was made"
+            ),
+            "status": status, "body": body, "retry_at": retry_at,
+        })),
         Verdict::UndeclaredClientError { status, body } => Landing::Indeterminate {
             reason: format!("HTTP {status} not declared a rejection by the contract"),
             details: json!({ "status": status, "body": body }),
@@ -208,6 +228,48 @@ pub fn land(v: Verdict) -> Landing {
             details: json!({ "readback": readback }),
         },
     }
+}
+
+/// How long to wait when a "try later" answer names no time.
+pub const RETRY_LATER_DEFAULT_MS: i64 = 60_000;
+
+/// The longest wait a "try later" answer is taken at its word for.
+pub const RETRY_LATER_MAX_MS: i64 = 24 * 3600 * 1000;
+
+/// A "try later" verdict for a status the contract declares so (`publish.retry_later_statuses`, 4xx only):
+/// when to try again from `Retry-After` (seconds, or an HTTP date), else [`RETRY_LATER_DEFAULT_MS`] from
+/// `now_ms`; never earlier than a second from now nor later than [`RETRY_LATER_MAX_MS`].
+pub fn retry_later(
+    status: u16,
+    headers: &[(String, String)],
+    body: &[u8],
+    retry_later_statuses: &[u16],
+    now_ms: i64,
+) -> Option<Verdict> {
+    if !(retry_later_statuses.contains(&status) && (400..500).contains(&status)) {
+        return None;
+    }
+    let after_ms = headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case("retry-after"))
+        .and_then(|(_, v)| retry_after_ms(v.trim(), now_ms))
+        .unwrap_or(RETRY_LATER_DEFAULT_MS)
+        .clamp(1000, RETRY_LATER_MAX_MS);
+    Some(Verdict::RetryLater {
+        status,
+        body: String::from_utf8_lossy(&body[..body.len().min(2048)]).into_owned(),
+        retry_at: now_ms + after_ms,
+    })
+}
+
+/// `Retry-After`'s wait in ms: delay-seconds, or an HTTP date (its distance from `now_ms`).
+fn retry_after_ms(v: &str, now_ms: i64) -> Option<i64> {
+    if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) {
+        return Some(v.parse::<i64>().ok()?.saturating_mul(1000));
+    }
+    let at = httpdate::parse_http_date(v).ok()?;
+    let at_ms = at.duration_since(std::time::UNIX_EPOCH).ok()?.as_millis() as i64;
+    Some(at_ms - now_ms)
 }
 
 /// The verdict of a complete response, before the success signal and read-back (None: go on).
@@ -256,6 +318,45 @@ mod tests {
             why(json!({ "signed_in_as": { "handle": "alice", "shown": "anonymous" } })),
             "the compose page does not show the account logged in; nothing pressed"
         );
+    }
+
+    #[test]
+    fn a_try_later_status_waits_what_retry_after_says_within_bounds() {
+        let h = |v: &str| vec![("Retry-After".to_string(), v.to_string())];
+        let at = |headers: &[(String, String)], statuses: &[u16], status: u16| match retry_later(
+            status,
+            headers,
+            b"slow down",
+            statuses,
+            1_000_000,
+        ) {
+            Some(Verdict::RetryLater { retry_at, .. }) => Some(retry_at - 1_000_000),
+            _ => None,
+        };
+        assert_eq!(at(&h("30"), &[429], 429), Some(30_000));
+        assert_eq!(at(&[], &[429], 429), Some(RETRY_LATER_DEFAULT_MS));
+        assert_eq!(at(&h("soon"), &[429], 429), Some(RETRY_LATER_DEFAULT_MS));
+        assert_eq!(at(&h("0"), &[429], 429), Some(1000), "never at once");
+        assert_eq!(at(&h("99999999"), &[429], 429), Some(RETRY_LATER_MAX_MS));
+        // An HTTP date, 2 minutes after now.
+        let date = httpdate::fmt_http_date(
+            std::time::UNIX_EPOCH + std::time::Duration::from_millis(1_000_000 + 120_000),
+        );
+        assert_eq!(at(&h(&date), &[429], 429), Some(120_000));
+        assert_eq!(at(&h("30"), &[], 429), None, "undeclared: not a try-later");
+        assert_eq!(
+            at(&h("30"), &[503], 503),
+            None,
+            "a 5xx never says nothing was made"
+        );
+        assert!(matches!(
+            land(Verdict::RetryLater {
+                status: 429,
+                body: String::new(),
+                retry_at: 5
+            }),
+            Landing::Failed(v) if v["retry_at"] == 5
+        ));
     }
 
     #[test]

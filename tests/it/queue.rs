@@ -602,3 +602,102 @@ async fn submit_and_wait_refuse_bad_input() {
     let (code, _, err) = env.run(&["wait", "not-a-key"]).await;
     assert_eq!(code, 2, "{err}");
 }
+
+/// A platform's rate limit (Fixturebook `rate-limited`: 429 with `Retry-After: 1`, nothing made), declared
+/// `retry_later_statuses = [429]` (format 2). A queued post fails (nothing made), is re-opened and queued
+/// again for the time the answer named, and the next worker pass after it makes the post, once. A synchronous
+/// publish fails saying when (`not_before`) and how to retry. Red without the handling: undeclared, the 429 is
+/// doubt (indeterminate, then parked), and the post is never made by a worker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_post_the_platform_says_to_send_later_is_queued_again_and_made_once() {
+    use oncepost::fixture_platform::FaultMode;
+    let env = env_with(Backend::Sqlite, &["alice"]).await;
+    let src = std::fs::read_to_string(kit::fixture_contract()).unwrap();
+    let declared = src.replace("format = 1", "format = 2").replace(
+        "rejection_statuses = [422]\n",
+        "rejection_statuses = [422]\nretry_later_statuses = [429]\n",
+    );
+    assert!(declared.contains("retry_later_statuses"), "{declared}");
+    let contract = env.write_file("rate-limited.toml", &declared);
+    let base = env.base_url();
+    let text = unique("sent when the platform is ready");
+    let (code, v, err) = env
+        .oncepost
+        .run_json(&[
+            "submit",
+            "--json",
+            "--contract",
+            contract.to_str().unwrap(),
+            "--account",
+            "alice",
+            "--base-url",
+            &base,
+            "--text",
+            &text,
+        ])
+        .await;
+    assert_eq!(code, 0, "{v} {err}");
+    let key = v["key"].as_str().unwrap().to_string();
+    let before = env.arrivals();
+
+    env.platform
+        .set_fault(Fault::new(FaultMode::RateLimited).with_delay_ms(1000));
+    let asked = Timestamp::now().0;
+    let lines = worker(&env, &["--passes", "1"]).await;
+    assert_eq!(runs(&lines).len(), 1, "{lines:?}");
+    assert_eq!(
+        (env.arrivals(), env.copies(&text)),
+        (before + 1, 0),
+        "asked once, nothing made"
+    );
+    let shown = env.show(&key).await;
+    assert_eq!(shown["intent"]["state"], "pending", "{shown}");
+    let run_after = shown["intent"]["run_after"].as_i64().unwrap_or_default();
+    assert!(
+        run_after >= asked + 1000 && run_after < asked + 60_000,
+        "queued again for Retry-After: {shown}"
+    );
+    let kinds = kit::event_kinds(&shown["events"]);
+    let tail: Vec<&str> = kinds
+        .iter()
+        .rev()
+        .take(3)
+        .rev()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(tail, ["failed", "retried", "queued"], "{kinds:?}");
+
+    env.platform.set_fault(Fault::new(FaultMode::Normal));
+    tokio::time::sleep(std::time::Duration::from_millis(
+        (run_after - Timestamp::now().0).clamp(0, 60_000) as u64 + 200,
+    ))
+    .await;
+    worker(&env, &["--passes", "1"]).await;
+    let (code, out, err) = env.run(&["wait", &key, "--timeout", "5s"]).await;
+    assert_eq!(code, 0, "{out} {err}");
+    assert_eq!((env.arrivals(), env.copies(&text)), (before + 2, 1));
+
+    // Synchronous: failed (nothing made), saying when to try again.
+    env.platform
+        .set_fault(Fault::new(FaultMode::RateLimited).with_delay_ms(30_000));
+    let text = unique("published by hand while rate limited");
+    let (code, v, err) = env.publish("alice", &contract, &text, &[]).await;
+    assert_eq!(
+        (code, v["state"].as_str()),
+        (11, Some("failed")),
+        "{v} {err}"
+    );
+    let not_before = v["not_before"].as_i64().unwrap_or_default();
+    assert!(
+        not_before >= Timestamp::now().0 + 20_000,
+        "Retry-After 30 s: {v}"
+    );
+    assert!(
+        v["summary"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("oncepost retry"),
+        "{v}"
+    );
+    assert_eq!(env.copies(&text), 0);
+}
