@@ -1124,7 +1124,7 @@ mod chromium {
             .collect();
         assert_eq!(on_load.len(), 6, "{on_load:?}");
         for (name, sink) in on_load {
-            // Up to three loads, each on a fresh tab: on a loaded machine Chromium has been seen to leave a
+            // Up to three loads (five, below), each on a fresh tab: on a loaded machine Chromium has been seen to leave a
             // page's worker or popup without ever running it (a service worker, in full test runs: no write in
             // 20 s, nor in three 10 s loads, where an idle run writes within 1.5 s), and a full CI run once
             // failed here with the message lost. A retry runs in a browser of its own (a service worker once
@@ -1132,9 +1132,19 @@ mod chromium {
             // is on install), and nothing one slow load does (a tab that never finishes opening, a beacon
             // that never leaves) fails the test alone. Each load must show the write on its own, so a page
             // that never writes still fails after the third, with what each load saw.
+            // A fourth and fifth load only for the service worker, and only when Chromium never settled its
+            // registration in any earlier load (`register()` neither resolved nor failed: `data-sw=null`),
+            // which a full suite on 2 cores has shown in three browsers in a row (stop 41): Chromium not
+            // running the page's script to its end, not a page that registered and wrote nothing.
             let url = format!("{}/hostile/{name}", p.base_url());
-            let mut misses = Vec::new();
-            for load in 1..=3 {
+            let mut misses: Vec<String> = Vec::new();
+            let mut wrote = false;
+            for load in 1..=5 {
+                let unsettled =
+                    name == "service-worker" && misses.iter().all(|m| m.contains("data-sw=null"));
+                if load > 3 && !unsettled {
+                    break;
+                }
                 let own = if load > 1 {
                     Some(Chrome::launch(WAIT).await)
                 } else {
@@ -1145,7 +1155,10 @@ mod chromium {
                     b.close().await;
                 }
                 match outcome {
-                    Ok(()) => break,
+                    Ok(()) => {
+                        wrote = true;
+                        break;
+                    }
                     Err(why) => {
                         eprintln!("{name}: load {load}: {why}");
                         misses.push(why);
@@ -1153,8 +1166,9 @@ mod chromium {
                 }
             }
             assert!(
-                misses.len() < 3,
-                "{name} never wrote as it should in three loads: {misses:?}"
+                wrote,
+                "{name} never wrote as it should in {} loads: {misses:?}",
+                misses.len()
             );
             eprintln!(
                 "{name}: {} write(s) to {sink} in all",
