@@ -23,28 +23,9 @@ async fn publish_with_draft_synced_after_the_fill(
     text: &str,
     draft: &str,
 ) -> (i32, Value, String) {
-    let go = env.dir.path().join("go");
     let args = env.publish_args("alice", contract, text);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let mut cmd = env.command(&args);
-    cmd.env(
-        "ONCEPOST_PAUSE_AT",
-        format!("after_compose:{}", go.display()),
-    );
-    let child = cmd
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let reached = go.with_extension("reached");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !reached.exists() {
-        assert!(
-            Instant::now() < deadline,
-            "the publish never reached the pause"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let (child, go) = env.spawn_paused_at(&args, "after_compose").await;
     let served_before = env.platform.stats().synced_drafts_served;
     env.platform.sync_draft(draft);
     let deadline = Instant::now() + Duration::from_secs(20);

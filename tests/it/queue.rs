@@ -364,7 +364,17 @@ async fn env_with(b: Backend, accounts: &[&str]) -> Env {
 }
 
 async fn submit(env: &Env, account: &str, text: &str, extra: &[&str]) -> (i32, Value, String) {
-    let contract = kit::fixture_contract();
+    submit_with(env, &kit::fixture_contract(), account, text, extra).await
+}
+
+/// [`submit`] through `contract`.
+async fn submit_with(
+    env: &Env,
+    contract: &std::path::Path,
+    account: &str,
+    text: &str,
+    extra: &[&str],
+) -> (i32, Value, String) {
     let base = env.base_url();
     let mut args = vec![
         "submit",
@@ -619,23 +629,8 @@ async fn a_post_the_platform_says_to_send_later_is_queued_again_and_made_once() 
     );
     assert!(declared.contains("retry_later_statuses"), "{declared}");
     let contract = env.write_file("rate-limited.toml", &declared);
-    let base = env.base_url();
     let text = unique("sent when the platform is ready");
-    let (code, v, err) = env
-        .oncepost
-        .run_json(&[
-            "submit",
-            "--json",
-            "--contract",
-            contract.to_str().unwrap(),
-            "--account",
-            "alice",
-            "--base-url",
-            &base,
-            "--text",
-            &text,
-        ])
-        .await;
+    let (code, v, err) = submit_with(&env, &contract, "alice", &text, &[]).await;
     assert_eq!(code, 0, "{v} {err}");
     let key = v["key"].as_str().unwrap().to_string();
     let before = env.arrivals();

@@ -566,7 +566,6 @@ async fn a_source_superseded_before_authorization_is_parked_with_nothing_sent(b:
     let text = unique("meeting on monday");
     let v1 = env.write_file("v1.html", &page(&["The meeting is on Monday."], 1));
     let v2 = env.write_file("v2.html", &page(&["The meeting is on Tuesday."], 2));
-    let go = env.dir.path().join("go");
     let before = env.arrivals();
     let mut args = env.publish_args("alice", &kit::fixture_contract(), &text);
     args.extend(
@@ -579,25 +578,7 @@ async fn a_source_superseded_before_authorization_is_parked_with_nothing_sent(b:
         .map(String::from),
     );
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let mut cmd = env.command(&args);
-    cmd.env(
-        "ONCEPOST_PAUSE_AT",
-        format!("after_compose:{}", go.display()),
-    );
-    let child = cmd
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let reached = go.with_extension("reached");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while !reached.exists() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the publish never reached the pause"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    let (child, go) = env.spawn_paused_at(&args, "after_compose").await;
     let (code, cap, err) = env
         .oncepost
         .run_json(&[

@@ -85,6 +85,33 @@ impl Env {
         self.oncepost.run(args).await
     }
 
+    /// Start `oncepost ARGS` held at the failpoint `point` (`ONCEPOST_PAUSE_AT`, src/failpoint.rs) and wait
+    /// (bounded) until it is there: the child, piped, and the file whose creation lets it go on.
+    pub async fn spawn_paused_at(
+        &self,
+        args: &[&str],
+        point: &str,
+    ) -> (tokio::process::Child, PathBuf) {
+        let go = self.dir.path().join(format!("go-{point}"));
+        let mut cmd = self.command(args);
+        cmd.env("ONCEPOST_PAUSE_AT", format!("{point}:{}", go.display()));
+        let child = cmd
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn oncepost");
+        let reached = go.with_extension("reached");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while !reached.exists() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "oncepost never reached the pause at {point}"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        (child, go)
+    }
+
     /// `accounts add NAME --platform fixture` and `extra` (`--handle`, `--dup-window`, ...); must succeed.
     pub async fn add_account(&self, name: &str, extra: &[&str]) {
         let mut args = vec!["accounts", "add", name, "--platform", "fixture"];
