@@ -404,15 +404,10 @@ impl<'a> ComposePage<'a> {
         let mut ok = true;
         let mut kept = Vec::new();
         for ((f, typed), shown) in unchecked.drain(..).zip(shown) {
-            match super::probe::shows_other_text(typed, shown.as_deref(), self.plan.text_compare) {
-                Some(why) => {
+            match super::probe::not_typed(&f, typed, shown.as_deref(), self.plan.text_compare) {
+                Some(failed) => {
                     ok = false;
-                    out.push(StepOutcome {
-                        action: super::StepAction::Verify,
-                        target: f.name.clone(),
-                        ok: false,
-                        outcome: why,
-                    });
+                    out.push(failed);
                 }
                 None => kept.push(CheckedField {
                     field: f,

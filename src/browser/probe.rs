@@ -348,14 +348,7 @@ impl<'a> ProbePage<'a> {
         Ok(filled
             .iter()
             .zip(shown)
-            .filter_map(|((f, typed), shown)| {
-                shows_other_text(typed, shown.as_deref(), rule).map(|why| StepOutcome {
-                    action: StepAction::Verify,
-                    target: f.name.clone(),
-                    ok: false,
-                    outcome: why,
-                })
-            })
+            .filter_map(|((f, typed), shown)| not_typed(f, typed, shown.as_deref(), rule))
             .collect())
     }
 
@@ -1099,6 +1092,22 @@ pub(crate) fn shows_other_text(
         chars(&want),
         crate::redact::text(&cut(&got))
     ))
+}
+
+/// The failed `verify` outcome of field `f` when what it shows is not what was typed (see
+/// [`shows_other_text`]); `None` when it is.
+pub(crate) fn not_typed(
+    f: &NamedLocator,
+    typed: &str,
+    shown: Option<&str>,
+    rule: super::TextRule,
+) -> Option<StepOutcome> {
+    shows_other_text(typed, shown, rule).map(|why| StepOutcome {
+        action: StepAction::Verify,
+        target: f.name.clone(),
+        ok: false,
+        outcome: why,
+    })
 }
 
 /// How a field's words changed since its fill check (`then` -> `now`), for a report: both counts and what it
