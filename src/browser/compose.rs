@@ -179,6 +179,10 @@ impl<'a> Opening<'a> {
     }
 }
 
+/// The bound on the last look at the fields with the create request held ([`ComposePage::added_to_the_create`]):
+/// one evaluation, a few milliseconds on a page that answers; a page that does not is not judged by it.
+pub(crate) const LAST_LOOK: Duration = Duration::from_millis(500);
+
 /// An open compose page.
 pub struct ComposePage<'a> {
     session: &'a BrowserSession,
@@ -505,6 +509,58 @@ impl<'a> ComposePage<'a> {
             self.verify(&pp, &mut unchecked, &mut out).await?;
         }
         Ok(out)
+    }
+
+    /// The last look, with the create request held at the door and not yet sent: the words each checked
+    /// field shows now and did not show at its check, when the request carries every one of them. Then the
+    /// page changed the field after the fields' second read (a draft it synced landing in the milliseconds
+    /// of the authorization, a handler on the press adding a signature or a hashtag) and built the create
+    /// from it: another post than the one checked, which must not leave.
+    ///
+    /// `None` when nothing is to be refused: no field shows a word it did not show at its check (a page
+    /// that empties its field on send adds none), the words it added are not all in the request (the page
+    /// put them in after it built the request: a template for the next post), a field is gone (a form's
+    /// page unloading), or the page did not answer within [`LAST_LOOK`] (the look is a guard on top of the
+    /// door's, which still checks the request carries the post).
+    pub(crate) async fn added_to_the_create(&self, wire: &WireRequest) -> Option<String> {
+        let checked = self
+            .checked
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        if checked.is_empty() {
+            return None;
+        }
+        let fields: Vec<&NamedLocator> = checked.iter().map(|c| &c.field).collect();
+        let pp = self.probe_page();
+        let now = tokio::time::timeout(LAST_LOOK, pp.shown_in_fields(&fields))
+            .await
+            .ok()?
+            .ok()?;
+        let carried = super::door::carried::words_of;
+        checked.iter().zip(now).find_map(|(c, now)| {
+            let before: std::collections::HashSet<String> =
+                carried(&c.shown).into_iter().collect();
+            let mut added: Vec<String> = Vec::new();
+            for w in carried(&now?) {
+                if !before.contains(&w) && !added.contains(&w) {
+                    added.push(w);
+                }
+            }
+            super::door::carried::carries_every_word(&wire.url, Some(&wire.body), &added).then(
+                || {
+                    let words = added.join(" ");
+                    let head: String = words.chars().take(80).collect();
+                    let more = if words.chars().count() > 80 { "..." } else { "" };
+                    format!(
+                        "{} shows words it did not show when it was checked, and the create request carries \
+                         them ({:?}): the page changed the post after its check; refused before it was sent",
+                        c.field.name,
+                        crate::redact::text(&format!("{head}{more}"))
+                    )
+                },
+            )
+        })
     }
 
     /// Strict actionability of the publish control after filling (all its states, `states_after_fill`
@@ -931,6 +987,15 @@ impl PublishControl {
             });
         }
         let f2 = fence.clone();
+        // The last look, with the create held at the door: a page that changed the post after its check
+        // (in the milliseconds since the second read, or by a handler on the press) built the create from
+        // the changed field, and that must not leave. Refused here, before the before-send record.
+        let before_send = move |w: WireRequest| async move {
+            if let Some(why) = page.added_to_the_create(&w).await {
+                return Err(why);
+            }
+            before_send(f2, w).await
+        };
         let outcome = match armed {
             Armed::Request(paused) => {
                 transport::dispatch(
@@ -939,20 +1004,13 @@ impl PublishControl {
                     live,
                     paused,
                     opts,
-                    move |w| before_send(f2, w),
+                    before_send,
                     &mut log,
                 )
                 .await
             }
             Armed::Socket(handover) => {
-                transport::dispatch_socket(
-                    guard,
-                    handover,
-                    opts,
-                    move |w| before_send(f2, w),
-                    &mut log,
-                )
-                .await
+                transport::dispatch_socket(guard, handover, opts, before_send, &mut log).await
             }
         };
         Pressed {

@@ -539,7 +539,7 @@ where
         fail_page(browser, live, &ev, ErrorReason::Aborted).await;
         note("hook_refused", serde_json::json!({ "why": why }));
         return DispatchOutcome::NotSent {
-            proof: format!("the before-send record failed, request failed unsent: {why}"),
+            proof: format!("the request was failed unsent: {why}"),
         };
     }
     note(
@@ -725,7 +725,7 @@ where
         let _ = h.decide(false).await;
         note("hook_refused", serde_json::json!({ "why": why }));
         return DispatchOutcome::NotSent {
-            proof: format!("the before-send record failed, message never sent: {why}"),
+            proof: format!("the message was never sent: {why}"),
         };
     }
     note(

@@ -86,6 +86,12 @@ pub struct ForwardedWrite {
     pub status: Option<u16>,
     /// Why no answer came (the page sees a network error).
     pub error: Option<String>,
+    /// It left after the press and carried every line of the post (`door/carried.rs`): a draft saved on the
+    /// press does, and so does a publish a declaration covers by mistake (a rule wider than the drafts, a
+    /// create rule that misses the page's real create), which would have made the post outside the one
+    /// authorized write. With one such, a press whose create never came is not proof of "not sent", unless
+    /// a write carrying the post was stopped after the press too (the page's publish, failed).
+    pub carried_post: bool,
 }
 
 /// The writes the contract declares non-publishing, the create request that is never one of them, and
@@ -137,6 +143,9 @@ struct Log {
     /// How many declared read requests were sent.
     reads_sent: usize,
     forwarded: Vec<ForwardedWrite>,
+    /// Writes failed after the press that carried every line of the post (an undeclared save, a page's
+    /// publish by a request the create rule does not match): the page's publish, stopped.
+    stopped_with_post: usize,
     /// The data reads (fetch and XHR GETs) of each frame, by frame id: what a page that renders its posts
     /// after loading waits on (see [`WriteGuard::data_reads`]).
     data_reads: HashMap<String, DataReads>,
@@ -165,6 +174,8 @@ struct Takeover {
     knocks_mark: usize,
     faults_mark: usize,
     writes_mark: usize,
+    forwarded_mark: usize,
+    stopped_with_post_mark: usize,
 }
 
 /// A running guard; read its findings with [`WriteGuard::writes`].
@@ -296,7 +307,12 @@ impl WriteGuard {
         // page; any other page's request carrying it (a resend by a GET, a "backup" beacon of the draft)
         // stays a write (see `route`).
         l.pressed = true;
-        let (faults_mark, writes_mark) = (l.faults.len(), l.writes.len());
+        let (faults_mark, writes_mark, forwarded_mark, stopped_with_post_mark) = (
+            l.faults.len(),
+            l.writes.len(),
+            l.forwarded.len(),
+            l.stopped_with_post,
+        );
         l.takeover = Some(Takeover {
             pattern,
             slot,
@@ -304,6 +320,8 @@ impl WriteGuard {
             knocks_mark,
             faults_mark,
             writes_mark,
+            forwarded_mark,
+            stopped_with_post_mark,
         });
         Some(l)
     }
@@ -369,6 +387,26 @@ impl WriteGuard {
         if unstopped > 0 {
             return Err(format!(
                 "{unstopped} write(s) since the press could not be stopped"
+            ));
+        }
+        // A declared write that carried the post left after the press: it may have been the publish (a
+        // declaration wider than the page's drafts, a create rule that misses the page's real create),
+        // unless the page's publish was seen stopped: a request matching the create rule failed (one that
+        // names the draft saved on the press instead of carrying the post), or a write that carried the
+        // post failed (a wiki's save of a page that exists, not matched as a create, while its edit stash
+        // on the press went out as declared).
+        let forwarded = l.forwarded.get(t.forwarded_mark..).unwrap_or_default();
+        let publish_stopped =
+            !t.extras.is_empty() || l.stopped_with_post > t.stopped_with_post_mark;
+        if let Some(f) = forwarded
+            .iter()
+            .find(|f| f.carried_post && !publish_stopped)
+        {
+            return Err(format!(
+                "a write the contract declares non-publishing carried the post and left after the press ({} \
+                 {}): it may be how this page publishes (a declaration that covers the create); only the \
+                 platform can tell",
+                f.method, f.url
             ));
         }
         let proof = "the door saw nothing leave: every HTTP request since the press was answered by \
@@ -639,11 +677,12 @@ fn record_socket(log: &Mutex<Log>, r: SocketRecord) {
             l.writes.push(a);
         }
         SocketRecord::Read => l.reads_sent += 1,
-        SocketRecord::Forwarded { url } => l.forwarded.push(ForwardedWrite {
+        SocketRecord::Forwarded { url, carried_post } => l.forwarded.push(ForwardedWrite {
             method: socket::WEBSOCKET.into(),
             url,
             status: None,
             error: None,
+            carried_post,
         }),
     }
 }
@@ -1032,6 +1071,15 @@ impl Answerer {
                 t.extras.push(attempt.clone());
             }
             l.writes.push(attempt);
+            if blocked
+                && l.pressed
+                && !l.post.is_empty()
+                && request_body(ev)
+                    .ok()
+                    .is_some_and(|b| l.post.first_missing(&ev.request.url, Some(&b)).is_none())
+            {
+                l.stopped_with_post += 1;
+            }
         }
     }
 
@@ -1044,11 +1092,17 @@ impl Answerer {
             ReadAnswer::Fail { why, .. } => (None, Some(why.clone())),
         };
         if let Ok(mut l) = log.lock() {
+            let carried_post = l.pressed
+                && !l.post.is_empty()
+                && request_body(ev)
+                    .ok()
+                    .is_some_and(|b| l.post.first_missing(&ev.request.url, Some(&b)).is_none());
             l.forwarded.push(ForwardedWrite {
                 method: ev.request.method.clone(),
                 url: ev.request.url.clone(),
                 status,
                 error,
+                carried_post,
             });
         }
         self.hand_to_page(ev, &ev.request.method, answer, log).await;
@@ -1136,6 +1190,8 @@ mod tests {
             knocks_mark: 0,
             faults_mark: 0,
             writes_mark: 0,
+            forwarded_mark: 0,
+            stopped_with_post_mark: 0,
         });
         log.lock().unwrap().pressed = true;
         rx

@@ -1419,6 +1419,9 @@ async fn attempt(
     {
         Ok(a) => {
             failpoint::hit(FailPoint::AfterAuthorize);
+            // A test holds the publish here to change the page in the window between the fields' second
+            // read and the press (tests/it/late_fields.rs); returns at once unless `ONCEPOST_PAUSE_AT` names it.
+            failpoint::pause(FailPoint::AfterAuthorize).await;
             a
         }
         Err(StoreError::Refused(r)) if r.retry_at(Timestamp::now().0).is_some() => {
@@ -1474,7 +1477,7 @@ async fn attempt(
                 Timestamp::now(),
             )
             .await
-            .map_err(|e| e.to_string())
+            .map_err(|e| format!("the before-send record failed: {e}"))
     };
     let publish = plan.probe.publish.clone();
     let pressed = publish

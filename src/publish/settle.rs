@@ -23,7 +23,7 @@ pub enum Verdict {
         report: Value,
     },
     /// The create request provably never left (connect refused, never paused, incomplete body, the
-    /// before-send record failed).
+    /// before-send record failed, the last look found the page changed the post after its check).
     NotSent {
         /// Why that is known.
         proof: String,

@@ -6,7 +6,10 @@
 //! again when the page changed them (src/publish/mod.rs, `changed_since_checked`).
 //!
 //! The pause point `after_compose` (after the fill check, before the evidence and the authorization) holds
-//! the publish while the platform hands the page its draft, so the draft lands at that moment every run.
+//! the publish while the platform hands the page its draft, so the draft lands at that moment every run;
+//! `after_authorize` holds it after the fields' second read, in the window before the press, where only the
+//! last look with the create request held at the door sees the change (src/browser/compose.rs,
+//! `added_to_the_create`).
 use std::time::{Duration, Instant};
 
 use oncepost::fixture_platform::{Fault, FaultMode};
@@ -23,9 +26,20 @@ async fn publish_with_draft_synced_after_the_fill(
     text: &str,
     draft: &str,
 ) -> (i32, Value, String) {
+    publish_with_draft_synced_at(env, "after_compose", contract, text, draft).await
+}
+
+/// [`publish_with_draft_synced_after_the_fill`], held at the pause point `point`.
+async fn publish_with_draft_synced_at(
+    env: &kit::Env,
+    point: &str,
+    contract: &std::path::Path,
+    text: &str,
+    draft: &str,
+) -> (i32, Value, String) {
     let args = env.publish_args("alice", contract, text);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let (child, go) = env.spawn_paused_at(&args, "after_compose").await;
+    let (child, go) = env.spawn_paused_at(&args, point).await;
     let served_before = env.platform.stats().synced_drafts_served;
     env.platform.sync_draft(draft);
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -131,4 +145,57 @@ async fn a_changed_field_that_cannot_be_typed_again_presses_nothing() {
             .contains("changed a field after it was filled and checked"),
         "{v}"
     );
+}
+
+/// The intent's history (`intents show`) when it says the last look refused the create (the page changed
+/// the post after its check); `Err` with the history otherwise.
+async fn refused_by_the_last_look(env: &kit::Env, v: &Value) -> Result<String, String> {
+    let shown = env
+        .show(v["key"].as_str().unwrap_or_default())
+        .await
+        .to_string();
+    if shown.contains("did not show when it was checked, and the create request carries them") {
+        Ok(shown)
+    } else {
+        Err(shown)
+    }
+}
+
+/// The draft lands in front of the post after the fields' second read, in the window of the authorization:
+/// the press sends the draft and the post as one. The last look, with the create held at the door, sees the
+/// field show words it did not show at its check and the request carry them: failed unsent, nothing made.
+/// Red without the last look: the draft and the post were made as one post (read back as another text).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_draft_synced_in_front_of_the_post_after_its_second_read_is_never_sent() {
+    let env = kit::Env::start(Fault::new(FaultMode::Normal)).await;
+    env.add_account("alice", &["--handle", "alice"]).await;
+    let c = env.write_file("synced.toml", &kit::compose_asking("synced_draft=prepend"));
+    let text = unique("the post as checked");
+    let draft = unique("a draft that came too late");
+    let (code, v, err) =
+        publish_with_draft_synced_at(&env, "after_authorize", &c, &text, &draft).await;
+    assert_eq!(v["state"], "failed", "{v} {err}");
+    assert_ne!(code, 0);
+    assert_eq!(env.arrivals(), 0, "nothing of the create left: {v}");
+    assert!(env.platform.posts().is_empty(), "{v}");
+    refused_by_the_last_look(&env, &v).await.unwrap();
+}
+
+/// A page that signs what it sends: a listener on the press adds a signature to the text field before the
+/// page builds the create from it (`/compose?signature=field`). The post as checked is not the post the
+/// press would send: failed unsent, nothing made. Red without the last look: made with the signature, read
+/// back as another text, parked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signature_the_page_adds_to_the_post_on_the_press_is_never_sent() {
+    let env = kit::Env::start(Fault::new(FaultMode::Normal)).await;
+    env.add_account("alice", &["--handle", "alice"]).await;
+    let c = env.write_file("signed.toml", &kit::compose_asking("signature=field"));
+    let text = unique("a post that the page signs");
+    let (code, v, err) = env.publish("alice", &c, &text, &[]).await;
+    assert_eq!(v["state"], "failed", "{v} {err}");
+    assert_ne!(code, 0);
+    assert_eq!(env.arrivals(), 0, "nothing of the create left: {v}");
+    assert!(env.platform.posts().is_empty(), "{v}");
+    let history = refused_by_the_last_look(&env, &v).await.unwrap();
+    assert!(history.contains("sent from fixturebook web"), "{history}");
 }

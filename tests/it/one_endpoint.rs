@@ -139,6 +139,50 @@ async fn a_probe_sends_no_draft_save_and_reports_it_declared() {
     assert_eq!(env.arrivals(), 0);
 }
 
+/// A contract that gets the page wrong in a way `contract check` cannot see: its create rule misses the
+/// page's real publish (`"status": "publish"` with a space the page never writes) and its draft rule is
+/// wider than the drafts (`"status":`, any status). The press's publish is then let through as a declared
+/// write: the post is made outside the one authorized write, and the create never comes. That is not proof
+/// of "not sent": a declared write that carried the post left after the press, so the intent is never
+/// `failed` (from which a `retry` would make the post again) and is made once. Red without the check in
+/// `not_sent_proof`: failed, with the post on the platform.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_declaration_that_lets_the_publish_through_never_ends_in_not_sent() {
+    let env = start().await;
+    let good = std::fs::read_to_string(contract(&env, true)).unwrap();
+    let wrong = good
+        .replace(r#"'"status":\s*"publish"'"#, r#"'"status": "publish"'"#)
+        .replace(r#"'"status":\s*"draft"'"#, r#"'"status":'"#)
+        .replace(
+            "rejection_statuses = [422]",
+            "rejection_statuses = [422]\ncreate_wait_ms = 1500",
+        );
+    assert!(
+        wrong.contains(r#"'"status": "publish"'"#)
+            && wrong.contains(r#"body_regex = '"status":'"#)
+            && wrong.contains("create_wait_ms"),
+        "{wrong}"
+    );
+    let c = env.write_file("one-endpoint-wrong.toml", &wrong);
+    let text = unique("one endpoint, a declaration too wide");
+    let (_code, v, err) = env.publish("alice", &c, &text, &[]).await;
+    assert_eq!(
+        env.copies(&text),
+        1,
+        "the declared write made it: {v} {err}"
+    );
+    assert_eq!(env.arrivals(), 1, "{v}");
+    assert_ne!(
+        v["state"], "failed",
+        "a made post is never `failed`: {v} {err}"
+    );
+    let history = env.show(v["key"].as_str().unwrap()).await.to_string();
+    assert!(
+        history.contains("carried the post and left after the press") || v["state"] == "published",
+        "{history}"
+    );
+}
+
 #[tokio::test]
 async fn a_contract_whose_draft_rule_cannot_tell_a_publish_apart_is_refused() {
     let env = start().await;

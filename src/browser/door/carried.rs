@@ -213,6 +213,23 @@ impl PostLines {
     }
 }
 
+/// The words of `text` as this module reads them (runs of letters and digits, NFC, lower case).
+pub fn words_of(text: &str) -> Vec<String> {
+    words(text)
+}
+
+/// Whether a request to `url` with `body` holds every one of `wanted` (words as [`words_of`] makes them) as
+/// a whole word somewhere among its texts (its URL, its body as sent, form-decoded, its JSON strings, HTML
+/// read). `false` when `wanted` is empty.
+pub fn carries_every_word(url: &str, body: Option<&[u8]>, wanted: &[String]) -> bool {
+    if wanted.is_empty() {
+        return false;
+    }
+    let held: std::collections::HashSet<String> =
+        streams_of(url, body).into_iter().flatten().collect();
+    wanted.iter().all(|w| held.contains(w))
+}
+
 /// The words of each text a request holds ([`texts_of`]).
 fn streams_of(url: &str, body: Option<&[u8]>) -> Vec<Vec<String>> {
     texts_of(url, body).iter().map(|t| words(t)).collect()
@@ -443,6 +460,38 @@ mod tests {
         // The title in the URL (a PUT keyed by it), the text in the body.
         let p2 = post(&["Page name", "body words here"]);
         assert!(carried(&p2, "http://x/wiki/Page%20name", "body words here"));
+    }
+
+    #[test]
+    fn every_word_wanted_must_be_held_whole() {
+        let url = "http://x/api/posts";
+        let added = words_of("— sent from Fixturebook web");
+        assert_eq!(added, ["sent", "from", "fixturebook", "web"]);
+        let body = r#"{"text":"The post\n\n\u2014 Sent from <b>Fixturebook</b> web"}"#;
+        assert!(carries_every_word(url, Some(body.as_bytes()), &added));
+        // Form-encoded, and in the URL's query.
+        assert!(carries_every_word(
+            url,
+            Some(b"text=The+post+sent+from+Fixturebook+web"),
+            &added
+        ));
+        assert!(carries_every_word(
+            "http://x/create?t=sent%20from%20fixturebook%20web",
+            None,
+            &added
+        ));
+        // One word missing, or only part of a word: not carried.
+        assert!(!carries_every_word(
+            url,
+            Some(br#"{"text":"The post sent from Fixturebook"}"#),
+            &added
+        ));
+        assert!(!carries_every_word(
+            url,
+            Some(br#"{"text":"The post sent from Fixturebooks webs"}"#),
+            &added
+        ));
+        assert!(!carries_every_word(url, Some(b"anything"), &[]));
     }
 
     #[test]

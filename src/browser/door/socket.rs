@@ -77,6 +77,8 @@ pub enum SocketRecord {
     Forwarded {
         /// The socket's URL.
         url: String,
+        /// It came after the press and carried every line of the post (see `ForwardedWrite`).
+        carried_post: bool,
     },
     /// A declared read message, sent.
     Read,
@@ -405,7 +407,11 @@ impl SocketDoor {
         }
         let declared = s.rules.iter().any(|r| r.matches(&facts));
         match (declared, s.mode) {
-            (true, Mode::Publish) => Judged::Forward,
+            (true, Mode::Publish) => Judged::Forward {
+                carried_post: s.pressed
+                    && !s.post.is_empty()
+                    && s.post.first_missing(url, facts.body).is_none(),
+            },
             (declared, _) => Judged::Block { declared },
         }
     }
@@ -444,7 +450,9 @@ enum Judged {
     Extra,
     /// A create message after the press that does not carry the post (this line of it).
     NotThePost(NotThePost),
-    Forward,
+    Forward {
+        carried_post: bool,
+    },
     Read,
     Block {
         declared: bool,
@@ -789,8 +797,9 @@ impl Wire {
             let text = std::mem::take(&mut payload);
             match self.door.judge(&self.url, &text, compressed) {
                 Judged::Read => self.door.read_sent(),
-                Judged::Forward => self.door.record(SocketRecord::Forwarded {
+                Judged::Forward { carried_post } => self.door.record(SocketRecord::Forwarded {
                     url: self.url.clone(),
+                    carried_post,
                 }),
                 Judged::Create(slot) => {
                     self.hand_over(slot, &message, text, &mut to).await;
@@ -1094,7 +1103,7 @@ mod tests {
             Judged::Create(_) => "create",
             Judged::Extra => "extra",
             Judged::NotThePost(_) => "not the post",
-            Judged::Forward => "forward",
+            Judged::Forward { .. } => "forward",
             Judged::Read => "read",
             Judged::Block { declared: true } => "block (declared)",
             Judged::Block { declared: false } => "block",
