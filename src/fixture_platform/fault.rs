@@ -43,11 +43,14 @@ pub enum FaultMode {
     /// Answer 429 Too Many Requests with `Retry-After` (whole seconds of `delay_ms`, at least 1); nothing is
     /// stored: a platform's rate limit.
     RateLimited,
+    /// Answer 401 Unauthorized; nothing is stored: the account's session ended between the compose page's
+    /// load and the press.
+    SessionExpired,
 }
 
 impl FaultMode {
     /// Every mode, in documentation order.
-    pub const ALL: [FaultMode; 9] = [
+    pub const ALL: [FaultMode; 10] = [
         FaultMode::Normal,
         FaultMode::CommitThen500,
         FaultMode::CommitThenDrop,
@@ -57,6 +60,7 @@ impl FaultMode {
         FaultMode::NoSuccessSignal,
         FaultMode::ReadbackMismatch,
         FaultMode::RateLimited,
+        FaultMode::SessionExpired,
     ];
 
     /// The one spelling of this mode (same as serde and the CLI).
@@ -71,6 +75,7 @@ impl FaultMode {
             FaultMode::NoSuccessSignal => "no-success-signal",
             FaultMode::ReadbackMismatch => "readback-mismatch",
             FaultMode::RateLimited => "rate-limited",
+            FaultMode::SessionExpired => "session-expired",
         }
     }
 }
@@ -84,7 +89,7 @@ impl fmt::Display for FaultMode {
 /// A fault-mode spelling that is not one of [`FaultMode::ALL`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown fault mode {given:?}; expected one of: normal, commit-then-500, commit-then-drop, commit-then-delay, reset-before-read, reject-4xx, no-success-signal, readback-mismatch, rate-limited"
+    "unknown fault mode {given:?}; expected one of: normal, commit-then-500, commit-then-drop, commit-then-delay, reset-before-read, reject-4xx, no-success-signal, readback-mismatch, rate-limited, session-expired"
 )]
 pub struct UnknownFaultMode {
     /// What was given.

@@ -98,7 +98,10 @@ where
                 let body = v.get("text").and_then(|t| t.as_str()).unwrap_or("");
                 if body.trim().is_empty() {
                     serde_json::json!({"ok": false, "error": "text is empty"})
-                } else if matches!(fault.mode, FaultMode::Reject4xx | FaultMode::RateLimited) {
+                } else if matches!(
+                    fault.mode,
+                    FaultMode::Reject4xx | FaultMode::RateLimited | FaultMode::SessionExpired
+                ) {
                     serde_json::json!({"ok": false, "error": "rejected"})
                 } else {
                     let title = v

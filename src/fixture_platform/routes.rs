@@ -674,6 +674,12 @@ async fn create_from(
             &serde_json::json!({"error": "post rejected: this content cannot be published right now"}),
         );
     }
+    if fault.mode == FaultMode::SessionExpired {
+        return json(
+            StatusCode::UNAUTHORIZED,
+            &serde_json::json!({"error": "your session has expired; please log in again"}),
+        );
+    }
     if fault.mode == FaultMode::RateLimited {
         let mut r = json(
             StatusCode::TOO_MANY_REQUESTS,
@@ -756,7 +762,10 @@ async fn create_from(
         ),
         FaultMode::Normal | FaultMode::ReadbackMismatch => json(StatusCode::CREATED, &created),
         // Handled before storing; kept explicit so a new mode is a compile error here.
-        FaultMode::ResetBeforeRead | FaultMode::Reject4xx | FaultMode::RateLimited => json(
+        FaultMode::ResetBeforeRead
+        | FaultMode::Reject4xx
+        | FaultMode::RateLimited
+        | FaultMode::SessionExpired => json(
             StatusCode::INTERNAL_SERVER_ERROR,
             &serde_json::json!({"error": "unreachable fault path"}),
         ),

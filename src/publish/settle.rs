@@ -186,7 +186,10 @@ pub fn land(v: Verdict) -> Landing {
             details: json!({ "readback": readback }),
         },
         Verdict::Rejected { status, body } => Landing::Failed(json!({
-            "why": "the contract declares this status a definitive rejection",
+            "why": match signed_out_hint(status) {
+                Some(hint) => format!("the contract declares this status a definitive rejection; {hint}"),
+                None => "the contract declares this status a definitive rejection".into(),
+            },
             "status": status, "body": body,
         })),
         Verdict::RetryLater {
@@ -201,7 +204,12 @@ pub fn land(v: Verdict) -> Landing {
             "status": status, "body": body, "retry_at": retry_at,
         })),
         Verdict::UndeclaredClientError { status, body } => Landing::Indeterminate {
-            reason: format!("HTTP {status} not declared a rejection by the contract"),
+            reason: match signed_out_hint(status) {
+                Some(hint) => {
+                    format!("HTTP {status} not declared a rejection by the contract; {hint}")
+                }
+                None => format!("HTTP {status} not declared a rejection by the contract"),
+            },
             details: json!({ "status": status, "body": body }),
         },
         Verdict::ServerError { status, body } => Landing::Indeterminate {
@@ -228,6 +236,18 @@ pub fn land(v: Verdict) -> Landing {
             details: json!({ "readback": readback }),
         },
     }
+}
+
+/// What a create answered 401, 403 or 419 most often means, for the person who reads why: the account's
+/// login (its session, or the session's CSRF token: 419 is Laravel's "page expired") ended between the
+/// compose page's load and the press. Every later send of the account meets the same answer until it is
+/// logged in again. Only words: the verdict is the contract's (a rejection only when declared).
+fn signed_out_hint(status: u16) -> Option<&'static str> {
+    matches!(status, 401 | 403 | 419).then_some(
+        "the platform may no longer take the account's login (an expired session or CSRF token): log the \
+         account's browser profile in again (or give --login-url) before anything else is sent for it; a \
+         platform that answers so for an expired login may be told so with publish.rejection_statuses",
+    )
 }
 
 /// How long to wait when a "try later" answer names no time.
@@ -291,6 +311,32 @@ pub fn by_status(status: u16, body: &[u8], rejection_statuses: &[u16]) -> Option
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_create_answered_as_signed_out_says_to_log_in_again() {
+        let reason = |status| match land(Verdict::UndeclaredClientError {
+            status,
+            body: String::new(),
+        }) {
+            Landing::Indeterminate { reason, .. } => reason,
+            _ => String::from("not indeterminate"),
+        };
+        for status in [401, 403, 419] {
+            assert!(
+                reason(status).contains("log the account's browser profile in again"),
+                "{status}"
+            );
+        }
+        assert!(!reason(409).contains("log"), "{}", reason(409));
+        let why = match land(Verdict::Rejected {
+            status: 401,
+            body: String::new(),
+        }) {
+            Landing::Failed(v) => v["why"].as_str().unwrap_or_default().to_string(),
+            _ => String::new(),
+        };
+        assert!(why.starts_with("the contract declares this status a definitive rejection; the platform may no longer"), "{why}");
+    }
 
     #[test]
     fn an_unpressed_page_says_why_from_its_report() {

@@ -452,6 +452,20 @@ async fn a_declared_4xx_rejection_is_failed_with_one_arrival() {
     assert!(kinds(&v).contains(&"failed".to_string()));
 }
 
+/// A create answered 401 (the account's session ended between the compose page's load and the press):
+/// not declared a rejection, it is doubt (indeterminate), and why says to log the account in again, as
+/// every later send of the account would meet the same answer. Nothing made, one arrival.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_create_answered_401_says_to_log_the_account_in_again() {
+    let v = fault_case(FaultMode::SessionExpired, 0, &[], 10, "indeterminate").await;
+    let summary = v["summary"].as_str().unwrap_or_default();
+    assert!(
+        summary.contains("HTTP 401")
+            && summary.contains("log the account's browser profile in again"),
+        "{v}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_success_signal_is_indeterminate_with_one_arrival() {
     fault_case(
