@@ -730,3 +730,32 @@ async fn a_cross_origin_frame_is_behind_the_door_and_its_other_create_never_leav
     assert_eq!(env.stats().other_writes_total, 0, "{:?}", env.stats());
     assert_no_live_traffic(&env.stats(), "publish");
 }
+
+/// Speculation rules (`<script type="speculationrules">`, shipped by WordPress 6.8 and many shops): the
+/// browser loads the listed URLs by itself as the compose page loads, prefetched or prerendered, before
+/// anyone follows them (`/compose?speculate=prefetch|prerender`: the feed, and a "read" with a side effect,
+/// `GET /api/pixel?d=speculated`). Chromium makes them from the browser process, around CDP `Fetch`, so
+/// they reach the sinkhole, which refuses them; read as the page's own channel, nothing was pressed (failed,
+/// the post never made). They carry `Sec-Purpose: prefetch`, which no page can send: the browser's own.
+/// Published once; the speculated "read" never reached the platform. Red without `is_speculative`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn speculative_loads_of_the_compose_page_never_stop_the_publish() {
+    for how in ["prefetch", "prerender"] {
+        let env = Env::start(Fault::new(FaultMode::Normal)).await;
+        let c = env.write_file(
+            &format!("speculate-{how}.toml"),
+            &kit::compose_asking(&format!("speculate={how}")),
+        );
+        let text = unique(&format!("a page that speculates ({how})"));
+        let (code, v, err) = env.publish(&c, &text).await;
+        assert_eq!(
+            (code, v["state"].as_str()),
+            (0, Some("published")),
+            "{how}: {v} {err}"
+        );
+        assert_eq!((env.copies(&text), env.arrivals()), (1, 1), "{how}: {v}");
+        // Refused at the sinkhole like every load that goes round the door: the "read" with a side
+        // effect never reached the platform.
+        assert_eq!(env.stats().writes_to("GET /api/pixel"), 0, "{how}");
+    }
+}

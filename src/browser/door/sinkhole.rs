@@ -51,7 +51,8 @@ pub struct Knock {
     /// The port it wanted to reach, when the request line names one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub port: Option<u16>,
-    /// True when the host is one Chromium calls by itself, or nothing was asked at all (not an alarm).
+    /// True when the host is one Chromium calls by itself, the head is the browser's own speculative load
+    /// (`Sec-Purpose: prefetch`), or nothing was asked at all (not an alarm).
     pub chromium_own: bool,
 }
 
@@ -240,7 +241,7 @@ impl Sinkhole {
 /// Read a request head; relay it when it is a tunnel to the create socket of a running publish, else refuse
 /// it (and record it either way it was refused).
 async fn answer(mut stream: TcpStream, ledger: &Mutex<Ledger>, sockets: SocketDoor) {
-    let line = read_head(&mut stream).await;
+    let (line, speculative) = read_head(&mut stream).await;
     if line.starts_with("CONNECT ")
         && let (host, Some(port)) = target(&line)
         && sockets.relays(&host, port)
@@ -264,15 +265,16 @@ async fn answer(mut stream: TcpStream, ledger: &Mutex<Ledger>, sockets: SocketDo
         }
         return;
     }
-    record(ledger, &line);
+    record_as(ledger, &line, speculative);
     let _ = stream
         .write_all(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
         .await;
     let _ = stream.shutdown().await;
 }
 
-/// The first line of a request head (cut to [`KEPT_LINE`]), read within [`HEAD_TIMEOUT`].
-async fn read_head(stream: &mut TcpStream) -> String {
+/// The first line of a request head (cut to [`KEPT_LINE`]), read within [`HEAD_TIMEOUT`], and whether the
+/// head is the browser's own speculative load ([`is_speculative`]).
+async fn read_head(stream: &mut TcpStream) -> (String, bool) {
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 1024];
     let read_head = async {
@@ -285,19 +287,41 @@ async fn read_head(stream: &mut TcpStream) -> String {
     };
     let _ = tokio::time::timeout(HEAD_TIMEOUT, read_head).await;
     let head = String::from_utf8_lossy(&buf);
-    head.lines()
+    let line = head
+        .lines()
         .next()
         .unwrap_or("")
         .chars()
         .take(KEPT_LINE)
-        .collect()
+        .collect();
+    (line, is_speculative(&head))
+}
+
+/// A head carrying `Sec-Purpose: prefetch` (or `prefetch;prerender`) is the browser's own speculative load:
+/// a page's speculation rules (`<script type="speculationrules">`, which WordPress 6.8 and many shops ship)
+/// have Chromium fetch the listed pages by itself, from the browser process, around CDP `Fetch`, so it
+/// reaches this sinkhole (measured on the headless shell 156: both carry the header). No page can send the
+/// header (`Sec-` names are forbidden to scripts), and it is refused like any knock: nothing leaves. Over
+/// https only the `CONNECT` is seen, without it: such a knock still counts as the page's.
+fn is_speculative(head: &str) -> bool {
+    head.lines().skip(1).any(|h| {
+        h.split_once(':').is_some_and(|(name, value)| {
+            name.trim().eq_ignore_ascii_case("sec-purpose")
+                && value.trim().to_ascii_lowercase().starts_with("prefetch")
+        })
+    })
 }
 
 fn record(ledger: &Mutex<Ledger>, line: &str) {
+    record_as(ledger, line, false);
+}
+
+/// [`record`], `speculative` when the head was the browser's own speculative load ([`is_speculative`]).
+fn record_as(ledger: &Mutex<Ledger>, line: &str, speculative: bool) {
     let (host, port) = target(line);
     // A connection that sent no request head carries nothing: Chromium preconnects to its proxy
     // speculatively (measured: empty connections a few seconds after a page load).
-    let chromium_own = line.trim().is_empty() || is_chromium_own(&host);
+    let chromium_own = speculative || line.trim().is_empty() || is_chromium_own(&host);
     let mut l = ledger.lock().unwrap_or_else(PoisonError::into_inner);
     let seq = l.knocks.len() + l.dropped;
     if l.knocks.len() >= LEDGER_MAX {
@@ -410,6 +434,18 @@ mod tests {
 
     #[test]
     fn only_chromium_hosts_are_its_own() {
+        assert!(is_speculative(
+            "GET http://127.0.0.1:8/next HTTP/1.1\r\nHost: 127.0.0.1:8\r\nsec-purpose: prefetch;prerender\r\n"
+        ));
+        assert!(is_speculative(
+            "GET http://h/ HTTP/1.1\r\nSec-Purpose: prefetch\r\n"
+        ));
+        assert!(!is_speculative(
+            "GET http://h/ HTTP/1.1\r\nX-Purpose: prefetch\r\n"
+        ));
+        assert!(!is_speculative(
+            "GET http://h/sec-purpose:prefetch HTTP/1.1\r\n"
+        ));
         assert!(is_chromium_own("accounts.google.com"));
         assert!(is_chromium_own("update.googleapis.com"));
         assert!(!is_chromium_own("notgoogle.com"));
