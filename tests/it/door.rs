@@ -759,3 +759,66 @@ async fn speculative_loads_of_the_compose_page_never_stop_the_publish() {
         assert_eq!(env.stats().writes_to("GET /api/pixel"), 0, "{how}");
     }
 }
+
+/// A page that hands its create request to a worker of its own (`/compose?via=worker|shared_worker`: a
+/// dedicated worker, as apps that keep network calls off the main thread do; a shared worker, as web chat
+/// clients that share one connection between tabs do). The worker's request is paused by the browser-wide
+/// interception like the page's own: handed over, sent once, made once; a rerun sends nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_create_a_worker_sends_for_the_page_is_the_one_create() {
+    for how in ["worker", "shared_worker"] {
+        let env = Env::start(Fault::new(FaultMode::Normal)).await;
+        let c = env.write_file(
+            &format!("via-{how}.toml"),
+            &kit::compose_asking(&format!("via={how}")),
+        );
+        let text = unique(&format!("a post sent by a {how}"));
+        let (code, v, err) = env.publish(&c, &text).await;
+        assert_eq!(
+            (code, v["state"].as_str()),
+            (0, Some("published")),
+            "{how}: {v} {err}"
+        );
+        assert_eq!((env.copies(&text), env.arrivals()), (1, 1), "{how}: {v}");
+        let (code, v, err) = env.publish(&c, &text).await;
+        assert_eq!(
+            (code, v["pressed"].as_bool()),
+            (0, Some(false)),
+            "{how}: {v} {err}"
+        );
+        assert_eq!(env.arrivals(), 1, "{how}: the rerun sent nothing");
+    }
+}
+
+/// A deferred beacon (`fetchLater`, shipped by Chromium 135, which analytics libraries now register on
+/// every page; `/compose?fetch_later=now|unload`): the browser sends it by itself, at once or when the page
+/// goes away. Measured on the headless shell 156: it is paused by the door like any request of the page,
+/// failed as a write (an alarm, never an arrival), and the publish goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deferred_beacon_is_failed_at_the_door_and_the_post_made_once() {
+    for how in ["now", "unload"] {
+        let env = Env::start(Fault::new(FaultMode::Normal)).await;
+        let c = env.write_file(
+            &format!("later-{how}.toml"),
+            &kit::compose_asking(&format!("fetch_later={how}")),
+        );
+        let text = unique(&format!("a page with a deferred beacon ({how})"));
+        let (code, v, err) = env.publish(&c, &text).await;
+        assert_eq!(
+            (code, v["state"].as_str()),
+            (0, Some("published")),
+            "{how}: {v} {err}"
+        );
+        assert_eq!((env.copies(&text), env.arrivals()), (1, 1), "{how}: {v}");
+        assert_eq!(
+            env.stats().writes_to("POST /api/sink/fetch-later"),
+            0,
+            "{how}"
+        );
+        let history = env.show(v["key"].as_str().unwrap()).await.to_string();
+        assert!(
+            history.contains("/api/sink/fetch-later"),
+            "{how}: the beacon is an alarm: {history}"
+        );
+    }
+}
