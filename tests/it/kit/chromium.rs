@@ -6,6 +6,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use chromiumoxide::cdp::browser_protocol::input::InsertTextParams;
+use chromiumoxide::cdp::browser_protocol::target::SetAutoAttachParams;
 use chromiumoxide::error::CdpError;
 use chromiumoxide::{Browser, BrowserConfig, Page};
 use futures::StreamExt;
@@ -95,6 +96,33 @@ impl Chrome {
         match tokio::time::timeout(self.bound, self.browser.new_page(url)).await {
             Ok(Ok(page)) => Ok(page),
             Ok(Err(e)) => Err(format!("new page: {e}")),
+            Err(_) => Err(format!("no page within {:?}", self.bound)),
+        }
+    }
+
+    /// A new tab on `url` with nothing attached to the workers it starts, as in a person's browser.
+    /// chromiumoxide has every page attach its workers waiting for the debugger, then resumes them and
+    /// detaches service workers: under load (two CPU burners on 2 cores) a page's service worker was seen
+    /// never to come up that way (`register()` never settled, in three browsers in a row). Here the tab is
+    /// opened blank, told to attach nothing, then navigated.
+    pub async fn try_open_unattached(&self, url: &str) -> Result<Page, String> {
+        let page = self.try_open("about:blank").await?;
+        let off = SetAutoAttachParams::builder()
+            .auto_attach(false)
+            .wait_for_debugger_on_start(false)
+            .flatten(true)
+            .build()
+            .map_err(|e| format!("auto-attach params: {e}"))?;
+        let steps = async {
+            page.execute(off)
+                .await
+                .map_err(|e| format!("auto-attach off: {e}"))?;
+            page.goto(url).await.map_err(|e| format!("navigate: {e}"))?;
+            Ok::<(), String>(())
+        };
+        match tokio::time::timeout(self.bound, steps).await {
+            Ok(Ok(())) => Ok(page),
+            Ok(Err(e)) => Err(e),
             Err(_) => Err(format!("no page within {:?}", self.bound)),
         }
     }
