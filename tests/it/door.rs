@@ -731,6 +731,22 @@ async fn a_cross_origin_frame_is_behind_the_door_and_its_other_create_never_leav
     assert_no_live_traffic(&env.stats(), "publish");
 }
 
+/// A fresh platform and alice, the compose page asking `query` (its contract written under `name`), and
+/// `text` published once through it: (the env, the contract, the publish's JSON). Published, one copy and one
+/// create arrival, or it panics saying what happened.
+async fn published_once_asking(query: &str, name: &str, text: &str) -> (Env, PathBuf, Value) {
+    let env = Env::start(Fault::new(FaultMode::Normal)).await;
+    let c = env.write_file(name, &kit::compose_asking(query));
+    let (code, v, err) = env.publish(&c, text).await;
+    assert_eq!(
+        (code, v["state"].as_str()),
+        (0, Some("published")),
+        "{query}: {v} {err}"
+    );
+    assert_eq!((env.copies(text), env.arrivals()), (1, 1), "{query}: {v}");
+    (env, c, v)
+}
+
 /// Speculation rules (`<script type="speculationrules">`, shipped by WordPress 6.8 and many shops): the
 /// browser loads the listed URLs by itself as the compose page loads, prefetched or prerendered, before
 /// anyone follows them (`/compose?speculate=prefetch|prerender`: the feed, and a "read" with a side effect,
@@ -741,19 +757,13 @@ async fn a_cross_origin_frame_is_behind_the_door_and_its_other_create_never_leav
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn speculative_loads_of_the_compose_page_never_stop_the_publish() {
     for how in ["prefetch", "prerender"] {
-        let env = Env::start(Fault::new(FaultMode::Normal)).await;
-        let c = env.write_file(
-            &format!("speculate-{how}.toml"),
-            &kit::compose_asking(&format!("speculate={how}")),
-        );
         let text = unique(&format!("a page that speculates ({how})"));
-        let (code, v, err) = env.publish(&c, &text).await;
-        assert_eq!(
-            (code, v["state"].as_str()),
-            (0, Some("published")),
-            "{how}: {v} {err}"
-        );
-        assert_eq!((env.copies(&text), env.arrivals()), (1, 1), "{how}: {v}");
+        let (env, _, _) = published_once_asking(
+            &format!("speculate={how}"),
+            &format!("speculate-{how}.toml"),
+            &text,
+        )
+        .await;
         // Refused at the sinkhole like every load that goes round the door: the "read" with a side
         // effect never reached the platform.
         assert_eq!(env.stats().writes_to("GET /api/pixel"), 0, "{how}");
@@ -767,19 +777,9 @@ async fn speculative_loads_of_the_compose_page_never_stop_the_publish() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_create_a_worker_sends_for_the_page_is_the_one_create() {
     for how in ["worker", "shared_worker"] {
-        let env = Env::start(Fault::new(FaultMode::Normal)).await;
-        let c = env.write_file(
-            &format!("via-{how}.toml"),
-            &kit::compose_asking(&format!("via={how}")),
-        );
         let text = unique(&format!("a post sent by a {how}"));
-        let (code, v, err) = env.publish(&c, &text).await;
-        assert_eq!(
-            (code, v["state"].as_str()),
-            (0, Some("published")),
-            "{how}: {v} {err}"
-        );
-        assert_eq!((env.copies(&text), env.arrivals()), (1, 1), "{how}: {v}");
+        let (env, c, _) =
+            published_once_asking(&format!("via={how}"), &format!("via-{how}.toml"), &text).await;
         let (code, v, err) = env.publish(&c, &text).await;
         assert_eq!(
             (code, v["pressed"].as_bool()),
@@ -797,19 +797,13 @@ async fn a_create_a_worker_sends_for_the_page_is_the_one_create() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deferred_beacon_is_failed_at_the_door_and_the_post_made_once() {
     for how in ["now", "unload"] {
-        let env = Env::start(Fault::new(FaultMode::Normal)).await;
-        let c = env.write_file(
-            &format!("later-{how}.toml"),
-            &kit::compose_asking(&format!("fetch_later={how}")),
-        );
         let text = unique(&format!("a page with a deferred beacon ({how})"));
-        let (code, v, err) = env.publish(&c, &text).await;
-        assert_eq!(
-            (code, v["state"].as_str()),
-            (0, Some("published")),
-            "{how}: {v} {err}"
-        );
-        assert_eq!((env.copies(&text), env.arrivals()), (1, 1), "{how}: {v}");
+        let (env, _, v) = published_once_asking(
+            &format!("fetch_later={how}"),
+            &format!("later-{how}.toml"),
+            &text,
+        )
+        .await;
         assert_eq!(
             env.stats().writes_to("POST /api/sink/fetch-later"),
             0,
