@@ -549,14 +549,11 @@ impl<'a> ComposePage<'a> {
             }
             super::door::carried::carries_every_word(&wire.url, Some(&wire.body), &added).then(
                 || {
-                    let words = added.join(" ");
-                    let head: String = words.chars().take(80).collect();
-                    let more = if words.chars().count() > 80 { "..." } else { "" };
                     format!(
                         "{} shows words it did not show when it was checked, and the create request carries \
                          them ({:?}): the page changed the post after its check; refused before it was sent",
                         c.field.name,
-                        crate::redact::text(&format!("{head}{more}"))
+                        super::probe::shown_in_why(&added.join(" "))
                     )
                 },
             )

@@ -1114,14 +1114,19 @@ pub(crate) fn not_typed(
 /// shows now, redacted and cut as [`shows_other_text`] cuts it.
 pub(crate) fn words_added(then: &str, now: &str) -> String {
     let count = |t: &str| super::readback::visible_words(t).len();
-    let head: String = now.chars().take(80).collect();
-    let more = if now.chars().count() > 80 { "..." } else { "" };
     format!(
         "the page changed the field's words after it was checked ({} words then, {} now: {:?})",
         count(then),
         count(now),
-        crate::redact::text(&format!("{head}{more}"))
+        shown_in_why(now)
     )
+}
+
+/// What a field shows, as a reason quotes it: its first 80 characters (`...` when cut), redacted.
+pub(crate) fn shown_in_why(text: &str) -> String {
+    let head: String = text.chars().take(80).collect();
+    let more = if text.chars().count() > 80 { "..." } else { "" };
+    crate::redact::text(&format!("{head}{more}"))
 }
 
 fn ms(t: Instant) -> u64 {
