@@ -770,6 +770,44 @@ async fn speculative_loads_of_the_compose_page_never_stop_the_publish() {
     }
 }
 
+/// The same speculation rules on a compose page served over https, as every real platform is: the browser's
+/// speculative loads reach the sinkhole as `CONNECT host:port` alone, the `Sec-Purpose` header inside the
+/// tunnel's TLS. The sinkhole looks inside (the door's own certificate, pinned in the browser): the
+/// browser's own, published once; the speculated "read" never reached the platform. Red without the look
+/// inside (failed: "the page tried 2 channel(s) oncepost refuses", nothing pressed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn speculative_loads_of_an_https_compose_page_never_stop_the_publish() {
+    for how in ["prefetch", "prerender"] {
+        let env = Env::start(Fault::new(FaultMode::Normal)).await;
+        let root = env.write_file("tls-root.pem", env.platform.tls_root_pem());
+        let c = env.write_file(
+            &format!("speculate-{how}.toml"),
+            &kit::compose_asking(&format!("speculate={how}")),
+        );
+        let text = unique(&format!("an https page that speculates ({how})"));
+        let args = env.publish_args_at(&env.platform.tls_url(), "alice", &c, &text);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = env
+            .oncepost
+            .command(&args)
+            .env("SSL_CERT_FILE", &root)
+            .output()
+            .await
+            .expect("run oncepost");
+        let (code, stdout, err) = kit::cli::output_of(&out);
+        let v: Value = serde_json::from_str(&stdout).unwrap_or_default();
+        let key = v["key"].as_str().unwrap_or_default().to_string();
+        assert_eq!(
+            (code, v["state"].as_str()),
+            (0, Some("published")),
+            "{how}: {v} {err}\n{}",
+            env.show(&key).await
+        );
+        assert_eq!((env.copies(&text), env.arrivals()), (1, 1), "{how}: {v}");
+        assert_eq!(env.stats().writes_to("GET /api/pixel"), 0, "{how}");
+    }
+}
+
 /// A page that hands its create request to a worker of its own (`/compose?via=worker|shared_worker`: a
 /// dedicated worker, as apps that keep network calls off the main thread do; a shared worker, as web chat
 /// clients that share one connection between tabs do). The worker's request is paused by the browser-wide

@@ -3,13 +3,15 @@
 //! TURN/TCP relay, Chromium's own background calls) goes no further than this process.
 //!
 //! Through an HTTP proxy even plain `ws://` arrives as `CONNECT host:port` (measured), so one refused
-//! attempt is one line here, from any frame or worker, and no page data.
+//! attempt is one line here, from any frame or worker, and no page data. A tunnel is recorded the moment it
+//! is asked for, then opened and read before it is refused: the request inside it (over TLS ended here with
+//! the door's own certificate, which the browser pins) says what it was, which its `CONNECT` line cannot.
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use super::super::BrowserError;
@@ -23,6 +25,9 @@ const HEAD_MAX: usize = 8 * 1024;
 const KEPT_LINE: usize = 512;
 /// The most knocks kept (a page hammering the door must not grow memory without bound).
 const LEDGER_MAX: usize = 10_000;
+/// How long a refused tunnel may take to start its TLS handshake or send its first byte (then, within
+/// [`HEAD_TIMEOUT`] each, the handshake and the request head inside).
+const INSIDE_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Hosts Chromium itself calls at start-up and now and then, with every background switch set (measured:
 /// about 13 lines per launch: start.duckduckgo.com, content-autofill.googleapis.com, accounts.google.com,
@@ -51,19 +56,48 @@ pub struct Knock {
     /// The port it wanted to reach, when the request line names one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub port: Option<u16>,
-    /// True when the host is one Chromium calls by itself, the head is the browser's own speculative load
-    /// (`Sec-Purpose: prefetch`), or nothing was asked at all (not an alarm).
+    /// True when the host is one Chromium calls by itself, the head (or, for a tunnel, the head inside it)
+    /// is the browser's own speculative load (`Sec-Purpose: prefetch`), or nothing was asked at all (not an
+    /// alarm).
     pub chromium_own: bool,
+    /// For a tunnel: the request read inside it before it was refused (none when it carried no HTTP request,
+    /// such as TURN, or showed none in time).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inside: Option<Inside>,
+}
+
+/// The request a refused tunnel carried.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Inside {
+    /// Its request line, without the query (a socket's URL may carry a session token), cut.
+    pub request_line: String,
+    /// It came inside TLS (an `https://` load, a `wss://` socket).
+    pub tls: bool,
+    /// It asked to become a WebSocket (`Upgrade: websocket`).
+    pub websocket: bool,
 }
 
 impl Knock {
     /// What this knock most likely was, for a person reading evidence.
     pub fn describe(&self) -> String {
         if self.request_line.starts_with("CONNECT ") {
-            format!(
-                "a tunnel to {} (a WebSocket, WebTransport or TURN connection) was refused",
-                self.host
-            )
+            match &self.inside {
+                Some(i) => format!(
+                    "a tunnel to {} carrying {}{} ({}) was refused",
+                    self.host,
+                    if i.websocket {
+                        "a WebSocket handshake"
+                    } else {
+                        "a request"
+                    },
+                    if i.tls { " over TLS" } else { "" },
+                    i.request_line
+                ),
+                None => format!(
+                    "a tunnel to {} (a WebSocket, WebTransport or TURN connection) was refused",
+                    self.host
+                ),
+            }
         } else {
             format!(
                 "a request that did not go through oncepost ({}) was refused",
@@ -241,7 +275,9 @@ impl Sinkhole {
 /// Read a request head; relay it when it is a tunnel to the create socket of a running publish, else refuse
 /// it (and record it either way it was refused).
 async fn answer(mut stream: TcpStream, ledger: &Mutex<Ledger>, sockets: SocketDoor) {
-    let (line, speculative) = read_head(&mut stream).await;
+    let Head {
+        line, speculative, ..
+    } = read_head(&mut stream).await;
     if line.starts_with("CONNECT ")
         && let (host, Some(port)) = target(&line)
         && sockets.relays(&host, port)
@@ -265,16 +301,106 @@ async fn answer(mut stream: TcpStream, ledger: &Mutex<Ledger>, sockets: SocketDo
         }
         return;
     }
-    record_as(ledger, &line, speculative);
+    let seq = record_as(ledger, &line, speculative);
+    if line.starts_with("CONNECT ") {
+        look_inside(stream, ledger, seq).await;
+        return;
+    }
+    refuse(&mut stream).await;
+}
+
+/// Answer 403 and close.
+async fn refuse<S: AsyncWrite + Unpin>(stream: &mut S) {
     let _ = stream
         .write_all(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
         .await;
     let _ = stream.shutdown().await;
 }
 
-/// The first line of a request head (cut to [`KEPT_LINE`]), read within [`HEAD_TIMEOUT`], and whether the
-/// head is the browser's own speculative load ([`is_speculative`]).
-async fn read_head(stream: &mut TcpStream) -> (String, bool) {
+/// Open a refused tunnel, read the request inside it, note it on the knock (already recorded, as the
+/// page's: a check made meanwhile counts it, the cautious reading), then refuse that request. Over https a
+/// tunnel's `CONNECT` line is all a proxy sees of a load: the browser's own speculative loads of a page's
+/// speculation rules (`Sec-Purpose: prefetch`, which no page can send) show only inside, and without this
+/// an https page with eager rules was never pressed (tests/it/door.rs). The browser's side of the TLS ends
+/// here with the door's certificate (pinned at launch, `socket::DoorTls`); nothing is sent on, and a tunnel
+/// that shows no request within the bounds is closed as it is.
+async fn look_inside(mut stream: TcpStream, ledger: &Mutex<Ledger>, seq: Option<usize>) {
+    if stream
+        .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        .await
+        .is_err()
+    {
+        return;
+    }
+    // TLS or not is told by the first byte (a TLS record starts 0x16), looked at without taking it.
+    let mut first = [0u8; 1];
+    let Ok(Ok(1)) = tokio::time::timeout(INSIDE_TIMEOUT, stream.peek(&mut first)).await else {
+        return;
+    };
+    if first[0] == 0x16 {
+        let Ok(tls) = socket::DoorTls::get() else {
+            return;
+        };
+        let Ok(Ok(mut inner)) =
+            tokio::time::timeout(HEAD_TIMEOUT, tls.acceptor().accept(stream)).await
+        else {
+            return;
+        };
+        let head = read_head(&mut inner).await;
+        note_inside(ledger, seq, &head, true);
+        refuse(&mut inner).await;
+    } else {
+        let head = read_head(&mut stream).await;
+        note_inside(ledger, seq, &head, false);
+        refuse(&mut stream).await;
+    }
+}
+
+/// Put what a tunnel carried on its knock: the request line (without its query) when it is one, and the
+/// knock is the browser's own when the request inside is its speculative load.
+fn note_inside(ledger: &Mutex<Ledger>, seq: Option<usize>, head: &Head, tls: bool) {
+    let Some(request_line) = http_request_line(&head.line) else {
+        return;
+    };
+    let mut l = ledger.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(k) = l.knocks.iter_mut().find(|k| Some(k.seq) == seq) {
+        k.chromium_own |= head.speculative;
+        k.inside = Some(Inside {
+            request_line,
+            tls,
+            websocket: head.websocket,
+        });
+    }
+}
+
+/// `METHOD target HTTP/x` without the target's query, or `None` for bytes that are no request line.
+fn http_request_line(line: &str) -> Option<String> {
+    let mut parts = line.split(' ');
+    let (method, target, version) = (parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some()
+        || method.is_empty()
+        || !method.bytes().all(|b| b.is_ascii_uppercase())
+        || !version.starts_with("HTTP/")
+    {
+        return None;
+    }
+    let path = match target.split_once('?') {
+        Some((path, _)) => format!("{path}?…"),
+        None => target.to_string(),
+    };
+    Some(format!("{method} {path} {version}"))
+}
+
+/// What a request head says: its first line (cut to [`KEPT_LINE`]), whether it is the browser's own
+/// speculative load ([`is_speculative`]) and whether it asks for a WebSocket.
+struct Head {
+    line: String,
+    speculative: bool,
+    websocket: bool,
+}
+
+/// A request head, read within [`HEAD_TIMEOUT`].
+async fn read_head<S: AsyncRead + Unpin>(stream: &mut S) -> Head {
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 1024];
     let read_head = async {
@@ -294,7 +420,20 @@ async fn read_head(stream: &mut TcpStream) -> (String, bool) {
         .chars()
         .take(KEPT_LINE)
         .collect();
-    (line, is_speculative(&head))
+    Head {
+        line,
+        speculative: is_speculative(&head),
+        websocket: header_is(&head, "upgrade", "websocket"),
+    }
+}
+
+/// Whether a head has header `name` whose value starts with `value` (both without regard to case).
+fn header_is(head: &str, name: &str, value: &str) -> bool {
+    head.lines().skip(1).any(|h| {
+        h.split_once(':').is_some_and(|(n, v)| {
+            n.trim().eq_ignore_ascii_case(name) && v.trim().to_ascii_lowercase().starts_with(value)
+        })
+    })
 }
 
 /// A head carrying `Sec-Purpose: prefetch` (or `prefetch;prerender`) is the browser's own speculative load:
@@ -302,14 +441,9 @@ async fn read_head(stream: &mut TcpStream) -> (String, bool) {
 /// have Chromium fetch the listed pages by itself, from the browser process, around CDP `Fetch`, so it
 /// reaches this sinkhole (measured on the headless shell 156: both carry the header). No page can send the
 /// header (`Sec-` names are forbidden to scripts), and it is refused like any knock: nothing leaves. Over
-/// https only the `CONNECT` is seen, without it: such a knock still counts as the page's.
+/// https the header is inside the tunnel's TLS, read there ([`look_inside`]).
 fn is_speculative(head: &str) -> bool {
-    head.lines().skip(1).any(|h| {
-        h.split_once(':').is_some_and(|(name, value)| {
-            name.trim().eq_ignore_ascii_case("sec-purpose")
-                && value.trim().to_ascii_lowercase().starts_with("prefetch")
-        })
-    })
+    header_is(head, "sec-purpose", "prefetch")
 }
 
 fn record(ledger: &Mutex<Ledger>, line: &str) {
@@ -317,7 +451,8 @@ fn record(ledger: &Mutex<Ledger>, line: &str) {
 }
 
 /// [`record`], `speculative` when the head was the browser's own speculative load ([`is_speculative`]).
-fn record_as(ledger: &Mutex<Ledger>, line: &str, speculative: bool) {
+/// The knock's `seq`, or `None` when the ledger is full (the knock only counted).
+fn record_as(ledger: &Mutex<Ledger>, line: &str, speculative: bool) -> Option<usize> {
     let (host, port) = target(line);
     // A connection that sent no request head carries nothing: Chromium preconnects to its proxy
     // speculatively (measured: empty connections a few seconds after a page load).
@@ -326,7 +461,7 @@ fn record_as(ledger: &Mutex<Ledger>, line: &str, speculative: bool) {
     let seq = l.knocks.len() + l.dropped;
     if l.knocks.len() >= LEDGER_MAX {
         l.dropped += 1;
-        return;
+        return None;
     }
     let at_ms = l.opened.elapsed().as_millis() as u64;
     l.knocks.push(Knock {
@@ -336,7 +471,9 @@ fn record_as(ledger: &Mutex<Ledger>, line: &str, speculative: bool) {
         host,
         port,
         chromium_own,
+        inside: None,
     });
+    Some(seq)
 }
 
 /// The host and port a proxy request line wants: `CONNECT host:port HTTP/1.1` or
@@ -453,26 +590,70 @@ mod tests {
         assert!(!is_chromium_own("google.com.evil.example"));
     }
 
+    /// A tunnel is recorded as asked for, then opened: the request inside is refused and noted on the
+    /// knock (its query left out); one that is the browser's speculative load becomes its own.
     #[tokio::test]
-    async fn a_tunnel_attempt_is_refused_and_recorded() {
+    async fn a_tunnel_is_recorded_then_opened_and_what_it_carries_refused() {
         let s = Sinkhole::start(SocketDoor::default()).await.unwrap();
-        let mark = s.mark();
-        let mut c = TcpStream::connect(s.addr()).await.unwrap();
-        c.write_all(b"CONNECT 127.0.0.1:1 HTTP/1.1\r\nHost: 127.0.0.1:1\r\n\r\n")
-            .await
-            .unwrap();
-        let mut answer = String::new();
-        c.read_to_string(&mut answer).await.unwrap();
-        assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
-        // The ledger is written by the sinkhole's own task: wait (bounded) for its line.
-        let wait = crate::wait::Wait::new(
-            "the knock's line",
-            Duration::from_millis(500),
-            Duration::from_millis(10),
+        for (purpose, websocket, own) in [
+            ("", "Upgrade: websocket\r\nConnection: Upgrade\r\n", false),
+            ("Sec-Purpose: prefetch\r\n", "", true),
+        ] {
+            let mark = s.mark();
+            let mut c = TcpStream::connect(s.addr()).await.unwrap();
+            c.write_all(b"CONNECT 127.0.0.1:1 HTTP/1.1\r\nHost: 127.0.0.1:1\r\n\r\n")
+                .await
+                .unwrap();
+            let mut opened = [0u8; 39];
+            c.read_exact(&mut opened).await.unwrap();
+            assert_eq!(&opened, b"HTTP/1.1 200 Connection established\r\n\r\n");
+            // Recorded before anything is sent inside, as the page's.
+            let k = s.knocks_since(mark);
+            assert_eq!(
+                (k.len(), k[0].chromium_own, &k[0].inside),
+                (1, false, &None)
+            );
+            let inner = format!(
+                "GET /live?token=s3cret HTTP/1.1\r\nHost: 127.0.0.1:1\r\n{purpose}{websocket}\r\n"
+            );
+            c.write_all(inner.as_bytes()).await.unwrap();
+            let mut answer = String::new();
+            c.read_to_string(&mut answer).await.unwrap();
+            assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+            let k = s.knocks_since(mark);
+            assert_eq!(k.len(), 1);
+            assert_eq!(k[0].host, "127.0.0.1");
+            assert_eq!(k[0].chromium_own, own, "{k:?}");
+            assert_eq!(
+                k[0].inside,
+                Some(Inside {
+                    request_line: "GET /live?… HTTP/1.1".into(),
+                    tls: false,
+                    websocket: !websocket.is_empty(),
+                })
+            );
+            assert_eq!(s.page_knocks_since(mark).len(), usize::from(!own));
+        }
+    }
+
+    #[test]
+    fn only_request_lines_are_kept_from_inside_a_tunnel() {
+        assert_eq!(
+            http_request_line("GET /a/b?x=1 HTTP/1.1").as_deref(),
+            Some("GET /a/b?… HTTP/1.1")
         );
-        while s.page_knocks_since(mark).is_empty() && wait.pause().await.is_ok() {}
-        let k = s.page_knocks_since(mark);
-        assert_eq!(k.len(), 1);
-        assert_eq!(k[0].host, "127.0.0.1");
+        assert_eq!(
+            http_request_line("POST /a HTTP/1.1").as_deref(),
+            Some("POST /a HTTP/1.1")
+        );
+        for junk in [
+            "",
+            "\u{1}\u{2}binary",
+            "get /a HTTP/1.1",
+            "GET /a",
+            "GET /a b HTTP/1.1",
+        ] {
+            assert_eq!(http_request_line(junk), None, "{junk:?}");
+        }
     }
 }

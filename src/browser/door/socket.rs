@@ -537,6 +537,12 @@ impl DoorTls {
         })
     }
 
+    /// The acceptor for the browser's side of a tunnel (a relayed `wss://` socket; a refused tunnel the
+    /// sinkhole looks into).
+    pub(super) fn acceptor(&self) -> &tokio_rustls::TlsAcceptor {
+        &self.acceptor
+    }
+
     /// The Chromium switch that pins the door's key for the browser's side of a relayed `wss://` socket.
     pub fn chromium_switch(&self) -> String {
         format!("--ignore-certificate-errors-spki-list={}", self.pin)
