@@ -5,6 +5,7 @@ use serde_json::json;
 use super::context::{account_arg, actor, parse_duration_ms};
 use super::output::{clean, errln, outln};
 use super::{CliError, Context, Exit};
+use crate::publish::set_aside;
 use crate::store::{Account, NewAccount, Pacing, SwitchScope, Timestamp};
 
 /// Kill switch position.
@@ -127,8 +128,18 @@ pub enum AccountsCmd {
         #[arg(long)]
         json: bool,
     },
-    /// List accounts.
+    /// List accounts (and those a worker set aside on this host).
     List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Take back an account a worker set aside on this host because its login here ended (a create answered
+    /// 401, 403 or 419, or a compose page that did not show it logged in): log its browser profile in again
+    /// first. This host's workers take its queued posts again.
+    Resume {
+        /// Account name.
+        name: String,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -423,10 +434,22 @@ pub(crate) async fn run_accounts(ctx: &Context, cmd: AccountsCmd) -> Result<Exit
         }
         AccountsCmd::List { json } => {
             let all = store.accounts().await?;
+            let aside = set_aside::list(&ctx.data_dir.join("profiles"));
+            let aside_of = |name: &str| aside.iter().find(|s| s.account == name);
             if json {
+                let listed: Vec<serde_json::Value> = all
+                    .iter()
+                    .map(|a| {
+                        let mut v = serde_json::to_value(a).unwrap_or_default();
+                        if let (Some(s), Some(o)) = (aside_of(&a.name), v.as_object_mut()) {
+                            o.insert("set_aside_here".into(), json!(s));
+                        }
+                        v
+                    })
+                    .collect();
                 outln!(
                     "{}",
-                    serde_json::to_string_pretty(&all)
+                    serde_json::to_string_pretty(&listed)
                         .map_err(|e| CliError::internal(e.to_string()))?
                 );
             } else if all.is_empty() {
@@ -434,6 +457,36 @@ pub(crate) async fn run_accounts(ctx: &Context, cmd: AccountsCmd) -> Result<Exit
             } else {
                 for a in &all {
                     print_account(a, false)?;
+                    if let Some(s) = aside_of(&a.name) {
+                        outln!(
+                            "  set aside on this host: {} (`oncepost accounts resume {}` once its profile \
+                             is logged in again)",
+                            clean(&s.why),
+                            clean(&a.name)
+                        );
+                    }
+                }
+            }
+        }
+        AccountsCmd::Resume { name, json } => {
+            let name = account_arg(&name)?;
+            // An account the store does not know is bad input, as for every `accounts` command.
+            store.account(name).await?;
+            let was = set_aside::resume(&ctx.data_dir.join("profiles"), name)
+                .map_err(|e| CliError::internal(e.to_string()))?;
+            if json {
+                outln!(
+                    "{}",
+                    json!({ "account": name, "resumed": was.is_some(), "set_aside": was })
+                );
+            } else {
+                match &was {
+                    Some(s) => outln!(
+                        "{}: resumed on this host (it was set aside: {}); its queued posts are taken again",
+                        clean(name),
+                        clean(&s.why)
+                    ),
+                    None => outln!("{} was not set aside on this host", clean(name)),
                 }
             }
         }

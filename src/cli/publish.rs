@@ -499,6 +499,23 @@ pub(super) async fn publish_queued(
         .map_err(map_err)
 }
 
+/// A send of `account` published from this host: its login here works, so a worker's mark of it (set aside
+/// because its login had ended, `publish::set_aside`) is taken away, said on stderr.
+fn resume_published_account(ctx: &Context, account: &str) {
+    match publish::set_aside::resume(&ctx.data_dir.join("profiles"), account) {
+        Ok(Some(s)) => errln!(
+            "oncepost: account {} resumed on this host (a worker had set it aside: {})",
+            clean(account),
+            clean(&s.why)
+        ),
+        Ok(None) => {}
+        Err(e) => errln!(
+            "oncepost: account {} published, but its set-aside mark stays: {e}",
+            clean(account)
+        ),
+    }
+}
+
 /// [`publish_once`], or with `existing`, the publish of that existing intent (`--key`).
 async fn publish_locked(
     ctx: &Context,
@@ -549,7 +566,12 @@ async fn publish_locked(
         };
         drop(lock);
         match r {
-            Ok(o) => return Ok(o),
+            Ok(o) => {
+                if o.pressed && o.state == Status::Published {
+                    resume_published_account(ctx, &req.account);
+                }
+                return Ok(o);
+            }
             Err(PublishError::Store(StoreError::LeaseHeld { owner, .. })) => {
                 if !wait || queue.pause().await.is_err() {
                     return Err(CliError {

@@ -181,6 +181,56 @@ fn report(key: &DeliveryKey, r: &Result<publish::PublishOutcome, CliError>) -> s
     }
 }
 
+/// Set `account` aside on this host after its send `key` showed that its login here ended (`why`): none of
+/// its queued posts is taken here until a person resumes it, and its warm browser is closed (its account
+/// lease given back, so another host may take the account). The JSON line saying so.
+async fn set_aside(
+    store: &Store,
+    warm: &publish::WarmBrowsers,
+    profiles: &std::path::Path,
+    account: &str,
+    key: &DeliveryKey,
+    why: &str,
+) -> serde_json::Value {
+    let mark = publish::set_aside::SetAside {
+        account: account.to_string(),
+        why: why.to_string(),
+        key: key.as_str().to_string(),
+        at: Timestamp::now().0,
+    };
+    let written = publish::set_aside::mark(profiles, &mark);
+    warm.close_account(store, account).await;
+    let resume = format!(
+        "log the account's browser profile in again on this host, then `oncepost accounts resume {account}`"
+    );
+    match written {
+        Ok(()) => {
+            errln!(
+                "oncepost worker: account {} set aside on this host: {}; its queued posts wait: {}",
+                clean(account),
+                clean(why),
+                clean(&resume)
+            );
+            serde_json::json!({
+                "queue": "set_aside", "account": account, "key": key.as_str(), "why": why, "resume": resume,
+            })
+        }
+        // Not kept: the next of its posts is taken as before and meets the same answer (each one settled
+        // as its own answer says: nothing is sent twice).
+        Err(e) => {
+            errln!(
+                "oncepost worker: account {} not set aside ({e}): its login here may have ended ({})",
+                clean(account),
+                clean(why)
+            );
+            serde_json::json!({
+                "queue": "set_aside", "account": account, "key": key.as_str(), "why": why,
+                "error": e.to_string(),
+            })
+        }
+    }
+}
+
 /// Publish one queued intent with what it recorded (its kept contract version and whole base URL), under the
 /// per-intent lock like `publish --key`, on the account's warm browser when the worker keeps one.
 async fn run_one(
@@ -216,13 +266,21 @@ pub(super) async fn run_queue(
     let mut running = FuturesUnordered::new();
     // The accounts of the publishes running here: one browser per account profile at a time.
     let mut busy: Vec<String> = Vec::new();
+    let profiles = ctx.data_dir.join("profiles");
     let mut stopped = std::pin::pin!(stopped);
     let mut stopping = false;
     loop {
-        // One intent per take, so that each take excludes the accounts already running here.
+        // One intent per take, so that each take excludes the accounts already running here, and those set
+        // aside on this host (read again each turn: `accounts resume` in another process takes one back).
         while !stopping && running.len() < opts.concurrency {
+            let mut excluded = busy.clone();
+            excluded.extend(
+                publish::set_aside::list(&profiles)
+                    .into_iter()
+                    .map(|s| s.account),
+            );
             let key = match store
-                .take_due(1, claim_lease, &busy, warm.holder(), Timestamp::now())
+                .take_due(1, claim_lease, &excluded, warm.holder(), Timestamp::now())
                 .await
             {
                 Ok(keys) => match keys.into_iter().next() {
@@ -265,6 +323,11 @@ pub(super) async fn run_queue(
                     let _ = store.defer(&key, Timestamp::now().plus_ms(opts.poll.as_millis() as i64)).await;
                 }
                 emit(report(&key, &r));
+                if let Ok(o) = &r
+                    && let Some(why) = &o.signed_out
+                {
+                    emit(set_aside(store, warm, &profiles, &account, &key, why).await);
+                }
             }
             _ = tokio::time::sleep(opts.poll) => {}
         }

@@ -486,6 +486,11 @@ pub(crate) async fn run_worker(ctx: &Context, args: WorkerArgs) -> Result<Exit, 
             },
         };
         super::queue::run_queue(ctx, &store, opts, stop.wait(), |line| {
+            // An account set aside on this host follows its run's own line: not a run of its own.
+            if line["queue"] == "set_aside" {
+                outln!("{line}");
+                return;
+            }
             let how = match (line["queue"].as_str(), line["state"].as_str()) {
                 (Some("skipped"), _) => "skipped",
                 (_, Some("pending")) if !line["not_before"].is_null() => "not_yet",

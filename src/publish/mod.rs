@@ -18,6 +18,7 @@
 //! settle failed (nothing can have left: the write guard fails every write and nothing was pressed); after
 //! authorization they settle indeterminate, never failed.
 mod bind;
+pub mod set_aside;
 pub mod settle;
 pub mod warm;
 
@@ -173,6 +174,10 @@ pub struct PublishOutcome {
     pub source: Option<crate::store::IntentSource>,
     /// What this run's capture of the source did (None: nothing captured).
     pub capture: Option<crate::store::Captured>,
+    /// This run's send showed that the account's login has ended (`settle::signed_out_sign`): what showed
+    /// it. A worker sets the account aside on its host (`set_aside.rs`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signed_out: Option<String>,
 }
 
 /// Why a publish could not run to an outcome.
@@ -2143,6 +2148,12 @@ async fn answer(
         }
         _ => None,
     };
+    // Only what this run's own attempt settled: an earlier attempt's answer says nothing of the login now.
+    let signed_out = tl
+        .events
+        .last()
+        .filter(|e| e.attempt.is_some() && e.attempt == attempt)
+        .and_then(|e| settle::signed_out_sign(e.kind, &e.details));
     // The summary is printed and may quote a page's error or URL: redacted like everything printed.
     let summary = if summary.is_empty() {
         format!("{}", it.state)
@@ -2164,6 +2175,7 @@ async fn answer(
         not_before,
         source: store.intent_source(key).await?,
         capture: None,
+        signed_out,
     })
 }
 

@@ -2,6 +2,8 @@
 //! publish attempt can end is a [`Verdict`] variant, and [`land`] says where each one lands.
 use serde_json::{Value, json};
 
+use crate::store::EventKind;
+
 /// How one attempt ended, before it is written to the store.
 #[derive(Debug, Clone)]
 pub enum Verdict {
@@ -243,11 +245,34 @@ pub fn land(v: Verdict) -> Landing {
 /// compose page's load and the press. Every later send of the account meets the same answer until it is
 /// logged in again. Only words: the verdict is the contract's (a rejection only when declared).
 fn signed_out_hint(status: u16) -> Option<&'static str> {
-    matches!(status, 401 | 403 | 419).then_some(
+    SIGNED_OUT_STATUSES.contains(&status).then_some(
         "the platform may no longer take the account's login (an expired session or CSRF token): log the \
          account's browser profile in again (or give --login-url) before anything else is sent for it; a \
          platform that answers so for an expired login may be told so with publish.rejection_statuses",
     )
+}
+
+/// The statuses [`signed_out_hint`] reads as a login that ended.
+const SIGNED_OUT_STATUSES: [u16; 3] = [401, 403, 419];
+
+/// What, in a settled send's event (its kind and details, as [`land`] made them), shows that the account's
+/// login has ended: a create answered 401, 403 or 419, declared a rejection or not, or a compose page that
+/// does not show the account logged in (`compose.signed_in_as`). A worker sets such an account aside on its
+/// host (`set_aside.rs`).
+pub fn signed_out_sign(kind: EventKind, details: &Value) -> Option<String> {
+    let status = details
+        .get("status")
+        .and_then(Value::as_u64)
+        .and_then(|s| u16::try_from(s).ok());
+    match kind {
+        EventKind::Failed | EventKind::Indeterminate => {}
+        _ => return None,
+    }
+    if let Some(s) = status.filter(|s| SIGNED_OUT_STATUSES.contains(s)) {
+        return Some(format!("the create request was answered HTTP {s}"));
+    }
+    (kind == EventKind::Failed && details.pointer("/report/signed_in_as").is_some())
+        .then(|| "the compose page does not show the account logged in".to_string())
 }
 
 /// How long to wait when a "try later" answer names no time.
@@ -336,6 +361,64 @@ mod tests {
             _ => String::new(),
         };
         assert!(why.starts_with("the contract declares this status a definitive rejection; the platform may no longer"), "{why}");
+    }
+
+    /// The sign a worker sets an account aside by, read from what [`land`] makes of each verdict.
+    #[test]
+    fn only_a_login_that_ended_is_a_sign_to_set_the_account_aside() {
+        let sign = |v: Verdict| match land(v) {
+            Landing::Failed(d) => signed_out_sign(EventKind::Failed, &d),
+            Landing::Indeterminate { details, .. } => {
+                signed_out_sign(EventKind::Indeterminate, &details)
+            }
+            _ => None,
+        };
+        let body = String::new;
+        for status in [401, 403, 419] {
+            let undeclared = Verdict::UndeclaredClientError {
+                status,
+                body: body(),
+            };
+            let declared = Verdict::Rejected {
+                status,
+                body: body(),
+            };
+            for v in [undeclared, declared] {
+                assert_eq!(
+                    sign(v),
+                    Some(format!("the create request was answered HTTP {status}"))
+                );
+            }
+        }
+        let not_shown = json!({ "signed_in_as": { "handle": "alice", "shown": null } });
+        assert_eq!(
+            sign(Verdict::NotActionable { report: not_shown }),
+            Some("the compose page does not show the account logged in".into())
+        );
+        for v in [
+            Verdict::UndeclaredClientError {
+                status: 409,
+                body: body(),
+            },
+            Verdict::Rejected {
+                status: 422,
+                body: body(),
+            },
+            Verdict::ServerError {
+                status: 503,
+                body: body(),
+            },
+            Verdict::NotActionable {
+                report: json!({ "publish_control": {} }),
+            },
+        ] {
+            assert_eq!(sign(v), None);
+        }
+        // Only a settle: a later event that carries a status (none does today) is no sign.
+        assert_eq!(
+            signed_out_sign(EventKind::Note, &json!({ "status": 401 })),
+            None
+        );
     }
 
     #[test]

@@ -225,6 +225,15 @@ impl WarmBrowsers {
         }
     }
 
+    /// Close the account's idle browser, if one is kept (its account lease given back): the account was set
+    /// aside on this host (`set_aside.rs`), and a person logs its profile in again.
+    pub async fn close_account(&self, store: &Store, account: &str) {
+        let kept = self.lock().remove(account);
+        if let Some(b) = kept {
+            b.close(store).await;
+        }
+    }
+
     /// Close every idle browser (the worker stops).
     pub async fn close_all(&self, store: &Store) {
         let all: Vec<WarmBrowser> = self.lock().drain().map(|(_, b)| b).collect();

@@ -696,3 +696,146 @@ async fn a_post_the_platform_says_to_send_later_is_queued_again_and_made_once() 
     );
     assert_eq!(env.copies(&text), 0);
 }
+
+/// An account whose login ended on this host (Fixturebook `session-expired`: every create answered 401,
+/// nothing made): the first queued send meets it (indeterminate, as a 401 not declared a rejection is) and
+/// the worker sets the account aside on this host; its other queued posts stay pending, untouched, through
+/// later worker runs, instead of each meeting the same answer (and each going to a person). `accounts list`
+/// shows why; once the profile is logged in again, `accounts resume` takes the account back and the worker
+/// makes each post once. Red without the set-aside: every queued post is sent into the 401.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_account_whose_login_ended_is_set_aside_and_its_queue_waits() {
+    use oncepost::fixture_platform::FaultMode;
+    let env = env_with(Backend::Sqlite, &["alice"]).await;
+    let texts: Vec<String> = (1..=3)
+        .map(|i| unique(&format!("queued before the login ended {i}")))
+        .collect();
+    let mut keys = Vec::new();
+    for t in &texts {
+        keys.push(queued(&env, "alice", t, &[]).await);
+    }
+    let before = env.arrivals();
+    env.platform
+        .set_fault(Fault::new(FaultMode::SessionExpired));
+    let mut lines = Vec::new();
+    for _ in 0..3 {
+        lines.extend(worker(&env, &["--passes", "1", "--concurrency", "1"]).await);
+    }
+    let ran: Vec<&Value> = lines.iter().filter(|l| l["queue"] == "ran").collect();
+    assert_eq!(ran.len(), 1, "one send met the ended login: {lines:?}");
+    assert_eq!(ran[0]["state"], "indeterminate", "{lines:?}");
+    let aside: Vec<&Value> = lines.iter().filter(|l| l["queue"] == "set_aside").collect();
+    assert_eq!(aside.len(), 1, "{lines:?}");
+    assert_eq!(aside[0]["account"], "alice");
+    assert_eq!(aside[0]["key"], ran[0]["key"]);
+    assert!(
+        aside[0]["why"]
+            .as_str()
+            .is_some_and(|w| w.contains("HTTP 401")),
+        "{lines:?}"
+    );
+    assert_eq!(env.arrivals(), before + 1, "the others were never sent");
+    let waiting: Vec<&String> = keys
+        .iter()
+        .filter(|k| k.as_str() != ran[0]["key"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(waiting.len(), 2);
+    for k in &waiting {
+        let shown = env.show(k).await;
+        assert_eq!(
+            (
+                shown["intent"]["state"].as_str(),
+                shown["intent"]["attempt_count"].as_i64()
+            ),
+            (Some("pending"), Some(0)),
+            "{shown}"
+        );
+    }
+    let (code, out, err) = env.run(&["accounts", "list"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("set aside on this host"), "{out}");
+    let (code, listed, err) = env.oncepost.run_json(&["accounts", "list", "--json"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        listed[0]["set_aside_here"]["why"]
+            .as_str()
+            .is_some_and(|w| w.contains("HTTP 401")),
+        "{listed}"
+    );
+
+    // Logged in again (the platform takes the session again), then resumed: each post made once.
+    env.platform.set_fault(Fault::new(FaultMode::Normal));
+    let (code, v, err) = env
+        .oncepost
+        .run_json(&["accounts", "resume", "alice", "--json"])
+        .await;
+    assert_eq!((code, v["resumed"].as_bool()), (0, Some(true)), "{v} {err}");
+    // One post per run (one account at a time per host); a run skipped because a pass's lookup held the
+    // profile is deferred by the poll (1 s).
+    for _ in 0..6 {
+        worker(&env, &["--passes", "1", "--concurrency", "1"]).await;
+        if env.arrivals() == before + 3 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    }
+    for k in &waiting {
+        let (code, out, err) = env.run(&["wait", k, "--timeout", "5s"]).await;
+        assert_eq!(code, 0, "{out} {err}");
+    }
+    for (k, t) in keys.iter().zip(&texts) {
+        let made = usize::from(waiting.contains(&k));
+        assert_eq!(env.copies(t), made, "{t}");
+    }
+    assert_eq!(env.arrivals(), before + 3);
+    let (code, v, err) = env
+        .oncepost
+        .run_json(&["accounts", "resume", "alice", "--json"])
+        .await;
+    assert_eq!(
+        (code, v["resumed"].as_bool()),
+        (0, Some(false)),
+        "{v} {err}"
+    );
+
+    // Set aside again; a synchronous send of the account published from this host (logged in by its link)
+    // shows the login works: the account is resumed with it.
+    env.platform
+        .set_fault(Fault::new(FaultMode::SessionExpired));
+    queued(
+        &env,
+        "alice",
+        &unique("queued as the login ended again"),
+        &[],
+    )
+    .await;
+    // (A pass's reconcile lookup of the first send may hold the profile: that run is skipped, and the
+    // next worker run takes it.)
+    let mut lines = Vec::new();
+    for _ in 0..4 {
+        lines.extend(worker(&env, &["--passes", "1", "--concurrency", "1"]).await);
+        if lines.iter().any(|l| l["queue"] == "set_aside") {
+            break;
+        }
+        // A skipped run is deferred by the poll (1 s).
+        tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    }
+    assert!(lines.iter().any(|l| l["queue"] == "set_aside"), "{lines:?}");
+    env.platform.set_fault(Fault::new(FaultMode::Normal));
+    let (code, v, err) = env
+        .publish(
+            "alice",
+            &kit::fixture_contract(),
+            &unique("logged in again by hand"),
+            &[],
+        )
+        .await;
+    assert_eq!(
+        (code, v["state"].as_str()),
+        (0, Some("published")),
+        "{v} {err}"
+    );
+    assert!(err.contains("resumed on this host"), "{err}");
+    let (_, listed, _) = env.oncepost.run_json(&["accounts", "list", "--json"]).await;
+    assert!(listed[0].get("set_aside_here").is_none(), "{listed}");
+}
