@@ -95,6 +95,8 @@ impl WorkerMetrics {
 struct Served {
     store: Store,
     metrics: Arc<WorkerMetrics>,
+    /// This host's account profiles (for the accounts set aside here).
+    profiles: std::path::PathBuf,
 }
 
 /// Serve `/metrics` and `/healthz` on 127.0.0.1:`port` (0: any free port) until the process ends; the
@@ -103,13 +105,18 @@ pub async fn serve(
     port: u16,
     store: Store,
     metrics: Arc<WorkerMetrics>,
+    profiles: std::path::PathBuf,
 ) -> std::io::Result<SocketAddr> {
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     let addr = listener.local_addr()?;
     let app = axum::Router::new()
         .route("/metrics", get(scrape))
         .route("/healthz", get(healthz))
-        .with_state(Served { store, metrics });
+        .with_state(Served {
+            store,
+            metrics,
+            profiles,
+        });
     tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
     });
@@ -184,6 +191,15 @@ async fn render(s: &Served) -> Result<String, crate::store::StoreError> {
         "gauge",
         "Age of the oldest pending intent (0 when none is pending).",
         &[(String::new(), age)],
+    );
+    let aside = crate::publish::set_aside::list(&s.profiles).len();
+    family(
+        &mut out,
+        "oncepost_accounts_set_aside",
+        "gauge",
+        "Accounts set aside on this host because their login here ended (their queued posts wait for \
+         `oncepost accounts resume`).",
+        &[(String::new(), aside as f64)],
     );
     let c = s.metrics.counts.lock().unwrap_or_else(|p| p.into_inner());
     let counters: [(&str, &str, u64); 5] = [

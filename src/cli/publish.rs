@@ -499,6 +499,55 @@ pub(super) async fn publish_queued(
         .map_err(map_err)
 }
 
+/// An account set aside on this host (its login here ended, `publish::set_aside`): a send without a login
+/// link would meet the same answer (another doubt for a person, or another failure), so one that would
+/// press is refused before anything is recorded, saying what to do. A send that logs in first (`--login-url`)
+/// goes ahead, and an intent that already rests is answered as it stands.
+async fn refuse_if_set_aside(
+    ctx: &Context,
+    store: &Store,
+    req: &PublishRequest,
+    key: &DeliveryKey,
+) -> Result<(), CliError> {
+    if req.login_url.is_some() {
+        return Ok(());
+    }
+    let Some(s) = publish::set_aside::get(&ctx.data_dir.join("profiles"), &req.account) else {
+        return Ok(());
+    };
+    if matches!(store.intent(key).await, Ok(i) if i.state != Status::Pending) {
+        return Ok(());
+    }
+    Err(CliError {
+        exit: Exit::Refused,
+        message: format!(
+            "account {} is set aside on this host: its login here ended ({}, send {}); nothing was sent or \
+             recorded: log its browser profile in again, then `oncepost accounts resume {}`, or publish with \
+             --login-url",
+            clean(&req.account),
+            clean(&s.why),
+            clean(&s.key),
+            clean(&req.account)
+        ),
+    })
+}
+
+/// A send of this host showed that the account's login here ended: the account is set aside on this host,
+/// as a worker sets it aside (`publish::set_aside`), said on stderr.
+fn set_aside_signed_out(ctx: &Context, account: &str, key: &DeliveryKey, why: &str) {
+    let profiles = ctx.data_dir.join("profiles");
+    match publish::set_aside::mark_now(&profiles, account, key.as_str(), why) {
+        Ok(()) => errln!(
+            "oncepost: account {} set aside on this host ({}): its next sends here are refused until its \
+             profile is logged in again (`--login-url`, or `oncepost accounts resume {}`)",
+            clean(account),
+            clean(why),
+            clean(account)
+        ),
+        Err(e) => errln!("oncepost: account {} not set aside ({e})", clean(account)),
+    }
+}
+
 /// A send of `account` published from this host: its login here works, so a worker's mark of it (set aside
 /// because its login had ended, `publish::set_aside`) is taken away, said on stderr.
 fn resume_published_account(ctx: &Context, account: &str) {
@@ -531,6 +580,7 @@ async fn publish_locked(
     };
     ctx.ensure_data_dir()?;
     let store = ctx.open_store().await?;
+    refuse_if_set_aside(ctx, &store, req, &key).await?;
     // --wait: queue behind another process's publish of this intent, for at most --wait-timeout.
     let queue = Wait::new(
         format!("intent {} to be free", key.as_str()),
@@ -569,6 +619,9 @@ async fn publish_locked(
             Ok(o) => {
                 if o.pressed && o.state == Status::Published {
                     resume_published_account(ctx, &req.account);
+                }
+                if let Some(why) = &o.signed_out {
+                    set_aside_signed_out(ctx, &req.account, &key, why);
                 }
                 return Ok(o);
             }

@@ -192,13 +192,7 @@ async fn set_aside(
     key: &DeliveryKey,
     why: &str,
 ) -> serde_json::Value {
-    let mark = publish::set_aside::SetAside {
-        account: account.to_string(),
-        why: why.to_string(),
-        key: key.as_str().to_string(),
-        at: Timestamp::now().0,
-    };
-    let written = publish::set_aside::mark(profiles, &mark);
+    let written = publish::set_aside::mark_now(profiles, account, key.as_str(), why);
     warm.close_account(store, account).await;
     let resume = format!(
         "log the account's browser profile in again on this host, then `oncepost accounts resume {account}`"

@@ -467,9 +467,14 @@ pub(crate) async fn run_worker(ctx: &Context, args: WorkerArgs) -> Result<Exit, 
     let who = format!("worker:{}", std::process::id());
     let metrics = WorkerMetrics::new(Duration::from_millis(args.interval.max(1) as u64));
     if let Some(port) = args.metrics {
-        let addr = super::metrics::serve(port, store.clone(), metrics.clone())
-            .await
-            .map_err(|e| CliError::bad_input(format!("--metrics {port}: cannot listen: {e}")))?;
+        let addr = super::metrics::serve(
+            port,
+            store.clone(),
+            metrics.clone(),
+            ctx.data_dir.join("profiles"),
+        )
+        .await
+        .map_err(|e| CliError::bad_input(format!("--metrics {port}: cannot listen: {e}")))?;
         errln!("metrics: http://{addr}/metrics  health: http://{addr}/healthz");
     }
     // Queued publishes run beside the passes (sweep, reconcile), until the same signal or pass count.

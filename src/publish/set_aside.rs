@@ -69,17 +69,23 @@ pub fn mark(profiles: &Path, s: &SetAside) -> Result<(), SetAsideError> {
     crate::durable::write_atomic(&path, &bytes).map_err(io("cannot write"))
 }
 
+/// Set `account` aside now, after its send `key` showed that its login here ended (`why`).
+pub fn mark_now(profiles: &Path, account: &str, key: &str, why: &str) -> Result<(), SetAsideError> {
+    let s = SetAside {
+        account: account.to_string(),
+        why: why.to_string(),
+        key: key.to_string(),
+        at: crate::store::Timestamp::now().0,
+    };
+    mark(profiles, &s)
+}
+
 /// Resume `account` on this host: its mark, if it had one, is removed and returned.
 pub fn resume(profiles: &Path, account: &str) -> Result<Option<SetAside>, SetAsideError> {
     let path = mark_path(profiles, account)?;
     let was = read(&path);
     match std::fs::remove_file(&path) {
-        Ok(()) => Ok(Some(was.unwrap_or_else(|| SetAside {
-            account: account.to_string(),
-            why: "(its mark could not be read)".into(),
-            key: String::new(),
-            at: 0,
-        }))),
+        Ok(()) => Ok(Some(was.unwrap_or_else(|| unreadable(account)))),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(source) => Err(SetAsideError::Io {
             what: "cannot remove",
@@ -106,16 +112,21 @@ pub fn list(profiles: &Path) -> Vec<SetAside> {
             let name = e.file_name().to_string_lossy().into_owned();
             let account = name.strip_suffix(".json")?;
             check_account_name(account).ok()?;
-            Some(read(&e.path()).unwrap_or_else(|| SetAside {
-                account: account.to_string(),
-                why: "(its mark could not be read)".into(),
-                key: String::new(),
-                at: 0,
-            }))
+            Some(read(&e.path()).unwrap_or_else(|| unreadable(account)))
         })
         .collect();
     all.sort_by(|a, b| a.account.cmp(&b.account));
     all
+}
+
+/// What is known of an account whose mark cannot be read: its name (the file's).
+fn unreadable(account: &str) -> SetAside {
+    SetAside {
+        account: account.to_string(),
+        why: "(its mark could not be read)".into(),
+        key: String::new(),
+        at: 0,
+    }
 }
 
 fn read(path: &Path) -> Option<SetAside> {

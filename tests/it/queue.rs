@@ -839,3 +839,76 @@ async fn an_account_whose_login_ended_is_set_aside_and_its_queue_waits() {
     let (_, listed, _) = env.oncepost.run_json(&["accounts", "list", "--json"]).await;
     assert!(listed[0].get("set_aside_here").is_none(), "{listed}");
 }
+
+/// The same on a synchronous send (an agent calling `publish`, no worker): the send that meets the ended login
+/// sets the account aside on this host, and the next send of it without a login link is refused before
+/// anything is recorded or sent (exit 4, saying what to do) instead of meeting the same 401; a rerun of the
+/// first is answered as it stands. Logged in again by its link, the next send is published and resumes the
+/// account. Red without the refusal: the second send goes out into the 401 too (indeterminate).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_synchronous_send_after_the_login_ended_is_refused_until_it_logs_in() {
+    use oncepost::fixture_platform::FaultMode;
+    let env = env_with(Backend::Sqlite, &["alice"]).await;
+    let contract = kit::fixture_contract();
+    let without_login = |text: &str| {
+        let mut args = env.publish_args("alice", &contract, text);
+        let at = args.iter().position(|a| a == "--login-url").unwrap();
+        args.drain(at..at + 2);
+        args
+    };
+    let env = &env;
+    let run = |args: Vec<String>| async move {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        env.oncepost.run_json(&args).await
+    };
+    env.platform
+        .set_fault(Fault::new(FaultMode::SessionExpired));
+    let first = unique("sent as the login ended");
+    let (code, v, err) = run(without_login(&first)).await;
+    assert_eq!(code, 10, "{v} {err}");
+    assert_eq!(
+        v["signed_out"], "the create request was answered HTTP 401",
+        "{v}"
+    );
+    assert!(err.contains("set aside on this host"), "{err}");
+    let arrivals = env.arrivals();
+
+    let second = unique("sent after the login ended");
+    let (code, v, err) = run(without_login(&second)).await;
+    assert_eq!(code, 4, "{v} {err}");
+    assert!(
+        err.contains("is set aside on this host") && err.contains("--login-url"),
+        "{err}"
+    );
+    assert_eq!(env.arrivals(), arrivals, "nothing sent");
+    let (code, listed, _) = env.oncepost.run_json(&["intents", "list", "--json"]).await;
+    assert_eq!(code, 0);
+    assert!(
+        !listed.to_string().contains(&second),
+        "nothing recorded: {listed}"
+    );
+    // A rerun of the first rests as it is: answered, not refused.
+    let (code, v, err) = run(without_login(&first)).await;
+    assert_eq!(
+        (code, v["pressed"].as_bool()),
+        (10, Some(false)),
+        "{v} {err}"
+    );
+
+    env.platform.set_fault(Fault::new(FaultMode::Normal));
+    let (code, v, err) = env.publish("alice", &contract, &second, &[]).await;
+    assert_eq!(
+        (code, v["state"].as_str()),
+        (0, Some("published")),
+        "{v} {err}"
+    );
+    assert!(err.contains("resumed on this host"), "{err}");
+    let third = unique("sent once the login works again");
+    let (code, v, err) = run(without_login(&third)).await;
+    assert_eq!(
+        (code, v["state"].as_str()),
+        (0, Some("published")),
+        "{v} {err}"
+    );
+    assert_eq!((env.copies(&second), env.copies(&third)), (1, 1));
+}

@@ -239,6 +239,14 @@ async fn the_worker_serves_metrics_and_health_on_loopback() {
     let env = Env::start(FaultMode::Normal).await;
     let (code, v) = env.publish(&kit::unique("metrics")).await;
     assert_eq!(code, 0, "{v}");
+    // An account a worker of this host set aside (its login here ended): a gauge of this host's.
+    let aside = env.dir.path().join("profiles/.set-aside");
+    std::fs::create_dir_all(&aside).unwrap();
+    std::fs::write(
+        aside.join("carol.json"),
+        r#"{"account": "carol", "why": "the create request was answered HTTP 401", "key": "k", "at": 1}"#,
+    )
+    .unwrap();
     let mut child = tokio::process::Command::new(kit::BIN)
         .args(["worker", "--interval", "200ms", "--metrics", "0"])
         .env("ONCEPOST_HOME", env.dir.path())
@@ -305,6 +313,7 @@ async fn the_worker_serves_metrics_and_health_on_loopback() {
         text.contains("oncepost_queue_oldest_pending_age_seconds 0\n"),
         "{text}"
     );
+    assert!(text.contains("oncepost_accounts_set_aside 1\n"), "{text}");
     // This worker published nothing: no attempt, no browser; the refusals family is there, empty.
     for line in [
         "oncepost_browser_launches_total 0\n",
