@@ -480,6 +480,10 @@ impl OncepostMcp {
             "steps": o.steps,
             "evidence": o.evidence,
         });
+        // The send showed the account's login here ended: the account is now set aside on this host.
+        if let (Some(why), Some(m)) = (&o.signed_out, v.as_object_mut()) {
+            m.insert("signed_out".into(), json!(why));
+        }
         self.add_next(&mut v, &intent);
         let mut r = CallToolResult::structured(v);
         let mut images = 0;
