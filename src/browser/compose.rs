@@ -538,9 +538,17 @@ impl<'a> ComposePage<'a> {
             .ok()?
             .ok()?;
         let carried = super::door::carried::words_of;
+        // What the contract says the page adds by itself (a signature) is not the page changing the post.
+        let declared: std::collections::HashSet<String> = self
+            .plan
+            .added_text
+            .iter()
+            .flat_map(|a| carried(a))
+            .collect();
         checked.iter().zip(now).find_map(|(c, now)| {
-            let before: std::collections::HashSet<String> =
+            let mut before: std::collections::HashSet<String> =
                 carried(&c.shown).into_iter().collect();
+            before.extend(declared.iter().cloned());
             let mut added: Vec<String> = Vec::new();
             for w in carried(&now?) {
                 if !before.contains(&w) && !added.contains(&w) {

@@ -59,6 +59,8 @@ pub struct ProbePlan {
     /// rule before the press, so an editor may rewrite what the rule lets the read-back accept, and nothing
     /// more.
     pub text_compare: super::TextRule,
+    /// Text the page adds to every post by itself (`publish.added_text`): not the page changing the post.
+    pub added_text: Vec<String>,
 }
 
 /// When a step runs, in the order a compose page runs them.

@@ -139,6 +139,27 @@ impl TextRule {
     }
 }
 
+impl TextRule {
+    /// [`TextRule::matches`], or `shown` is `sent` with one of `added` (text the page or platform adds to
+    /// every post: a signature) whole before or after it, each normalized as the texts are.
+    pub fn matches_with(self, sent: &str, shown: &str, added: &[String]) -> bool {
+        if self.matches(sent, shown) {
+            return true;
+        }
+        let shown = normalize_text(shown);
+        let shown = shown.trim();
+        added.iter().any(|a| {
+            let a = normalize_text(a);
+            let a = a.trim();
+            !a.is_empty()
+                && [shown.strip_suffix(a), shown.strip_prefix(a)]
+                    .into_iter()
+                    .flatten()
+                    .any(|rest| !rest.trim().is_empty() && self.matches(sent, rest.trim()))
+        })
+    }
+}
+
 /// Where and how to read posts back (templates already carry the base URL).
 #[derive(Debug, Clone)]
 pub struct ReadbackPlan {
@@ -162,6 +183,9 @@ pub struct ReadbackPlan {
     pub text_skip: Vec<String>,
     /// Text rule.
     pub compare: TextRule,
+    /// Text the page or platform adds to every post by itself (`publish.added_text`): a post shown with it
+    /// before or after the text is the post.
+    pub added_text: Vec<String>,
     /// How long after a create "not found" may still mean "not there yet".
     pub propagation_ms: u64,
     /// CSS selectors blacked out in the screenshot.
@@ -458,12 +482,13 @@ pub struct ShownItem {
 impl ShownItem {
     /// Whether this item shows `sent` under `rule`: its text as in the document, or as laid out (a page
     /// that renders line breaks as elements with nothing between them). Both are the one element's text,
-    /// so either is what the post shows; the authorship and id checks come on top, as ever.
-    pub fn shows(&self, rule: TextRule, sent: &str) -> bool {
+    /// so either is what the post shows; the authorship and id checks come on top, as ever. With `added`
+    /// (`publish.added_text`), also that text with one of them before or after it.
+    pub fn shows(&self, rule: TextRule, sent: &str, added: &[String]) -> bool {
         [&self.text, &self.laid_out]
             .into_iter()
             .flatten()
-            .any(|t| rule.matches(sent, t))
+            .any(|t| rule.matches_with(sent, t, added))
     }
 }
 
@@ -923,7 +948,7 @@ impl ReadbackPlan {
         // of the same account): not even a lead.
         for i in items
             .iter()
-            .filter(|i| self.marked(i) && i.shows(self.compare, sent))
+            .filter(|i| self.marked(i) && i.shows(self.compare, sent, &self.added_text))
         {
             let authorship = self.authorship(i);
             let author = authorship.author();
@@ -1020,7 +1045,7 @@ impl ReadbackPlan {
                 Vec::new(),
             );
         }
-        if !i.shows(self.compare, sent) {
+        if !i.shows(self.compare, sent, &self.added_text) {
             return (
                 ReadVerdict::Mismatch {
                     id: Some(id.to_string()),
@@ -1339,6 +1364,7 @@ mod tests {
             link_css: None,
             text_skip: Vec::new(),
             compare: TextRule::ExactNfc,
+            added_text: Vec::new(),
             propagation_ms: 0,
             masks: Vec::new(),
             author_css: Some(".post-author".into()),
@@ -1507,22 +1533,52 @@ mod tests {
             TextRule::CollapseWhitespace,
             TextRule::VisibleWords,
         ] {
-            assert!(!glued.shows(rule, sent), "{rule:?}");
-            assert!(laid_out.shows(rule, sent), "{rule:?}");
+            assert!(!glued.shows(rule, sent, &[]), "{rule:?}");
+            assert!(laid_out.shows(rule, sent, &[]), "{rule:?}");
         }
         // Either text of the element, never another's: a different text laid out is still different.
         let other = ShownItem {
             laid_out: Some("first line\nsecond line\n\nanother paragraph".into()),
             ..glued
         };
-        assert!(!other.shows(TextRule::VisibleWords, sent));
+        assert!(!other.shows(TextRule::VisibleWords, sent, &[]));
         // As in the document still counts (a page that styles its text `text-transform: uppercase`
         // lays it out in capitals).
         let upper = ShownItem {
             laid_out: Some("FIRST LINE".into()),
             ..item(None, "first line", None, None)
         };
-        assert!(upper.shows(TextRule::ExactNfc, "first line"));
+        assert!(upper.shows(TextRule::ExactNfc, "first line", &[]));
+    }
+
+    /// Text the contract says the page or platform adds (`publish.added_text`) may stand whole before or
+    /// after the post, and nothing else may: not part of it, not in the middle, not instead of the post.
+    #[test]
+    fn a_declared_addition_before_or_after_the_post_is_the_post() {
+        let sig = vec!["\u{2014} sent from my app".to_string()];
+        let sent = "hello world";
+        for rule in [
+            TextRule::ExactNfc,
+            TextRule::CollapseWhitespace,
+            TextRule::VisibleWords,
+        ] {
+            for shown in [
+                "hello world\n\n\u{2014} sent from my app",
+                "hello world \u{2014} sent from my app",
+                "\u{2014} sent from my app\nhello world",
+            ] {
+                assert!(rule.matches_with(sent, shown, &sig), "{rule:?} {shown:?}");
+                assert!(!rule.matches_with(sent, shown, &[]), "{rule:?} {shown:?}");
+            }
+            for shown in [
+                "hello world sent from my app",
+                "hello \u{2014} sent from my app world",
+                "\u{2014} sent from my app",
+                "goodbye world \u{2014} sent from my app",
+            ] {
+                assert!(!rule.matches_with(sent, shown, &sig), "{rule:?} {shown:?}");
+            }
+        }
     }
 
     #[test]

@@ -385,6 +385,13 @@ pub struct Publish {
     /// (compressed, encrypted): its create is then told apart by method, URL and body rules alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub create_carries_post: Option<bool>,
+    /// (format 2) Text the page or the platform adds to every post by itself (a signature, a "sent from"
+    /// line): the page putting it in the body field on the press is not the page changing the post (the
+    /// last look before the create is sent lets those words through), and a post read back with it before
+    /// or after the text is the post. Each is matched whole, as the read-back compares text.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(inner(length(min = 1, max = 500)))]
+    pub added_text: Vec<String>,
 }
 
 /// The key a publish is pressed with, when it is a key.

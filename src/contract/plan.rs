@@ -302,6 +302,7 @@ impl Contract {
             non_publish_writes,
             read_requests,
             text_compare: text_rule(self.readback.compare),
+            added_text: self.publish.added_text.clone(),
         })
     }
 }
@@ -527,6 +528,7 @@ impl Contract {
             link_css: rb.link.clone(),
             text_skip: rb.text_skip.clone(),
             compare: text_rule(rb.compare),
+            added_text: self.publish.added_text.clone(),
             propagation_ms: rb.propagation_ms,
             masks: self.evidence.mask.clone(),
             author_css: rb.author.clone(),

@@ -1021,6 +1021,24 @@ pub fn validate(c: &Contract) -> Vec<Finding> {
             );
         }
     }
+    if !c.publish.added_text.is_empty() {
+        format2(&mut k, publish.key("added_text"), "added_text");
+    }
+    for (i, a) in c.publish.added_text.iter().enumerate() {
+        if a.trim().is_empty() {
+            k.err(
+                publish.key("added_text").index(i),
+                "blank text",
+                "give the text the page or platform adds to every post, as it shows (a signature: \"— sent from my app\")",
+            );
+        } else if a.chars().count() > 500 {
+            k.err(
+                publish.key("added_text").index(i),
+                "longer than 500 characters",
+                "give only what the page or platform adds to every post (a signature, a \"via\" line)",
+            );
+        }
+    }
     let socket_create = create.method == WEBSOCKET;
     // Where WebSocket messages can be declared: the create's socket, or a live socket oncepost relays.
     let relayed_sockets = socket_create || c.live_sockets.iter().any(|l| l.relay);

@@ -199,3 +199,63 @@ async fn a_signature_the_page_adds_to_the_post_on_the_press_is_never_sent() {
     let history = refused_by_the_last_look(&env, &v).await.unwrap();
     assert!(history.contains("sent from fixturebook web"), "{history}");
 }
+
+/// The same signing page, on a contract that says so (`publish.added_text`, format 2): the signature the
+/// page puts in the field on the press is not the page changing the post, so the create goes out, once, and
+/// the post read back with the signature after the text is the post: published, one copy. Red without the
+/// declaration's two uses: failed by the last look (above), or, past it, parked as another text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signature_the_contract_declares_is_published_once_and_read_back() {
+    let env = kit::Env::start(Fault::new(FaultMode::Normal)).await;
+    env.add_account("alice", &["--handle", "alice"]).await;
+    let declared = kit::compose_asking("signature=field")
+        .replace("format = 1", "format = 2")
+        .replace(
+            "rejection_statuses = [422]\n",
+            "rejection_statuses = [422]\nadded_text = [\"\u{2014} sent from Fixturebook web\"]\n",
+        );
+    assert!(declared.contains("added_text"), "{declared}");
+    let c = env.write_file("signed-declared.toml", &declared);
+    let text = unique("a post the page signs, as its contract says");
+    let (code, v, err) = env.publish("alice", &c, &text, &[]).await;
+    assert_eq!(
+        (code, v["state"].as_str()),
+        (0, Some("published")),
+        "{v} {err}"
+    );
+    let posts = env.platform.posts();
+    let made: Vec<&str> = posts
+        .iter()
+        .filter(|p| p.text.starts_with(&text))
+        .map(|p| p.text.as_str())
+        .collect();
+    assert_eq!(
+        made,
+        [format!("{text}\n\n\u{2014} sent from Fixturebook web").as_str()],
+        "{v}"
+    );
+    assert_eq!(env.arrivals(), 1);
+    // Run again: found where it is, nothing pressed.
+    let (code, v, err) = env.publish("alice", &c, &text, &[]).await;
+    assert_eq!(
+        (code, v["pressed"].as_bool()),
+        (0, Some(false)),
+        "{v} {err}"
+    );
+    assert_eq!(env.arrivals(), 1);
+    // `contract check` refuses the key in format 1, and a blank text.
+    for (name, from, to, says) in [
+        ("format1", "format = 2", "format = 1", "added_text"),
+        (
+            "blank",
+            "added_text = [\"\u{2014} sent from Fixturebook web\"]",
+            "added_text = [\"  \"]",
+            "blank text",
+        ),
+    ] {
+        let changed = declared.replace(from, to);
+        assert_ne!(changed, declared, "{name}");
+        env.assert_check_refuses(&format!("added-{name}"), &changed, says)
+            .await;
+    }
+}
