@@ -912,3 +912,68 @@ async fn a_synchronous_send_after_the_login_ended_is_refused_until_it_logs_in() 
     );
     assert_eq!((env.copies(&second), env.copies(&third)), (1, 1));
 }
+
+/// The other sign: a platform visitors may post on, whose contract says where its page shows who is logged in
+/// (`compose.signed_in_as`), and an account whose profile on this host is not logged in. Its first queued
+/// send presses nothing (failed: the compose page does not show the account) and sets the account aside; the
+/// next stays pending through later worker runs. A send of the account published from this host with its
+/// login link resumes it, and the worker then makes the waiting post once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_account_not_shown_logged_in_is_set_aside_until_a_send_of_it_is_published() {
+    let env = Env::start_on(Fault::default(), Backend::Sqlite).await;
+    env.add_account("carol", &["--handle", "carol"]).await;
+    let c = std::fs::read_to_string(kit::fixture_contract())
+        .unwrap()
+        .replace("format = 1", "format = 2")
+        .replace(
+            "url = \"{base_url}/compose\"\n",
+            "url = \"{base_url}/compose\"\nsigned_in_as = { css = \"#whoami\", attribute = \"data-account\" }\n",
+        );
+    assert!(c.contains("signed_in_as"));
+    let contract = env.write_file("signed-in-queue.toml", &c);
+    let (first, second) = (unique("carol, not logged in"), unique("carol, waiting"));
+    for t in [&first, &second] {
+        let (code, v, err) = submit_with(&env, &contract, "carol", t, &[]).await;
+        assert_eq!(code, 0, "{v} {err}");
+    }
+    let mut lines = Vec::new();
+    for _ in 0..2 {
+        lines.extend(worker(&env, &["--passes", "1", "--concurrency", "1"]).await);
+    }
+    let ran: Vec<&Value> = lines.iter().filter(|l| l["queue"] == "ran").collect();
+    assert_eq!(ran.len(), 1, "{lines:?}");
+    assert_eq!(
+        (ran[0]["state"].as_str(), ran[0]["pressed"].as_bool()),
+        (Some("failed"), Some(false)),
+        "{lines:?}"
+    );
+    let aside: Vec<&Value> = lines.iter().filter(|l| l["queue"] == "set_aside").collect();
+    assert_eq!(aside.len(), 1, "{lines:?}");
+    assert_eq!(
+        aside[0]["why"], "the compose page does not show the account logged in",
+        "{lines:?}"
+    );
+    assert_eq!(env.arrivals(), 0, "nothing was sent");
+
+    // Logged in by a synchronous send with its link: published, and the account is taken back.
+    let (code, v, err) = env
+        .publish("carol", &contract, &unique("carol logs in"), &[])
+        .await;
+    assert_eq!(
+        (code, v["state"].as_str()),
+        (0, Some("published")),
+        "{v} {err}"
+    );
+    assert!(err.contains("resumed on this host"), "{err}");
+    for _ in 0..4 {
+        worker(&env, &["--passes", "1", "--concurrency", "1"]).await;
+        if env.copies(&second) + env.copies(&first) > 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    }
+    // The waiting one was made once; the first failed (nothing made) and stays a person's to retry.
+    let made = [env.copies(&first), env.copies(&second)];
+    assert!(made == [0, 1] || made == [1, 0], "{made:?}");
+    assert_eq!(env.arrivals(), 2, "the login send and the waiting post");
+}
