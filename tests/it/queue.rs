@@ -822,20 +822,13 @@ async fn an_account_whose_login_ended_is_set_aside_and_its_queue_waits() {
     }
     assert!(lines.iter().any(|l| l["queue"] == "set_aside"), "{lines:?}");
     env.platform.set_fault(Fault::new(FaultMode::Normal));
-    let (code, v, err) = env
-        .publish(
-            "alice",
-            &kit::fixture_contract(),
-            &unique("logged in again by hand"),
-            &[],
-        )
-        .await;
-    assert_eq!(
-        (code, v["state"].as_str()),
-        (0, Some("published")),
-        "{v} {err}"
-    );
-    assert!(err.contains("resumed on this host"), "{err}");
+    published_by_hand_resumes(
+        &env,
+        "alice",
+        &kit::fixture_contract(),
+        &unique("logged in again by hand"),
+    )
+    .await;
     let (_, listed, _) = env.oncepost.run_json(&["accounts", "list", "--json"]).await;
     assert!(listed[0].get("set_aside_here").is_none(), "{listed}");
 }
@@ -896,13 +889,7 @@ async fn a_synchronous_send_after_the_login_ended_is_refused_until_it_logs_in() 
     );
 
     env.platform.set_fault(Fault::new(FaultMode::Normal));
-    let (code, v, err) = env.publish("alice", &contract, &second, &[]).await;
-    assert_eq!(
-        (code, v["state"].as_str()),
-        (0, Some("published")),
-        "{v} {err}"
-    );
-    assert!(err.contains("resumed on this host"), "{err}");
+    published_by_hand_resumes(env, "alice", &contract, &second).await;
     let third = unique("sent once the login works again");
     let (code, v, err) = run(without_login(&third)).await;
     assert_eq!(
@@ -922,15 +909,7 @@ async fn a_synchronous_send_after_the_login_ended_is_refused_until_it_logs_in() 
 async fn an_account_not_shown_logged_in_is_set_aside_until_a_send_of_it_is_published() {
     let env = Env::start_on(Fault::default(), Backend::Sqlite).await;
     env.add_account("carol", &["--handle", "carol"]).await;
-    let c = std::fs::read_to_string(kit::fixture_contract())
-        .unwrap()
-        .replace("format = 1", "format = 2")
-        .replace(
-            "url = \"{base_url}/compose\"\n",
-            "url = \"{base_url}/compose\"\nsigned_in_as = { css = \"#whoami\", attribute = \"data-account\" }\n",
-        );
-    assert!(c.contains("signed_in_as"));
-    let contract = env.write_file("signed-in-queue.toml", &c);
+    let contract = env.signed_in_contract();
     let (first, second) = (unique("carol, not logged in"), unique("carol, waiting"));
     for t in [&first, &second] {
         let (code, v, err) = submit_with(&env, &contract, "carol", t, &[]).await;
@@ -956,15 +935,7 @@ async fn an_account_not_shown_logged_in_is_set_aside_until_a_send_of_it_is_publi
     assert_eq!(env.arrivals(), 0, "nothing was sent");
 
     // Logged in by a synchronous send with its link: published, and the account is taken back.
-    let (code, v, err) = env
-        .publish("carol", &contract, &unique("carol logs in"), &[])
-        .await;
-    assert_eq!(
-        (code, v["state"].as_str()),
-        (0, Some("published")),
-        "{v} {err}"
-    );
-    assert!(err.contains("resumed on this host"), "{err}");
+    published_by_hand_resumes(&env, "carol", &contract, &unique("carol logs in")).await;
     for _ in 0..4 {
         worker(&env, &["--passes", "1", "--concurrency", "1"]).await;
         if env.copies(&second) + env.copies(&first) > 0 {
@@ -976,4 +947,21 @@ async fn an_account_not_shown_logged_in_is_set_aside_until_a_send_of_it_is_publi
     let made = [env.copies(&first), env.copies(&second)];
     assert!(made == [0, 1] || made == [1, 0], "{made:?}");
     assert_eq!(env.arrivals(), 2, "the login send and the waiting post");
+}
+
+/// A synchronous send of `account` with its login link: published, and the account, set aside on this host,
+/// resumed with it (said on stderr).
+async fn published_by_hand_resumes(
+    env: &Env,
+    account: &str,
+    contract: &std::path::Path,
+    text: &str,
+) {
+    let (code, v, err) = env.publish(account, contract, text, &[]).await;
+    assert_eq!(
+        (code, v["state"].as_str()),
+        (0, Some("published")),
+        "{v} {err}"
+    );
+    assert!(err.contains("resumed on this host"), "{err}");
 }

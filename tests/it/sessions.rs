@@ -194,20 +194,6 @@ async fn a_login_kept_in_a_session_cookie_outlives_the_browser() {
     assert_eq!(by, ["alice"], "{v}");
 }
 
-/// The fixture contract in format 2 with `compose.signed_in_as` on Fixturebook's header (`#whoami`'s
-/// `data-account`: the logged-in account, or `anonymous`).
-fn signed_in_contract(env: &kit::Env) -> PathBuf {
-    let c = std::fs::read_to_string(kit::repo_path("selectors/fixture.toml"))
-        .unwrap()
-        .replace("format = 1", "format = 2")
-        .replace(
-            "url = \"{base_url}/compose\"\n",
-            "url = \"{base_url}/compose\"\nsigned_in_as = { css = \"#whoami\", attribute = \"data-account\" }\n",
-        );
-    assert!(c.contains("signed_in_as"));
-    env.write_file("signed-in.toml", &c)
-}
-
 /// Fixturebook lets a visitor post (as `anonymous`). A send whose account is not logged in (no login link,
 /// nothing in its profile) would make the post under no one's name; with `compose.signed_in_as` the compose
 /// page must show the account first: nothing typed or pressed, failed, no post (red without the check: the
@@ -215,7 +201,7 @@ fn signed_in_contract(env: &kit::Env) -> PathBuf {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_send_the_page_does_not_show_logged_in_as_the_account_presses_nothing() {
     let env = env().await;
-    let contract = signed_in_contract(&env);
+    let contract = env.signed_in_contract();
     let text = unique("never as a visitor");
     let mut args = env.publish_args("alice", &contract, &text);
     let at = args.iter().position(|a| a == "--login-url").unwrap();

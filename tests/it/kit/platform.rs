@@ -112,6 +112,20 @@ impl Env {
         (child, go)
     }
 
+    /// The fixture contract in format 2 with `compose.signed_in_as` on Fixturebook's header (`#whoami`'s
+    /// `data-account`: the logged-in account, or `anonymous`), written in the data dir.
+    pub fn signed_in_contract(&self) -> PathBuf {
+        let c = std::fs::read_to_string(super::repo_path("selectors/fixture.toml"))
+            .unwrap()
+            .replace("format = 1", "format = 2")
+            .replace(
+                "url = \"{base_url}/compose\"\n",
+                "url = \"{base_url}/compose\"\nsigned_in_as = { css = \"#whoami\", attribute = \"data-account\" }\n",
+            );
+        assert!(c.contains("signed_in_as"));
+        self.write_file("signed-in.toml", &c)
+    }
+
     /// `accounts add NAME --platform fixture` and `extra` (`--handle`, `--dup-window`, ...); must succeed.
     pub async fn add_account(&self, name: &str, extra: &[&str]) {
         let mut args = vec!["accounts", "add", name, "--platform", "fixture"];
