@@ -294,6 +294,36 @@ async fn an_unknown_outcome_is_answered_from_the_store_until_a_lookup_settles_it
     );
 }
 
+/// A send whose create is answered 401 (the account's login ended): the answer says `signed_out`, and the
+/// account's next send from this host without a login link is a tool error 4 (nothing sent or recorded) that
+/// says what to do, instead of a second send into the same answer.
+#[tokio::test]
+async fn a_send_into_an_ended_login_says_so_and_the_next_is_refused() {
+    let env = start(FaultMode::SessionExpired).await;
+    let first = call(&env, "publish", &publish_args(&env, &unique("mcp 401"))).await;
+    let s = &first["structured_content"];
+    assert_eq!(
+        (s["state"].as_str(), s["signed_out"].as_str()),
+        (
+            Some("indeterminate"),
+            Some("the create request was answered HTTP 401")
+        ),
+        "{first}"
+    );
+    let mut args = publish_args(&env, &unique("mcp after the 401"));
+    args.as_object_mut().unwrap().remove("login_url");
+    let refused = call(&env, "publish", &args).await;
+    assert_eq!(refused["is_error"], true, "{refused}");
+    assert_eq!(refused["structured_content"]["code"], 4, "{refused}");
+    assert!(
+        refused["structured_content"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("is set aside on this host")),
+        "{refused}"
+    );
+    assert_eq!(env.arrivals(), 1, "the refused send sent nothing");
+}
+
 /// The server dies mid-publish (SIGKILL after the platform answered): the client sees the server gone; a new
 /// server's call reports the declared state (the send is in flight: nothing re-sends it); once the sweep and a
 /// lookup ran, the call answers `published`. One post throughout.
