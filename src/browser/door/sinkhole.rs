@@ -25,9 +25,6 @@ const HEAD_MAX: usize = 8 * 1024;
 const KEPT_LINE: usize = 512;
 /// The most knocks kept (a page hammering the door must not grow memory without bound).
 const LEDGER_MAX: usize = 10_000;
-/// How long a refused tunnel may take to start its TLS handshake or send its first byte (then, within
-/// [`HEAD_TIMEOUT`] each, the handshake and the request head inside).
-const INSIDE_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Hosts Chromium itself calls at start-up and now and then, with every background switch set (measured:
 /// about 13 lines per launch: start.duckduckgo.com, content-autofill.googleapis.com, accounts.google.com,
@@ -325,19 +322,10 @@ async fn refuse<S: AsyncWrite + Unpin>(stream: &mut S) {
 /// here with the door's certificate (pinned at launch, `socket::DoorTls`); nothing is sent on, and a tunnel
 /// that shows no request within the bounds is closed as it is.
 async fn look_inside(mut stream: TcpStream, ledger: &Mutex<Ledger>, seq: Option<usize>) {
-    if stream
-        .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
-        .await
-        .is_err()
-    {
-        return;
-    }
-    // TLS or not is told by the first byte (a TLS record starts 0x16), looked at without taking it.
-    let mut first = [0u8; 1];
-    let Ok(Ok(1)) = tokio::time::timeout(INSIDE_TIMEOUT, stream.peek(&mut first)).await else {
+    let Some(tls) = socket::open_tunnel(&mut stream).await else {
         return;
     };
-    if first[0] == 0x16 {
+    if tls {
         let Ok(tls) = socket::DoorTls::get() else {
             return;
         };

@@ -549,6 +549,22 @@ impl DoorTls {
     }
 }
 
+/// Answer a proxy's `CONNECT` as established and tell what the tunnel carries by its first byte, looked at
+/// without taking it (a TLS record starts 0x16): `Some(true)` TLS, `Some(false)` in the clear, `None` when
+/// the answer could not be written or nothing came within [`HANDSHAKE_TIMEOUT`]. Shared by the relay and by
+/// the sinkhole, which opens every tunnel it refuses to read what it carries.
+pub(super) async fn open_tunnel(client: &mut TcpStream) -> Option<bool> {
+    client
+        .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        .await
+        .ok()?;
+    let mut first = [0u8; 1];
+    match tokio::time::timeout(HANDSHAKE_TIMEOUT, client.peek(&mut first)).await {
+        Ok(Ok(1)) => Some(first[0] == 0x16),
+        _ => None,
+    }
+}
+
 /// Relay one tunnel the sinkhole accepted for the create socket. `Err` when it was refused instead (the
 /// sinkhole records that as a knock); `Ok` when it was relayed (whatever happened then is in the records).
 pub(super) async fn relay(
@@ -557,20 +573,10 @@ pub(super) async fn relay(
     port: u16,
     door: SocketDoor,
 ) -> Result<(), NotRelayed> {
-    if client
-        .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
-        .await
-        .is_err()
-    {
-        return Err(NotRelayed::NoHandshake);
-    }
-    // TLS or not is told by the first byte (a TLS record starts 0x16), looked at without taking it.
-    let mut first = [0u8; 1];
-    let Ok(Ok(1)) = tokio::time::timeout(HANDSHAKE_TIMEOUT, client.peek(&mut first)).await else {
+    let Some(tls) = open_tunnel(&mut client).await else {
         let _ = client.shutdown().await;
         return Err(NotRelayed::NoHandshake);
     };
-    let tls = first[0] == 0x16;
     if tls != door.endpoint_tls(&host, port) {
         let _ = client.shutdown().await;
         return Err(if tls {
