@@ -229,6 +229,41 @@ async (locs, act, opts) => {"#,
   // the click. `el.click()` alone sends only the last: design systems' selects open their list on
   // mousedown (MUI's Select, react-select), so a bare click leaves it shut (Fixturebook's
   // `/compose?category=list`).
+  // The range a person's selection would be in a contenteditable field: all of its text (`all`) or the caret
+  // after it, from a position inside its first showing leaf to one inside its last (a text node that shows
+  // something, a line break, an image, an empty paragraph), never on the field's root between its blocks.
+  // A selection anchored on the root itself (what `selectNodeContents` gives) maps to no text position in an
+  // editor that keeps its own model: measured on MediaWiki's VisualEditor, the typed text was lost (only the
+  // last key stayed) or the last key went before it, in 3 publishes of 8 (Fixturebook `/compose?model_editor=1`
+  // drops such input). A field with no such leaf (empty, or only what is not editable) keeps the root's range.
+  const textRange = (root, all) => {
+    const d = root.ownerDocument, r = d.createRange();
+    r.selectNodeContents(root);
+    const VOID = ['br', 'img', 'hr', 'wbr', 'input'];
+    const leaves = [];
+    const walk = n => {
+      for (const c of n.childNodes) {
+        if (c.nodeType === 3) { if (/[^ \t\n\r\f]/.test(c.data)) leaves.push(c); }
+        else if (c.nodeType !== 1) continue;
+        else if (!c.isContentEditable) continue;
+        else if (VOID.includes(c.localName) || !c.firstChild) leaves.push(c);
+        else walk(c);
+      }
+    };
+    walk(root);
+    if (!leaves.length) { if (!all) r.collapse(false); return r; }
+    const index = n => Array.prototype.indexOf.call(n.parentNode.childNodes, n);
+    const first = leaves[0], last = leaves[leaves.length - 1];
+    if (last.nodeType === 3) r.setEnd(last, last.data.length);
+    else if (last.localName === 'br') r.setEnd(last.parentNode, index(last));
+    else if (VOID.includes(last.localName)) r.setEnd(last.parentNode, index(last) + 1);
+    else r.setEnd(last, 0);
+    if (!all) { r.collapse(false); return r; }
+    if (first.nodeType === 3) r.setStart(first, 0);
+    else if (VOID.includes(first.localName)) r.setStart(first.parentNode, index(first));
+    else r.setStart(first, 0);
+    return r;
+  };
   const personClick = el => {
     const w = el.ownerDocument.defaultView, r = el.getBoundingClientRect();
     const at = { bubbles: true, cancelable: true, composed: true, view: w, button: 0,
@@ -261,10 +296,8 @@ async (locs, act, opts) => {"#,
         if (typeof el.setSelectionRange === 'function' && typeof el.value === 'string') {
           el.setSelectionRange(all ? 0 : el.value.length, el.value.length);
         } else {
-          const sel = el.ownerDocument.getSelection(), r = el.ownerDocument.createRange();
-          r.selectNodeContents(el);
-          if (!all) r.collapse(false);
-          sel.removeAllRanges(); sel.addRange(r);
+          const sel = el.ownerDocument.getSelection();
+          sel.removeAllRanges(); sel.addRange(textRange(el, all));
         }
       }
       else if (act.action === 'scroll_into_view') el.scrollIntoView({ block: 'center', inline: 'center' });

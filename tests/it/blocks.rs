@@ -416,3 +416,43 @@ async fn a_page_that_moves_the_caret_while_typing_still_gets_the_text_whole() {
     assert_eq!(v["state"], "published", "{v}");
     assert_eq!((env.arrivals(), env.copies(&text)), (1, 1), "{v}");
 }
+
+/// `fixtures/contracts/blocks.toml` on Fixturebook's model-driven editor (`/compose?model_editor=1`: one
+/// contenteditable document of paragraphs that drops input whose selection is anchored on the document itself,
+/// between its paragraphs, as MediaWiki's VisualEditor lost it), the text field filled as given (`fill`).
+fn on_model_editor(env: &kit::Env, fill: Option<&str>) -> PathBuf {
+    let c = std::fs::read_to_string(contract()).unwrap();
+    let shown_in = "shown_in = { strategies = [{ css = \"#post-blocks\" }] }\n";
+    assert!(c.contains(shown_in));
+    let mut c = c
+        .replace("/compose?blocks=1", "/compose?model_editor=1")
+        .replace("#post-blocks > p.block:first-child", "#post-doc")
+        .replace(shown_in, "");
+    if let Some(fill) = fill {
+        c = c.replacen(
+            "kind = \"contenteditable\"\n",
+            &format!("kind = \"contenteditable\"\nfill = \"{fill}\"\n"),
+            1,
+        );
+    }
+    env.write_file(&format!("model-editor-{}.toml", fill.unwrap_or("default")), &c)
+}
+
+/// An editor that keeps its own model takes what is typed only where its model has a position: inside a
+/// paragraph. The fill puts the selection there (from the first leaf of the field's text to the last), in
+/// both fill modes, and the post is made once, its paragraphs as typed. Red with the selection on the
+/// editor's root (`selectNodeContents`, as before): the typed text dropped, the fill check refused it,
+/// nothing pressed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_driven_editor_takes_the_text_typed_inside_its_paragraphs() {
+    let env = start().await;
+    for fill in [None, Some("replace"), Some("append")] {
+        let path = on_model_editor(&env, fill);
+        let text = in_paragraphs(&format!("In a model editor ({fill:?})"));
+        let (code, v, err) = env.publish("alice", &path, &text, &[]).await;
+        assert_eq!(code, 0, "{fill:?}: {v} {err}");
+        assert_eq!(v["state"], "published", "{fill:?}: {v}");
+        assert_eq!(env.copies(&text), 1, "{fill:?}: the very text: {v}");
+    }
+    assert_eq!(env.arrivals(), 3);
+}
