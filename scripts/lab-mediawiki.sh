@@ -3,10 +3,12 @@
 # database under DIR, a free loopback port, PHP's built-in server. The code stays in /usr/share/mediawiki;
 # `MW_CONFIG_FILE` points it at DIR/LocalSettings.php (it otherwise reads /var/lib/mediawiki). Nothing under
 # /etc or /var/lib is written, no service is started. Installed by MediaWiki's own `maintenance/install.php`
-# (SQLite, the default skin, no extension): anonymous visitors read and edit, as the installer leaves a wiki.
+# (SQLite, the default skin, no extension), then VisualEditor loaded: anonymous visitors read and edit, as the
+# installer leaves a wiki.
 #   scripts/lab-mediawiki.sh start DIR   prints the base URL (http://127.0.0.1:PORT)
 #   scripts/lab-mediawiki.sh stop DIR    stops the server and removes DIR
-# Users (password `lab-password`): Oncepost, Other, and Lab1..Lab4 (MediaWiki capitalises the first letter).
+# Users (password `lab-password`): Oncepost, Other, Lab1..Lab4, and Visual and Newcomer, who use only VisualEditor
+# (MediaWiki capitalises the first letter).
 set -euo pipefail
 
 cmd=${1:?usage: lab-mediawiki.sh start|stop DIR}
@@ -34,8 +36,12 @@ $wgMaxCredits = 1;
 $wgGroupPermissions['user']['noratelimit'] = true;
 $wgEnableEmail = false;
 $wgShowExceptionDetails = true;
+# VisualEditor, bundled with the package and off until loaded: the editor `selectors/mediawiki-visualeditor.toml`
+# publishes through (`?veaction=edit`); the wikitext form (`action=edit`) stays as it was.
+wfLoadExtension( 'VisualEditor' );
+$wgDefaultUserOptions['visualeditor-enable'] = 1;
 EOF2
-    for u in Oncepost Other Lab1 Lab2 Lab3 Lab4; do
+    for u in Oncepost Other Lab1 Lab2 Lab3 Lab4 Visual Newcomer; do
         (cd "$code" && php maintenance/createAndPromote.php "$u" lab-password >>"$dir/install.log" 2>&1) \
             || { echo "lab-mediawiki: user $u not created" >&2; cat "$dir/install.log" >&2; exit 1; }
     done

@@ -435,7 +435,10 @@ fn on_model_editor(env: &kit::Env, fill: Option<&str>) -> PathBuf {
             1,
         );
     }
-    env.write_file(&format!("model-editor-{}.toml", fill.unwrap_or("default")), &c)
+    env.write_file(
+        &format!("model-editor-{}.toml", fill.unwrap_or("default")),
+        &c,
+    )
 }
 
 /// An editor that keeps its own model takes what is typed only where its model has a position: inside a

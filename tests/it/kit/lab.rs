@@ -549,7 +549,7 @@ pub fn mediawiki() -> &'static MediaWiki {
     })
 }
 
-/// The password of the MediaWiki lab users (`Oncepost`, `Other`, `Lab1`..`Lab4`).
+/// The password of the MediaWiki lab users (`Oncepost`, `Other`, `Lab1`..`Lab4`, `Visual`, `Newcomer`).
 pub const MW_PASSWORD: &str = "lab-password";
 
 impl MediaWiki {
