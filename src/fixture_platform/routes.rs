@@ -111,22 +111,21 @@ pub(crate) async fn handle(
             let posts = shared.lock_state().newest_first();
             html(StatusCode::OK, pages::feed(&viewer, &posts))
         }
-        (&Method::GET, ["compose"]) => html(
-            StatusCode::OK,
-            model_editor_if_asked(
-                &req,
-                blocks_if_asked(
-                    &req,
-                    rewrite_if_asked(
-                        &req,
-                        maxlength_if_asked(
-                            &req,
-                            ignore_clicks_while_hidden_if_asked(&req, pages::compose(&viewer)),
-                        ),
-                    ),
-                ),
-            ),
-        ),
+        (&Method::GET, ["compose"]) => {
+            // The variants the query asks for, each script added before `</body>` in this order.
+            let variants: [fn(&Request<Incoming>, String) -> String; 6] = [
+                ignore_clicks_while_hidden_if_asked,
+                maxlength_if_asked,
+                rewrite_if_asked,
+                blocks_if_asked,
+                model_editor_if_asked,
+                steal_focus_if_asked,
+            ];
+            let page = variants
+                .iter()
+                .fold(pages::compose(&viewer), |page, add| add(&req, page));
+            html(StatusCode::OK, page)
+        }
         (&Method::GET, ["login"]) => login(&req, &shared).await,
         // `/p/{id}/{anything}`: the same permalink, as apps whose post URLs end in a slug of the title serve it.
         (&Method::GET, ["p", id] | ["p", id, _]) => {
@@ -1173,6 +1172,34 @@ const BLOCK_EDITOR: &str = r#"<script>(function () {
       if (e.key === 'Enter' && !e.shiftKey) { e.preventDefault(); document.getElementById('publish').click(); }
     });
   }
+})();</script>"#;
+
+/// The compose page with `?steal_focus=1`: a "what's new" popover that the page opens as the user starts
+/// typing (on the text field's first `input`, once) and moves the focus to its Close button, as apps and
+/// editors do once they have settled (MediaWiki's VisualEditor opens its notices popup after its welcome
+/// dialog and focuses it): what is typed meanwhile goes to the button, and the field misses the last key.
+/// The popover lies in a corner, over nothing of the form.
+fn steal_focus_if_asked(req: &Request<Incoming>, page: String) -> String {
+    if query_param(req, "steal_focus").as_deref() != Some("1") {
+        return page;
+    }
+    before_body_end(page, STEAL_FOCUS)
+}
+
+const STEAL_FOCUS: &str = r#"<script>(function () {
+  var t = document.getElementById('post-text'); if (!t) { return; }
+  var pop = document.createElement('div');
+  pop.id = 'whats-new'; pop.setAttribute('role', 'dialog'); pop.hidden = true;
+  pop.style.cssText = 'position:fixed;left:8px;bottom:8px;width:220px;padding:8px;background:#fff;border:1px solid #888';
+  pop.innerHTML = '<p>What\u2019s new: drafts now sync.</p><button type="button" id="whats-new-close">Close</button>';
+  document.body.appendChild(pop);
+  var close = document.getElementById('whats-new-close');
+  close.addEventListener('click', function () { pop.hidden = true; });
+  var opened = false;
+  t.addEventListener('input', function () {
+    if (opened) { return; }
+    opened = true; pop.hidden = false; close.focus();
+  });
 })();</script>"#;
 
 /// The compose page with `?model_editor=1`: the text field is one contenteditable document of paragraphs

@@ -471,6 +471,7 @@ fn every_shipped_platform_contract_checks() {
         [
             "dokuwiki.toml",
             "fixture.toml",
+            "mediawiki-visualeditor.toml",
             "mediawiki.toml",
             "redmine.toml",
             "wordpress.toml"

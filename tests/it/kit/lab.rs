@@ -687,6 +687,41 @@ impl MediaWiki {
     /// Create page `title` with `text` as `user` through the wiki's API (no oncepost, no browser), as
     /// another person would; `createonly`, so it never saves over a page.
     pub async fn create_page_as(&self, user: &str, title: &str, text: &str) {
+        let saved = self
+            .api_post_as(
+                user,
+                &[
+                    ("action", "edit"),
+                    ("title", title),
+                    ("text", text),
+                    ("summary", "created"),
+                    ("createonly", "1"),
+                ],
+            )
+            .await;
+        assert_eq!(
+            saved["edit"]["result"], "Success",
+            "the save of {title} as {user}: {saved}"
+        );
+    }
+
+    /// Store in `user`'s preferences that VisualEditor's first-use welcome was seen, as the editor does when
+    /// it shows it: an account that has used the editor before.
+    pub async fn has_seen_visualeditors_welcome(&self, user: &str) {
+        let done = self
+            .api_post_as(
+                user,
+                &[
+                    ("action", "options"),
+                    ("change", "visualeditor-hidebetawelcome=1"),
+                ],
+            )
+            .await;
+        assert_eq!(done["options"], "success", "{user}: {done}");
+    }
+
+    /// One POST of the wiki's API with `form` (and a CSRF token) as `user`, logged in for it; its JSON answer.
+    async fn api_post_as(&self, user: &str, form: &[(&str, &str)]) -> Value {
         let cookies = self.login_cookies(user).await;
         let header = cookies
             .as_array()
@@ -715,28 +750,18 @@ impl MediaWiki {
             .as_str()
             .expect("a csrf token")
             .to_string();
-        let saved = json_of(
+        let mut form = form.to_vec();
+        form.extend([("token", csrf.as_str()), ("format", "json")]);
+        json_of(
             client
                 .post(format!("{}/api.php", self.base_url))
                 .header("cookie", &header)
-                .form(&[
-                    ("action", "edit"),
-                    ("title", title),
-                    ("text", text),
-                    ("summary", "created"),
-                    ("createonly", "1"),
-                    ("token", &csrf),
-                    ("format", "json"),
-                ])
+                .form(&form)
                 .send()
                 .await
                 .unwrap(),
         )
-        .await;
-        assert_eq!(
-            saved["edit"]["result"], "Success",
-            "the save of {title} as {user}: {saved}"
-        );
+        .await
     }
 }
 
