@@ -177,20 +177,27 @@ async fn a_publish_makes_one_mediawiki_page_and_a_rerun_makes_nothing() {
         format!("{}/index.php?title={}", lab.wiki.base_url, lab.id("note")),
         "{report}"
     );
-    assert_eq!(
-        lab.saves_of("note").await,
-        vec![("Oncepost".to_string(), text.clone())]
-    );
+    saved_once_and_the_rerun_saves_nothing(&lab, "note", &text, "Oncepost", &report).await;
+}
 
-    let (code, again, err) = lab.publish_at(&lab.wiki.base_url, "note", &text).await;
+/// `report`, a publish of `text` on page `name`, made one save of `text` by `user`; a rerun of the same send
+/// is answered as it stands and saves nothing.
+async fn saved_once_and_the_rerun_saves_nothing(
+    lab: &Lab,
+    name: &str,
+    text: &str,
+    user: &str,
+    report: &Value,
+) {
+    assert_eq!(
+        lab.saves_of(name).await,
+        vec![(user.to_string(), text.to_string())]
+    );
+    let (code, again, err) = lab.publish_at(&lab.wiki.base_url, name, text).await;
     assert_eq!(code, 0, "{again} {err}");
     assert_eq!(again["state"], "published");
     assert_eq!(again["key"], report["key"]);
-    assert_eq!(
-        lab.saves_of("note").await.len(),
-        1,
-        "the rerun saved nothing"
-    );
+    assert_eq!(lab.saves_of(name).await.len(), 1, "the rerun saved nothing");
 }
 
 /// The create request is dropped after the wiki saved the page: indeterminate, then sweep and one
@@ -442,20 +449,7 @@ async fn a_visualeditor_post_in_paragraphs_is_saved_once_and_a_rerun_saves_nothi
         format!("{}/index.php?oldid={rev}", lab.wiki.base_url),
         "{report}"
     );
-    assert_eq!(
-        lab.saves_of("visual").await,
-        vec![("Visual".to_string(), text.clone())]
-    );
-
-    let (code, again, err) = lab.publish_at(&lab.wiki.base_url, "visual", &text).await;
-    assert_eq!(code, 0, "{again} {err}");
-    assert_eq!(again["state"], "published");
-    assert_eq!(again["key"], report["key"]);
-    assert_eq!(
-        lab.saves_of("visual").await.len(),
-        1,
-        "the rerun saved nothing"
-    );
+    saved_once_and_the_rerun_saves_nothing(&lab, "visual", &text, "Visual", &report).await;
 }
 
 /// An account's first visit to the editor shows a welcome dialog over the page (the document inert under
