@@ -278,24 +278,7 @@ async fn another_users_mediawiki_page_with_our_text_is_never_ours_and_parks_for_
 #[tokio::test]
 async fn an_existing_mediawiki_page_is_never_saved_over() {
     let lab = Lab::new("Oncepost").await;
-    let theirs = format!("Their page {}", lab.prefix);
-    lab.wiki
-        .create_page_as("Other", &lab.title("taken"), &theirs)
-        .await;
-    let (code, report, err) = lab
-        .publish_at(
-            &lab.wiki.base_url,
-            "taken",
-            &format!("Our words {}", lab.prefix),
-        )
-        .await;
-    assert_eq!(report["state"], "failed", "{code} {report} {err}");
-    assert_eq!(code, 11);
-    assert_eq!(report["pressed"], true, "{report}");
-    assert_eq!(
-        lab.saves_of("taken").await,
-        vec![("Other".to_string(), theirs.clone())]
-    );
+    let theirs = a_save_over_their_page_is_stopped(&lab).await;
 
     let (code, report, err) = lab.publish_at(&lab.wiki.base_url, "taken", &theirs).await;
     assert_eq!(report["state"], "parked", "{code} {report} {err}");
@@ -488,8 +471,13 @@ async fn visualeditors_first_use_welcome_is_closed_and_nothing_is_made_twice() {
 /// contract's create request excludes: the door stops it, the intent fails, the other user's page untouched.
 #[tokio::test]
 async fn an_existing_page_is_never_saved_over_through_visualeditor() {
-    let lab = visual_lab().await;
-    let theirs = format!("Their visual page {}", lab.prefix);
+    a_save_over_their_page_is_stopped(&visual_lab().await).await;
+}
+
+/// `Other` made page `taken`; `lab`'s send of other words there is pressed, its save (not the create: it names
+/// the revision it was opened on) stopped at the door, and the intent fails, their page untouched. Their text.
+async fn a_save_over_their_page_is_stopped(lab: &Lab) -> String {
+    let theirs = format!("Their page {}", lab.prefix);
     lab.wiki
         .create_page_as("Other", &lab.title("taken"), &theirs)
         .await;
@@ -497,7 +485,7 @@ async fn an_existing_page_is_never_saved_over_through_visualeditor() {
         .publish_at(
             &lab.wiki.base_url,
             "taken",
-            &format!("Our visual words {}", lab.prefix),
+            &format!("Our words {}", lab.prefix),
         )
         .await;
     assert_eq!(report["state"], "failed", "{code} {report} {err}");
@@ -507,4 +495,5 @@ async fn an_existing_page_is_never_saved_over_through_visualeditor() {
         lab.saves_of("taken").await,
         vec![("Other".to_string(), theirs.clone())]
     );
+    theirs
 }
