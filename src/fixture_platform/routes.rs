@@ -1074,10 +1074,7 @@ fn rewrite_if_asked(req: &Request<Incoming>, page: String) -> String {
 /// goes into a block of its own; with `&emoji=img` each emoji typed is drawn as an image whose alt is it (as
 /// chat composers do), the caret put at the block's end.
 fn blocks_if_asked(req: &Request<Incoming>, page: String) -> String {
-    if query_param(req, "blocks").as_deref() != Some("1") {
-        return page;
-    }
-    before_body_end(page, BLOCK_EDITOR)
+    script_if_asked(req, "blocks", page, BLOCK_EDITOR)
 }
 
 const BLOCK_EDITOR: &str = r#"<script>(function () {
@@ -1180,10 +1177,7 @@ const BLOCK_EDITOR: &str = r#"<script>(function () {
 /// dialog and focuses it): what is typed meanwhile goes to the button, and the field misses the last key.
 /// The popover lies in a corner, over nothing of the form.
 fn steal_focus_if_asked(req: &Request<Incoming>, page: String) -> String {
-    if query_param(req, "steal_focus").as_deref() != Some("1") {
-        return page;
-    }
-    before_body_end(page, STEAL_FOCUS)
+    script_if_asked(req, "steal_focus", page, STEAL_FOCUS)
 }
 
 const STEAL_FOCUS: &str = r#"<script>(function () {
@@ -1210,10 +1204,7 @@ const STEAL_FOCUS: &str = r#"<script>(function () {
 /// VisualEditor lost it (measured: the typed text gone, only a last key kept, in 3 publishes of 8). The
 /// page publishes its paragraphs joined by a blank line; `#post-doc[data-dropped]` counts what it dropped.
 fn model_editor_if_asked(req: &Request<Incoming>, page: String) -> String {
-    if query_param(req, "model_editor").as_deref() != Some("1") {
-        return page;
-    }
-    before_body_end(page, MODEL_EDITOR)
+    script_if_asked(req, "model_editor", page, MODEL_EDITOR)
 }
 
 const MODEL_EDITOR: &str = r#"<script>(function () {
@@ -1254,6 +1245,14 @@ async fn redirect_to_created(r: Resp, shared: &Shared) -> Resp {
         "/p/{id}?created={}",
         percent_encoding::utf8_percent_encode(&text, percent_encoding::NON_ALPHANUMERIC)
     ))
+}
+
+/// `page` with `script` before its `</body>` when the query asks for it (`?NAME=1`), else as it is.
+fn script_if_asked(req: &Request<Incoming>, name: &str, page: String, script: &str) -> String {
+    if query_param(req, name).as_deref() != Some("1") {
+        return page;
+    }
+    before_body_end(page, script)
 }
 
 /// `page` with `script` inserted before its `</body>` (as it was without one).
