@@ -395,8 +395,8 @@ impl<'a> ComposePage<'a> {
     /// Read back the fields filled since the last read (as `verify_filled` judges them); false when one does
     /// not show what was typed. What they show is kept for [`ComposePage::changed_since_checked`].
     ///
-    /// A field that replaces what it holds (`fill = "replace"`) and does not show what was typed is typed
-    /// once more, after [`RETYPE_AFTER`], and read again: a page that was still settling may have taken the
+    /// A field that replaces what it holds (`fill = "replace"`) and does not show what was typed is clicked
+    /// into, emptied by the Delete key (`ProbePage::clear`) and typed once more, after [`RETYPE_AFTER`], and read again: a page that was still settling may have taken the
     /// typing away (MediaWiki's VisualEditor, on an account's first use, opens a popup once its welcome
     /// dialog has closed and moves the focus to it: the first paragraph went there, measured in 2 first
     /// sends of 8 under load). A page that changes what it is given (a length cut, rewritten markup) shows
@@ -424,7 +424,22 @@ impl<'a> ComposePage<'a> {
                         ..failed
                     });
                     tokio::time::sleep(RETYPE_AFTER).await;
-                    let o = pp.fill(&f, typed).await?;
+                    // Clicked into first, as a person whose typing went elsewhere does: a popup that took
+                    // the focus closes on a press outside it, and an editor takes its document back.
+                    let c = pp.wait_for(&f, RETYPE_WAIT).await?;
+                    if let (true, Some(r)) = (c.ok, c.rect) {
+                        let at = (r.x + r.w / 2.0, r.y + r.h / 2.0);
+                        let live = self.session.liveness();
+                        if let Err(e) = click(self, at, live, "click into the field").await {
+                            tracing::debug!(field = %f.name, error = %e, "click into the field");
+                        }
+                    }
+                    let cleared = pp.clear(&f).await?;
+                    let o = if cleared.ok {
+                        pp.fill(&f, typed).await?
+                    } else {
+                        cleared
+                    };
                     let typed_again = o.ok;
                     out.push(o);
                     if !typed_again {
@@ -1001,7 +1016,12 @@ impl PublishControl {
         let mut log = Vec::new();
         // What the press could not do is logged under its own name: a click, or the publish key.
         let (press_error, what) = match self.key() {
-            None => (click(page, at, live).await.err(), "click_error"),
+            None => (
+                click(page, (at.x, at.y), live, "click the publish control")
+                    .await
+                    .err(),
+                "click_error",
+            ),
             Some(key) => (
                 press_key(page, &self.checkable(true), key, live)
                     .await
@@ -1061,20 +1081,26 @@ enum Armed {
     Socket(tokio::sync::oneshot::Receiver<super::door::socket::Handover>),
 }
 
-/// The press as a click: trusted mouse events at the checked centre (move, press, release).
-async fn click(page: &ComposePage<'_>, at: &Actionable, live: &Liveness) -> Result<(), String> {
+/// A click as a person's: trusted mouse events at `at` (CSS pixels of the top-level page: move, press,
+/// release). The press of a clicked publish control; a field clicked into before it is typed once more.
+async fn click(
+    page: &ComposePage<'_>,
+    at: (f64, f64),
+    live: &Liveness,
+    what: &'static str,
+) -> Result<(), String> {
     for (kind, buttons) in [
         (DispatchMouseEventType::MouseMoved, 0),
         (DispatchMouseEventType::MousePressed, 1),
         (DispatchMouseEventType::MouseReleased, 0),
     ] {
-        let mut p = DispatchMouseEventParams::new(kind.clone(), at.x, at.y);
+        let mut p = DispatchMouseEventParams::new(kind.clone(), at.0, at.1);
         if kind != DispatchMouseEventType::MouseMoved {
             p.button = Some(MouseButton::Left);
             p.click_count = Some(1);
         }
         p.buttons = Some(buttons);
-        live.call("click the publish control", page.page.execute(p))
+        live.call(what, page.page.execute(p))
             .await
             .map_err(|e| e.to_string())?;
     }
@@ -1209,6 +1235,9 @@ const SIGNED_IN_JS: &str = concat!(
 /// How long a field that did not show what was typed is left before it is typed once more: a page settling
 /// after its load (a dialog closing, a popup taking the focus) is given that long to finish.
 const RETYPE_AFTER: Duration = Duration::from_millis(300);
+
+/// How long the field is waited for (its fill states) before it is clicked into and typed once more.
+const RETYPE_WAIT: Duration = Duration::from_secs(2);
 
 /// Whether typing `f` again replaces what it holds (an appending field would hold the text twice).
 fn can_type_again(f: &NamedLocator) -> bool {

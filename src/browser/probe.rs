@@ -378,6 +378,30 @@ impl<'a> ProbePage<'a> {
         super::checks::shown_texts(&self.page, self.live, &at).await
     }
 
+    /// Empty a compose field as a person does: its content selected (as a replacing fill selects it), then
+    /// the Delete key. An editor that keeps its own model takes a key's deletion across its paragraphs where
+    /// text inserted over them was mangled (VisualEditor, measured: the typed paragraphs glued to the old).
+    pub async fn clear(&self, field: &NamedLocator) -> Result<StepOutcome, BrowserError> {
+        use chromiumoxide::cdp::browser_protocol::input::{
+            DispatchKeyEventParams, DispatchKeyEventType,
+        };
+        let out = self
+            .act_named(field, StepAction::Focus, "focus_replace")
+            .await?;
+        if !out.ok {
+            return Ok(out);
+        }
+        for kind in [DispatchKeyEventType::KeyDown, DispatchKeyEventType::KeyUp] {
+            let mut p = DispatchKeyEventParams::new(kind);
+            p.key = Some("Delete".into());
+            p.code = Some("Delete".into());
+            p.windows_virtual_key_code = Some(46);
+            p.native_virtual_key_code = Some(46);
+            self.live.call("press Delete", self.page.execute(p)).await?;
+        }
+        Ok(out)
+    }
+
     /// Focus a compose field and insert `text`: as text, or (`newlines = "keys"`) line by line with Enter or
     /// Shift+Enter between, the only keys oncepost ever presses.
     pub async fn fill(
