@@ -1176,8 +1176,16 @@ const BLOCK_EDITOR: &str = r#"<script>(function () {
 /// editors do once they have settled (MediaWiki's VisualEditor opens its notices popup after its welcome
 /// dialog and focuses it): what is typed meanwhile goes to the button, and the field misses the last key.
 /// The popover lies in a corner, over nothing of the form.
+///
+/// `?steal_focus=hold`: the same popover, and while it is open the text field takes no input (its
+/// `beforeinput` cancelled, as VisualEditor deactivates its document under its notices popup); it closes on a
+/// press anywhere outside it (as OOUI popups do), or on its Close button.
 fn steal_focus_if_asked(req: &Request<Incoming>, page: String) -> String {
-    script_if_asked(req, "steal_focus", page, STEAL_FOCUS)
+    match query_param(req, "steal_focus").as_deref() {
+        Some("1") => before_body_end(page, STEAL_FOCUS),
+        Some("hold") => before_body_end(before_body_end(page, STEAL_FOCUS), STEAL_FOCUS_AND_HOLD),
+        _ => page,
+    }
 }
 
 const STEAL_FOCUS: &str = r#"<script>(function () {
@@ -1194,6 +1202,15 @@ const STEAL_FOCUS: &str = r#"<script>(function () {
     if (opened) { return; }
     opened = true; pop.hidden = false; close.focus();
   });
+})();</script>"#;
+
+const STEAL_FOCUS_AND_HOLD: &str = r#"<script>(function () {
+  var t = document.getElementById('post-text'), pop = document.getElementById('whats-new');
+  if (!t || !pop) { return; }
+  t.addEventListener('beforeinput', function (e) { if (!pop.hidden) { e.preventDefault(); } });
+  document.addEventListener('mousedown', function (e) {
+    if (!pop.hidden && !pop.contains(e.target)) { pop.hidden = true; }
+  }, true);
 })();</script>"#;
 
 /// The compose page with `?model_editor=1`: the text field is one contenteditable document of paragraphs

@@ -263,9 +263,9 @@ async fn a_signature_the_contract_declares_is_published_once_and_read_back() {
 /// A page that takes the focus away as the user starts typing (`/compose?steal_focus=1`: a "what's new"
 /// popover focused on the text field's first input, once, as MediaWiki's VisualEditor focuses its notices
 /// popup once its welcome has closed): the last key went to the popover's button, the field missed it, and
-/// the fill check refused the post before anything was pressed. The field is typed once more and read
-/// again: the post is made once, as typed, and the report says it was typed again. Red without the second
-/// try: failed, nothing pressed. A page that keeps cutting what it is given (`?maxlength=`) still fails.
+/// the fill check refused the post before anything was pressed. The field is clicked into, emptied and typed
+/// once more, and read again: the post is made once, as typed, and the report says it was typed again. Red
+/// without the second try: failed, nothing pressed. A page that keeps cutting what it is given (`?maxlength=`) still fails.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_field_that_lost_its_typing_to_a_popover_is_typed_once_more() {
     let env = kit::Env::start(Fault::new(FaultMode::Normal)).await;
@@ -282,10 +282,18 @@ async fn a_field_that_lost_its_typing_to_a_popover_is_typed_once_more() {
         v["steps"]
     );
 
+    // While the popover is open the field takes nothing (`?steal_focus=hold`), and a press outside closes it:
+    // the second try clicks into the field first, as a person does (red without the click: failed).
+    let c = env.write_file("hold.toml", &kit::compose_asking("steal_focus=hold"));
+    let text = unique("a post typed while a popover held the field");
+    let (code, v, err) = env.publish("alice", &c, &text, &[]).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(env.copies(&text), 1, "the very text: {v}");
+
     let c = env.write_file("maxlength.toml", &kit::compose_asking("maxlength=10"));
     let text = unique("a post longer than ten characters");
     let (code, v, err) = env.publish("alice", &c, &text, &[]).await;
     assert_eq!(code, 11, "{v} {err}");
     assert_eq!(v["pressed"], false, "{v}");
-    assert_eq!(env.arrivals(), 1, "only the first post");
+    assert_eq!(env.arrivals(), 2, "only the first two posts");
 }
