@@ -192,6 +192,8 @@ pub struct ComposePage<'a> {
     /// The fields of the last read-back of the fill, what was typed into each and what it showed then:
     /// what [`ComposePage::changed_since_checked`] reads again right before the authorization.
     checked: std::sync::Mutex<Vec<CheckedField>>,
+    /// The fields typed once more because their read-back did not show what was typed, each with why.
+    typed_again: std::sync::Mutex<Vec<StepOutcome>>,
 }
 
 /// A filled field as its read-back found it.
@@ -269,6 +271,7 @@ impl<'a> ComposePage<'a> {
                 plan,
                 dialogs,
                 checked: std::sync::Mutex::new(Vec::new()),
+                typed_again: std::sync::Mutex::new(Vec::new()),
             },
             at_compose,
         })
@@ -419,11 +422,16 @@ impl<'a> ComposePage<'a> {
             let rule = self.plan.text_compare;
             let (failed, shown) = match super::probe::not_typed(&f, typed, shown.as_deref(), rule) {
                 Some(failed) if can_type_again(&f) => {
-                    out.push(StepOutcome {
+                    let again = StepOutcome {
                         outcome: format!("typed again: {}", failed.outcome),
                         ok: true,
                         ..failed
-                    });
+                    };
+                    self.typed_again
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .push(again.clone());
+                    out.push(again);
                     tokio::time::sleep(RETYPE_AFTER).await;
                     // Clicked into first, as a person whose typing went elsewhere does: a popup that took
                     // the focus closes on a press outside it, and an editor takes its document back.
@@ -473,6 +481,15 @@ impl<'a> ComposePage<'a> {
             checked.push(c);
         }
         Ok(ok)
+    }
+
+    /// The fields typed once more so far because their read-back did not show what was typed (see
+    /// `verify`), each with why: for the send's history.
+    pub fn typed_again(&self) -> Vec<StepOutcome> {
+        self.typed_again
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// The checked fields the page changed since their read-back, read again in one evaluation (meant for

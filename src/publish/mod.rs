@@ -1278,6 +1278,24 @@ async fn attempt(
             json!({ "error": format!("the account's other posts could not be read: {e}") }),
         ))),
     };
+    // A field typed once more (its read-back did not show what was typed: `ComposePage::verify`) is said in
+    // the send's history, whether the second try made it show the text or not.
+    let retyped = match &prepared {
+        Ok(Ok((page, _))) | Ok(Err((Some(page), _))) => page.typed_again(),
+        _ => Vec::new(),
+    };
+    if !retyped.is_empty() {
+        let _ = store
+            .note(
+                key,
+                EventKind::Note,
+                &req.owner,
+                TYPED_AGAIN_REASON,
+                json!({ "attempt": token, "fields": retyped }),
+                Timestamp::now(),
+            )
+            .await;
+    }
     let (page, at) = match prepared {
         Ok(Ok((page, at))) => {
             failpoint::hit(FailPoint::AfterCompose);
@@ -1788,6 +1806,10 @@ type Prepared<'s> =
 /// a draft synced or restored late lands once; a page that keeps rewriting a field would publish its own
 /// text whatever is typed.
 const FILL_AGAIN: u32 = 2;
+
+/// The reason of the note recording fields typed once more because their read-back did not show what was
+/// typed (`Note` event).
+pub const TYPED_AGAIN_REASON: &str = "a field did not show what was typed and was typed once more";
 
 /// The reason of the note recording fields the page changed after their check (`Note` event).
 pub const FIELD_CHANGED_REASON: &str = "the page changed a field after it was filled and checked";

@@ -13,7 +13,7 @@
 use std::time::{Duration, Instant};
 
 use oncepost::fixture_platform::{Fault, FaultMode};
-use oncepost::publish::FIELD_CHANGED_REASON;
+use oncepost::publish::{FIELD_CHANGED_REASON, TYPED_AGAIN_REASON};
 use serde_json::Value;
 
 use crate::kit::{self, unique};
@@ -281,6 +281,12 @@ async fn a_field_that_lost_its_typing_to_a_popover_is_typed_once_more() {
         "{}",
         v["steps"]
     );
+    let show = env.show(v["key"].as_str().unwrap()).await;
+    let noted = show["events"].as_array().unwrap().iter().any(|e| {
+        e["reason"].as_str() == Some(TYPED_AGAIN_REASON)
+            && e["details"]["fields"][0]["target"] == "field:text"
+    });
+    assert!(noted, "the history says so: {show}");
 
     // While the popover is open the field takes nothing (`?steal_focus=hold`), and a press outside closes it:
     // the second try clicks into the field first, as a person does (red without the click: failed).
