@@ -422,44 +422,13 @@ impl<'a> ComposePage<'a> {
             let rule = self.plan.text_compare;
             let (failed, shown) = match super::probe::not_typed(&f, typed, shown.as_deref(), rule) {
                 Some(failed) if can_type_again(&f) => {
-                    let again = StepOutcome {
-                        outcome: format!("typed again: {}", failed.outcome),
-                        ok: true,
-                        ..failed
-                    };
-                    self.typed_again
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .push(again.clone());
-                    out.push(again);
-                    tokio::time::sleep(RETYPE_AFTER).await;
-                    // Clicked into first, as a person whose typing went elsewhere does: a popup that took
-                    // the focus closes on a press outside it, and an editor takes its document back.
-                    let c = pp.wait_for(&f, RETYPE_WAIT).await?;
-                    if let (true, Some(r)) = (c.ok, c.rect) {
-                        let at = (r.x + r.w / 2.0, r.y + r.h / 2.0);
-                        let live = self.session.liveness();
-                        if let Err(e) = click(self, at, live, "click into the field").await {
-                            tracing::debug!(field = %f.name, error = %e, "click into the field");
+                    match self.type_once_more(pp, &f, typed, failed, out).await? {
+                        Some(again) => again,
+                        None => {
+                            ok = false;
+                            continue;
                         }
                     }
-                    let cleared = pp.clear(&f).await?;
-                    let o = if cleared.ok {
-                        pp.fill(&f, typed).await?
-                    } else {
-                        cleared
-                    };
-                    let typed_again = o.ok;
-                    out.push(o);
-                    if !typed_again {
-                        ok = false;
-                        continue;
-                    }
-                    let shown = pp.shown_in_fields(&[&f]).await?.pop().flatten();
-                    (
-                        super::probe::not_typed(&f, typed, shown.as_deref(), rule),
-                        shown,
-                    )
                 }
                 failed => (failed, shown),
             };
@@ -481,6 +450,57 @@ impl<'a> ComposePage<'a> {
             checked.push(c);
         }
         Ok(ok)
+    }
+
+    /// The second try of `verify` for field `f`, whose read-back `failed`: after [`RETYPE_AFTER`], clicked
+    /// into, emptied and typed once more, then read again. What the read finds (`None`: it could not be
+    /// typed again, the outcome recorded in `out`).
+    async fn type_once_more(
+        &self,
+        pp: &ProbePage<'_>,
+        f: &NamedLocator,
+        typed: &str,
+        failed: StepOutcome,
+        out: &mut Vec<StepOutcome>,
+    ) -> Result<Option<(Option<StepOutcome>, Option<String>)>, BrowserError> {
+        let again = StepOutcome {
+            outcome: format!("typed again: {}", failed.outcome),
+            ok: true,
+            ..failed
+        };
+        self.typed_again
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(again.clone());
+        out.push(again);
+        tokio::time::sleep(RETYPE_AFTER).await;
+        // Clicked into first, as a person whose typing went elsewhere does: a popup that took the focus
+        // closes on a press outside it, and an editor takes its document back.
+        let c = pp.wait_for(f, RETYPE_WAIT).await?;
+        if let (true, Some(r)) = (c.ok, c.rect) {
+            let at = (r.x + r.w / 2.0, r.y + r.h / 2.0);
+            let live = self.session.liveness();
+            if let Err(e) = click(self, at, live, "click into the field").await {
+                tracing::debug!(field = %f.name, error = %e, "click into the field");
+            }
+        }
+        let cleared = pp.clear(f).await?;
+        let o = if cleared.ok {
+            pp.fill(f, typed).await?
+        } else {
+            cleared
+        };
+        let typed_again = o.ok;
+        out.push(o);
+        if !typed_again {
+            return Ok(None);
+        }
+        let shown = pp.shown_in_fields(&[f]).await?.pop().flatten();
+        let rule = self.plan.text_compare;
+        Ok(Some((
+            super::probe::not_typed(f, typed, shown.as_deref(), rule),
+            shown,
+        )))
     }
 
     /// The fields typed once more so far because their read-back did not show what was typed (see

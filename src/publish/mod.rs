@@ -1874,12 +1874,9 @@ async fn prepare<'s>(
     page.expect_in_create(text, &others, earlier);
     let steps = page.prepare(&values, req.options.step_timeout).await?;
     clock.step("steps run and fields filled");
-    // A field read back as not showing what was typed, then typed once more (`ComposePage::prepare`): said
+    // A field read back as not showing what was typed, then typed once more (`ComposePage::verify`): said
     // in the steps, with why, for whoever reads the send.
-    for s in steps
-        .iter()
-        .filter(|s| s.ok && s.action == browser::StepAction::Verify)
-    {
+    for s in page.typed_again() {
         clock.step(format!("{} {}", s.target, s.outcome));
     }
     if let Some(bad) = steps.iter().find(|s| !s.ok) {
