@@ -96,8 +96,14 @@ pub const PUBLISH_STATES: &[State] = &[
     State::Stable,
     State::ReceivesEvents,
 ];
-/// Default required states of a step target.
+/// Default required states of a step target that is only looked at, focused or scrolled to.
 pub const STEP_STATES: &[State] = &[State::Attached, State::Visible];
+/// Default required states of a step target that is clicked, picked from, ticked or typed into: a press on
+/// a disabled control does nothing, so the step waits (bounded by the step timeout) until it is enabled.
+/// Measured on MediaWiki's VisualEditor: "Save page..." stays `aria-disabled` until the editor's model has
+/// taken the typing; clicked before, it opened nothing, and the send failed with nothing pressed (a
+/// publish control never found), 1 send in 4 under a loaded machine.
+pub const ACTING_STEP_STATES: &[State] = &[State::Attached, State::Visible, State::Enabled];
 
 impl Contract {
     /// The base URL's origin as the `{base_url}` value (no trailing slash).
@@ -230,7 +236,18 @@ impl Contract {
                     purpose: Purpose::Step,
                     required: true,
                     locator: locator(l),
-                    states: states(l, STEP_STATES),
+                    states: states(
+                        l,
+                        match s.action {
+                            format::StepAction::WaitFor
+                            | format::StepAction::Focus
+                            | format::StepAction::ScrollIntoView => STEP_STATES,
+                            format::StepAction::Click
+                            | format::StepAction::Select
+                            | format::StepAction::Check
+                            | format::StepAction::Type => ACTING_STEP_STATES,
+                        },
+                    ),
                 },
                 (None, None) => return Err(PlanError::Step(format!("step {i} has no target"))),
             };

@@ -295,6 +295,27 @@ async fn a_markdown_rendering_platform_is_read_back_by_its_visible_words() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_two_step_publish_opens_its_panel_by_a_declared_step_and_presses_once() {
     let env = Env::start().await;
+    let two = two_step_contract();
+    let c = env.write_file("two-step.toml", &two);
+    let (code, out, err) = env.run(&["contract", "check", c.to_str().unwrap()]).await;
+    assert_eq!(code, 0, "{out} {err}");
+    let text = unique("two steps");
+    let (code, v, err) = env.publish("alice", &c, &text, &[]).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["state"], "published", "{v}");
+    assert_eq!(env.copies(&text), 1);
+    assert_eq!(env.arrivals(), 1);
+    let without = env.write_file("one-step.toml", &two_step_without_its_step());
+    let text = unique("panel never opened");
+    let (_, v, err) = env.publish("alice", &without, &text, &[]).await;
+    assert_eq!(v["state"], "failed", "{v} {err}");
+    assert_eq!(v["pressed"], false, "{v}");
+    assert_eq!(env.arrivals(), 1);
+}
+
+/// Fixturebook's contract at `/hostile/two-step` with the panel's button as the publish control, and no step
+/// that opens the panel.
+fn two_step_without_its_step() -> String {
     let base = std::fs::read_to_string(kit::repo_path("selectors/fixture.toml"))
         .unwrap()
         .replace("format = 1", "format = 2")
@@ -307,27 +328,39 @@ async fn a_two_step_publish_opens_its_panel_by_a_declared_step_and_presses_once(
             "locator = { strategies = [{ css = \"#publish-now\" }] }",
         );
     assert!(base.contains("#publish-now"), "{base}");
+    base
+}
+
+/// [`two_step_without_its_step`] with the first "Publish" clicked by a step after the fill.
+fn two_step_contract() -> String {
     let step = "\n[[compose.steps]]\naction = \"click\"\nlocator = { strategies = [{ css = \"#publish\" }] }\nafter_fill = true\nnon_publishing = true\nwhy = \"opens the pre-publish panel; the panel's button publishes\"\n";
-    let two = base.replacen(
+    let two = two_step_without_its_step().replacen(
         "\n[[compose.fields]]",
         &format!("{step}\n[[compose.fields]]"),
         1,
     );
     assert!(two.contains("after_fill = true"));
-    let c = env.write_file("two-step.toml", &two);
-    let (code, out, err) = env.run(&["contract", "check", c.to_str().unwrap()]).await;
-    assert_eq!(code, 0, "{out} {err}");
-    let text = unique("two steps");
+    two
+}
+
+/// The two-step page with its first "Publish" enabled only 1.5 s after the typing (`?late_enable=1500`, as
+/// VisualEditor's "Save page..." follows the editor's model), `aria-disabled` until then, a click meanwhile
+/// opening nothing: the step that clicks it waits until it is enabled, and the post is made once (red when a
+/// clicking step's target need not be enabled: the click lands early, no panel, nothing pressed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_clicks_its_button_only_once_the_page_has_enabled_it() {
+    let env = Env::start().await;
+    let two = two_step_contract().replace(
+        "url = \"{base_url}/hostile/two-step\"",
+        "url = \"{base_url}/hostile/two-step?late_enable=1500\"",
+    );
+    assert!(two.contains("late_enable"), "{two}");
+    let c = env.write_file("two-step-late.toml", &two);
+    let text = unique("enabled late");
     let (code, v, err) = env.publish("alice", &c, &text, &[]).await;
     assert_eq!(code, 0, "{v} {err}");
     assert_eq!(v["state"], "published", "{v}");
     assert_eq!(env.copies(&text), 1);
-    assert_eq!(env.arrivals(), 1);
-    let without = env.write_file("one-step.toml", &base);
-    let text = unique("panel never opened");
-    let (_, v, err) = env.publish("alice", &without, &text, &[]).await;
-    assert_eq!(v["state"], "failed", "{v} {err}");
-    assert_eq!(v["pressed"], false, "{v}");
     assert_eq!(env.arrivals(), 1);
 }
 
