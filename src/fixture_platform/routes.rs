@@ -113,13 +113,14 @@ pub(crate) async fn handle(
         }
         (&Method::GET, ["compose"]) => {
             // The variants the query asks for, each script added before `</body>` in this order.
-            let variants: [fn(&Request<Incoming>, String) -> String; 6] = [
+            let variants: [fn(&Request<Incoming>, String) -> String; 7] = [
                 ignore_clicks_while_hidden_if_asked,
                 maxlength_if_asked,
                 rewrite_if_asked,
                 blocks_if_asked,
                 model_editor_if_asked,
                 steal_focus_if_asked,
+                listen_on_focus_if_asked,
             ];
             let page = variants
                 .iter()
@@ -1241,6 +1242,35 @@ const MODEL_EDITOR: &str = r#"<script>(function () {
   doc.addEventListener('input', function () {
     t.value = Array.prototype.map.call(doc.querySelectorAll('p'), function (p) { return p.innerText.replace(/\n$/, ''); })
       .filter(function (x) { return x.trim() !== ''; }).join('\n\n');
+    t.dispatchEvent(new Event('input'));
+  });
+})();</script>"#;
+
+/// The compose page with `?listen_on_focus=1`: the text is typed into `#post-editor` (label "Post text"), an
+/// editor that keeps its own copy of the text (the hidden `#post-text` the page publishes) and starts
+/// following the field only in the task after the field got the focus, taking what it shows then as its
+/// start, as MediaWiki's VisualEditor attaches its input handling from a `focusin` handler it debounces to
+/// the next task. Text typed before that shows in the field and never reaches the copy: measured on
+/// VisualEditor, the document showing the post, its model empty, "Save page..." disabled.
+fn listen_on_focus_if_asked(req: &Request<Incoming>, page: String) -> String {
+    script_if_asked(req, "listen_on_focus", page, LISTEN_ON_FOCUS)
+}
+
+const LISTEN_ON_FOCUS: &str = r#"<script>(function () {
+  var t = document.getElementById('post-text'); if (!t) { return; }
+  var ed = document.createElement('textarea');
+  ed.id = 'post-editor'; ed.setAttribute('aria-label', 'Post text'); ed.rows = 4;
+  t.style.display = 'none'; t.parentNode.insertBefore(ed, t.nextSibling);
+  var listening = false, seen = '';
+  ed.addEventListener('focus', function () {
+    setTimeout(function () { listening = true; seen = ed.value; }, 0);
+  });
+  ed.addEventListener('blur', function () { listening = false; });
+  ed.addEventListener('input', function () {
+    if (!listening) { return; }
+    var now = ed.value;
+    t.value = now.indexOf(seen) === 0 ? t.value + now.slice(seen.length) : now;
+    seen = now;
     t.dispatchEvent(new Event('input'));
   });
 })();</script>"#;

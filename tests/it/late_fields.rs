@@ -303,3 +303,29 @@ async fn a_field_that_lost_its_typing_to_a_popover_is_typed_once_more() {
     assert_eq!(v["pressed"], false, "{v}");
     assert_eq!(env.arrivals(), 2, "only the first two posts");
 }
+
+/// An editor that starts following its field only in the task after the field got the focus
+/// (`/compose?listen_on_focus=1`, as VisualEditor does): the fill lets the page act on the focus before the
+/// first key, and the post is made once, exactly as typed (red when the text is typed at once: it shows in
+/// the field, the page's copy holds only the last key, and the create request, not carrying the post, is
+/// refused before it leaves).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_editor_that_follows_its_field_from_the_task_after_the_focus_gets_all_the_text() {
+    let env = kit::Env::start(Fault::new(FaultMode::Normal)).await;
+    env.add_account("alice", &["--handle", "alice"]).await;
+    let asking = kit::compose_asking("listen_on_focus=1");
+    let field = "{ css = \"#post-text\" }";
+    assert!(asking.contains(field), "{asking}");
+    let c = env.write_file(
+        "listening.toml",
+        &asking.replace(field, "{ css = \"#post-editor\" }"),
+    );
+    for i in 0..3 {
+        let text = unique(&format!("followed from the next task {i}"));
+        let (code, v, err) = env.publish("alice", &c, &text, &[]).await;
+        assert_eq!(code, 0, "{v} {err}");
+        assert_eq!(v["state"], "published", "{v}");
+        assert_eq!(env.copies(&text), 1, "the very text: {v}");
+    }
+    assert_eq!(env.arrivals(), 3);
+}
