@@ -513,17 +513,20 @@ impl<'a> ProbePage<'a> {
         Ok(())
     }
 
-    /// After a field took the focus and before its first key: one animation frame, then the page's next
-    /// task (at most 50 ms). A page may act on the focus in a later task, as a person's first key always
-    /// comes later: MediaWiki's VisualEditor attaches its input handling from a `focusin` handler debounced
-    /// to the next task, and text typed before that showed in its document while its model took none of it
-    /// ("Save page..." stayed disabled; the send failed with nothing pressed: on CI, and in 5 of 7 runs of the
-    /// lab tests side by side). Fixturebook's `/compose?listen_on_focus=1` does the same.
+    /// After a field took the focus and before its first key: one animation frame and the page's next task,
+    /// and at least 30 ms ([`FOCUS_SETTLE_JS`]). A page may act on the focus from a timer, as a person's first
+    /// key always comes later: MediaWiki's VisualEditor attaches its input handling from a `focusin` handler
+    /// debounced to a timer, which Chromium runs after input already waiting. Recorded in the page (a send
+    /// whose focus the editor's notices popup had taken, the fill focusing the document again): the first
+    /// `beforeinput` came 30 ms after the `focusin`, the editor already focused; typed at once, the text
+    /// showed in the document while the editor's model took none of it ("Save page..." disabled; the send
+    /// failed with nothing pressed: on CI, and in 5 of 7 runs of the lab tests side by side; 0 of 3 with
+    /// this wait). Fixturebook's `/compose?listen_on_focus=1` does the same with a 10 ms timer.
     async fn let_the_page_take_the_focus(&self) -> Result<(), BrowserError> {
         self.live
             .call(
                 "let the page act on the focus",
-                self.page.evaluate(ONE_FRAME_JS),
+                self.page.evaluate(FOCUS_SETTLE_JS),
             )
             .await?;
         Ok(())
@@ -1005,6 +1008,14 @@ const FRAME_THEN_CARET_AT_END_JS: &str = r#"new Promise(r => { requestAnimationF
   if (!a || !['textarea', 'input'].includes(a.localName) || typeof a.value !== 'string') return;
   const n = a.value.length;
   try { if (a.selectionStart !== n || a.selectionEnd !== n) a.setSelectionRange(n, n); } catch (e) { }
+})"#;
+
+/// One animation frame (at most 50 ms) and a task after it, and at least 30 ms from the start: a timer a page
+/// set on the focus for less than that runs first (timers run in the order they are due).
+const FOCUS_SETTLE_JS: &str = r#"new Promise(r => {
+  const t0 = performance.now();
+  new Promise(f => { requestAnimationFrame(() => setTimeout(f, 0)); setTimeout(f, 50); })
+    .then(() => setTimeout(r, Math.max(0, 30 - (performance.now() - t0))));
 })"#;
 
 /// One animation frame, at most 50 ms.

@@ -1248,10 +1248,11 @@ const MODEL_EDITOR: &str = r#"<script>(function () {
 
 /// The compose page with `?listen_on_focus=1`: the text is typed into `#post-editor` (label "Post text"), an
 /// editor that keeps its own copy of the text (the hidden `#post-text` the page publishes) and starts
-/// following the field only in the task after the field got the focus, taking what it shows then as its
-/// start, as MediaWiki's VisualEditor attaches its input handling from a `focusin` handler it debounces to
-/// the next task. Text typed before that shows in the field and never reaches the copy: measured on
-/// VisualEditor, the document showing the post, its model empty, "Save page..." disabled.
+/// following the field only from a timer its `focus` handler sets (10 ms), taking what the field shows then
+/// as its start, as MediaWiki's VisualEditor attaches its input handling from a `focusin` handler it
+/// debounces to a timer (which Chromium runs after input already waiting). Text typed before that shows in
+/// the field and never reaches the copy: measured on VisualEditor, the document showing the post, its model
+/// empty, "Save page..." disabled.
 fn listen_on_focus_if_asked(req: &Request<Incoming>, page: String) -> String {
     script_if_asked(req, "listen_on_focus", page, LISTEN_ON_FOCUS)
 }
@@ -1261,9 +1262,10 @@ const LISTEN_ON_FOCUS: &str = r#"<script>(function () {
   var ed = document.createElement('textarea');
   ed.id = 'post-editor'; ed.setAttribute('aria-label', 'Post text'); ed.rows = 4;
   t.style.display = 'none'; t.parentNode.insertBefore(ed, t.nextSibling);
-  var listening = false, seen = '';
+  var listening = false, seen = '', attach = null;
   ed.addEventListener('focus', function () {
-    setTimeout(function () { listening = true; seen = ed.value; }, 0);
+    clearTimeout(attach);
+    attach = setTimeout(function () { listening = true; seen = ed.value; }, 10);
   });
   ed.addEventListener('blur', function () { listening = false; });
   ed.addEventListener('input', function () {
