@@ -316,9 +316,14 @@ async fn an_editor_that_follows_its_field_from_the_task_after_the_focus_gets_all
     let asking = kit::compose_asking("listen_on_focus=1");
     let field = "{ css = \"#post-text\" }";
     assert!(asking.contains(field), "{asking}");
+    // The contract's focus step goes to the title, so the fill is what focuses the text field.
+    let focus = "action = \"focus\"\nfield = \"text\"";
+    assert!(asking.contains(focus), "{asking}");
     let c = env.write_file(
         "listening.toml",
-        &asking.replace(field, "{ css = \"#post-editor\" }"),
+        &asking
+            .replace(field, "{ css = \"#post-editor\" }")
+            .replace(focus, "action = \"focus\"\nfield = \"title\""),
     );
     for i in 0..3 {
         let text = unique(&format!("followed from the next task {i}"));
