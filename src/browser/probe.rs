@@ -516,11 +516,11 @@ impl<'a> ProbePage<'a> {
     /// After a field took the focus and before its first key: one animation frame and the page's next task,
     /// and at least 30 ms ([`FOCUS_SETTLE_JS`]). A page may act on the focus from a timer, as a person's first
     /// key always comes later: MediaWiki's VisualEditor attaches its input handling from a `focusin` handler
-    /// debounced to a timer, which Chromium runs after input already waiting. Recorded in the page (a send
+    /// debounced to a timer, which may run after input already waiting. Recorded in the page (a send
     /// whose focus the editor's notices popup had taken, the fill focusing the document again): the first
     /// `beforeinput` came 30 ms after the `focusin`, the editor already focused; typed at once, the text
     /// showed in the document while the editor's model took none of it ("Save page..." disabled; the send
-    /// failed with nothing pressed: on CI, and in 5 of 7 runs of the lab tests side by side; 0 of 3 with
+    /// failed with nothing pressed: on CI, and in 5 of 7 runs of the lab tests side by side; 0 of 6 with
     /// this wait). Fixturebook's `/compose?listen_on_focus=1` does the same with a 10 ms timer.
     async fn let_the_page_take_the_focus(&self) -> Result<(), BrowserError> {
         self.live

@@ -101,8 +101,8 @@ pub const STEP_STATES: &[State] = &[State::Attached, State::Visible];
 /// Default required states of a step target that is clicked, picked from, ticked or typed into: a press on
 /// a disabled control does nothing, so the step waits (bounded by the step timeout) until it is enabled.
 /// Measured on MediaWiki's VisualEditor: "Save page..." stays `aria-disabled` until the editor's model has
-/// taken the typing; clicked before, it opened nothing, and the send failed with nothing pressed (a
-/// publish control never found), 1 send in 4 under a loaded machine.
+/// taken the typing; a click while it was opened nothing, and the send failed only later, for a publish
+/// control never found (nothing pressed).
 pub const ACTING_STEP_STATES: &[State] = &[State::Attached, State::Visible, State::Enabled];
 
 impl Contract {

@@ -1250,7 +1250,7 @@ const MODEL_EDITOR: &str = r#"<script>(function () {
 /// editor that keeps its own copy of the text (the hidden `#post-text` the page publishes) and starts
 /// following the field only from a timer its `focus` handler sets (10 ms), taking what the field shows then
 /// as its start, as MediaWiki's VisualEditor attaches its input handling from a `focusin` handler it
-/// debounces to a timer (which Chromium runs after input already waiting). Text typed before that shows in
+/// debounces to a timer (which may run after input already waiting). Text typed before that shows in
 /// the field and never reaches the copy: measured on VisualEditor, the document showing the post, its model
 /// empty, "Save page..." disabled.
 fn listen_on_focus_if_asked(req: &Request<Incoming>, page: String) -> String {
