@@ -520,7 +520,7 @@ impl<'a> ProbePage<'a> {
     /// whose focus the editor's notices popup had taken, the fill focusing the document again): the first
     /// `beforeinput` came 30 ms after the `focusin`, the editor already focused; typed at once, the text
     /// showed in the document while the editor's model took none of it ("Save page..." disabled; the send
-    /// failed with nothing pressed: on CI, and in 5 of 7 runs of the lab tests side by side; 0 of 6 with
+    /// failed with nothing pressed: on CI, and in 5 of 7 runs of the lab tests side by side; 0 of 8 with
     /// this wait). Fixturebook's `/compose?listen_on_focus=1` does the same with a 10 ms timer.
     async fn let_the_page_take_the_focus(&self) -> Result<(), BrowserError> {
         self.live
