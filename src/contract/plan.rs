@@ -105,6 +105,19 @@ pub const STEP_STATES: &[State] = &[State::Attached, State::Visible];
 /// control never found (nothing pressed).
 pub const ACTING_STEP_STATES: &[State] = &[State::Attached, State::Visible, State::Enabled];
 
+/// The default required states of a step's target, by what the step does with it.
+fn step_states(action: format::StepAction) -> &'static [State] {
+    match action {
+        format::StepAction::WaitFor
+        | format::StepAction::Focus
+        | format::StepAction::ScrollIntoView => STEP_STATES,
+        format::StepAction::Click
+        | format::StepAction::Select
+        | format::StepAction::Check
+        | format::StepAction::Type => ACTING_STEP_STATES,
+    }
+}
+
 impl Contract {
     /// The base URL's origin as the `{base_url}` value (no trailing slash).
     pub fn base_origin(base_url: &str) -> Result<String, PlanError> {
@@ -236,18 +249,7 @@ impl Contract {
                     purpose: Purpose::Step,
                     required: true,
                     locator: locator(l),
-                    states: states(
-                        l,
-                        match s.action {
-                            format::StepAction::WaitFor
-                            | format::StepAction::Focus
-                            | format::StepAction::ScrollIntoView => STEP_STATES,
-                            format::StepAction::Click
-                            | format::StepAction::Select
-                            | format::StepAction::Check
-                            | format::StepAction::Type => ACTING_STEP_STATES,
-                        },
-                    ),
+                    states: states(l, step_states(s.action)),
                 },
                 (None, None) => return Err(PlanError::Step(format!("step {i} has no target"))),
             };
