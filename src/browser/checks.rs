@@ -603,6 +603,87 @@ pub(crate) async fn shown_texts(
     Ok(raw.checks.into_iter().map(|r| r.text).collect())
 }
 
+/// What a field shows as the box that scrolls it is moved from its top to its bottom: the text it shows at
+/// each position (read as [`shown_texts`] reads it), top to bottom, and whether the bottom was reached
+/// within the time given. `None` when the field is not in the page's own documents or nothing scrolls it.
+///
+/// For editors that draw only the lines near the viewport (CodeMirror 6 draws what is in view and about
+/// 1000 px around it, Monaco what is in view): a post of 200 paragraphs in CodeMirror 6 showed 2,039 of its
+/// 11,950 characters, the rest being empty space the editor fills when it is scrolled to, so the fill check
+/// refused a post that could be made. Each step moves the box by 0.8 of its height and waits two animation
+/// frames and a task (the editor measures the scroll in a frame and draws in it); the position the page had
+/// is restored at the end. A scroll presses nothing.
+pub(crate) async fn scrolled_texts(
+    page: &Page,
+    live: &Liveness,
+    field: &NamedLocator,
+    budget: std::time::Duration,
+) -> Result<Option<ScrolledTexts>, BrowserError> {
+    let arg =
+        serde_json::json!({ "loc": script_arg(field), "budget_ms": budget.as_millis() as u64 });
+    let js = format!("(arg) => ({SCROLL_READ_JS})(arg, {CHECK_JS})");
+    let value = evaluate_json(page, live, "read a field by scrolling it", &js, &arg).await?;
+    serde_json::from_value(value)
+        .map_err(|e| BrowserError::Script(format!("unexpected scrolled read: {e}")))
+}
+
+/// What [`scrolled_texts`] read.
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct ScrolledTexts {
+    /// The text shown at each position, top to bottom.
+    pub windows: Vec<String>,
+    /// The bottom was reached (false: the time given ran out first).
+    pub whole: bool,
+}
+
+/// The scrolled read (see [`scrolled_texts`]); takes the check script as `check` to find the field and read
+/// it exactly as a plain read does.
+const SCROLL_READ_JS: &str = r#"async ({ loc, budget_ms }, check) => {
+  const el = await check([loc], null, { scroll: false, frames: false, full_text: false, element: true });
+  if (!el) return null;
+  const doc = el.ownerDocument, win = doc.defaultView;
+  const root = doc.scrollingElement || doc.documentElement;
+  const up = n => n.parentElement || (n.getRootNode && n.getRootNode() instanceof win.ShadowRoot ? n.getRootNode().host : null);
+  const scrolls = n => {
+    const s = win.getComputedStyle(n).overflowY;
+    return (s === 'auto' || s === 'scroll' || s === 'overlay') && n.scrollHeight > n.clientHeight + 1;
+  };
+  let box = null;
+  for (let n = el; n && n.nodeType === 1 && n !== root; n = up(n)) if (scrolls(n)) { box = n; break; }
+  if (!box) { if (root.scrollHeight > root.clientHeight + 1) box = root; else return null; }
+  const frames = () => new Promise(r => {
+    win.requestAnimationFrame(() => win.requestAnimationFrame(() => setTimeout(r, 0)));
+    setTimeout(r, 200);
+  });
+  const read = async () => {
+    const r = await check([loc], null, { scroll: false, frames: false, full_text: true });
+    return (r.checks[0] && r.checks[0].text) || '';
+  };
+  const was = { box: box.scrollTop, root: root.scrollTop };
+  const deadline = performance.now() + budget_ms;
+  const windows = [];
+  let whole = false;
+  try {
+    if (box !== root) box.scrollIntoView({ block: 'start', behavior: 'instant' });
+    box.scrollTop = 0;
+    await frames();
+    for (let i = 0; i < 1000; i++) {
+      windows.push(await read());
+      if (box.scrollTop + box.clientHeight >= box.scrollHeight - 1) { whole = true; break; }
+      if (performance.now() > deadline) break;
+      const before = box.scrollTop;
+      box.scrollTop = before + Math.max(16, Math.floor(box.clientHeight * 0.8));
+      await frames();
+      if (box.scrollTop <= before) { whole = true; break; }
+    }
+  } finally {
+    box.scrollTop = was.box;
+    root.scrollTop = was.root;
+    await frames();
+  }
+  return { windows, whole };
+}"#;
+
 /// Check every locator in one evaluation, then perform `act` (if any) in the same evaluation.
 pub(crate) async fn check_and_act(
     page: &Page,

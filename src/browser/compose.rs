@@ -202,6 +202,9 @@ struct CheckedField {
     field: NamedLocator,
     typed: String,
     shown: String,
+    /// Shown whole only when scrolled through (an editor that draws only the lines near the viewport): read
+    /// so again whenever it is read whole.
+    scrolled: bool,
 }
 
 /// A field the page changed after it was filled and read back: it no longer shows what was typed, or its
@@ -420,8 +423,9 @@ impl<'a> ComposePage<'a> {
         let mut kept = Vec::new();
         for ((f, typed), shown) in unchecked.drain(..).zip(shown) {
             let rule = self.plan.text_compare;
-            let (failed, shown) = match super::probe::not_typed(&f, typed, shown.as_deref(), rule) {
-                Some(failed) if can_type_again(&f) => {
+            let judged = pp.judge_filled(&f, typed, shown.as_deref(), rule).await?;
+            let (failed, shown, scrolled) = match judged {
+                (Some(failed), _) if can_type_again(&f) => {
                     match self.type_once_more(pp, &f, typed, failed, out).await? {
                         Some(again) => again,
                         None => {
@@ -430,7 +434,7 @@ impl<'a> ComposePage<'a> {
                         }
                     }
                 }
-                failed => (failed, shown),
+                (failed, scrolled) => (failed, shown, scrolled),
             };
             match failed {
                 Some(failed) => {
@@ -440,7 +444,13 @@ impl<'a> ComposePage<'a> {
                 None => kept.push(CheckedField {
                     field: f,
                     typed: typed.to_string(),
-                    shown: shown.unwrap_or_default(),
+                    // Read whole only by scrolling: what it shows is the typed text, in parts.
+                    shown: if scrolled {
+                        typed.to_string()
+                    } else {
+                        shown.unwrap_or_default()
+                    },
+                    scrolled,
                 }),
             }
         }
@@ -462,7 +472,7 @@ impl<'a> ComposePage<'a> {
         typed: &str,
         failed: StepOutcome,
         out: &mut Vec<StepOutcome>,
-    ) -> Result<Option<(Option<StepOutcome>, Option<String>)>, BrowserError> {
+    ) -> Result<Option<(Option<StepOutcome>, Option<String>, bool)>, BrowserError> {
         let again = StepOutcome {
             outcome: format!("typed again: {}", failed.outcome),
             ok: true,
@@ -497,10 +507,8 @@ impl<'a> ComposePage<'a> {
         }
         let shown = pp.shown_in_fields(&[f]).await?.pop().flatten();
         let rule = self.plan.text_compare;
-        Ok(Some((
-            super::probe::not_typed(f, typed, shown.as_deref(), rule),
-            shown,
-        )))
+        let (failed, scrolled) = pp.judge_filled(f, typed, shown.as_deref(), rule).await?;
+        Ok(Some((failed, shown, scrolled)))
     }
 
     /// The fields typed once more so far because their read-back did not show what was typed (see
@@ -527,29 +535,43 @@ impl<'a> ComposePage<'a> {
             .unwrap_or_else(|p| p.into_inner())
             .clone();
         let fields: Vec<&NamedLocator> = checked.iter().map(|c| &c.field).collect();
-        let now = self.probe_page().shown_in_fields(&fields).await?;
+        let pp = self.probe_page();
+        let now = pp.shown_in_fields(&fields).await?;
         let rule = self.plan.text_compare;
-        Ok(checked
-            .into_iter()
-            .zip(now)
-            .filter_map(|(c, now)| {
-                let now = now?;
-                let why =
-                    super::probe::shows_other_text(&c.typed, Some(&now), rule).or_else(|| {
-                        let words = super::readback::visible_words;
-                        (words(&now) != words(&c.shown))
-                            .then(|| super::probe::words_added(&c.shown, &now))
-                    })?;
-                let can_fill_again = can_type_again(&c.field);
-                Some(FieldChanged {
-                    field: c.field.name.clone(),
-                    why,
-                    can_fill_again,
-                    locator: c.field,
-                    typed: c.typed,
+        let mut changed = Vec::new();
+        for (c, now) in checked.into_iter().zip(now) {
+            let Some(now) = now else { continue };
+            let why = if c.scrolled {
+                // A part of it in view, the rest drawn when scrolled to: read whole again the same way.
+                let whole = super::probe::shows_other_text(&c.typed, Some(&now), rule).is_none()
+                    || (super::probe::may_show_a_part(&c.typed, &now, rule)
+                        && pp
+                            .shows_whole_when_scrolled(&c.field, &c.typed, rule)
+                            .await?);
+                (!whole).then(|| {
+                    format!(
+                        "scrolled through, the field no longer shows what was typed (in view: {:?})",
+                        super::probe::shown_in_why(&now)
+                    )
                 })
-            })
-            .collect())
+            } else {
+                super::probe::shows_other_text(&c.typed, Some(&now), rule).or_else(|| {
+                    let words = super::readback::visible_words;
+                    (words(&now) != words(&c.shown))
+                        .then(|| super::probe::words_added(&c.shown, &now))
+                })
+            };
+            let Some(why) = why else { continue };
+            let can_fill_again = can_type_again(&c.field);
+            changed.push(FieldChanged {
+                field: c.field.name.clone(),
+                why,
+                can_fill_again,
+                locator: c.field,
+                typed: c.typed,
+            });
+        }
+        Ok(changed)
     }
 
     /// Fill the fields the page changed again (each replacing what it holds) and read them back. Returns what

@@ -348,11 +348,33 @@ impl<'a> ProbePage<'a> {
     ) -> Result<Vec<StepOutcome>, BrowserError> {
         let fields: Vec<&NamedLocator> = filled.iter().map(|(f, _)| f).collect();
         let shown = self.shown_in_fields(&fields).await?;
-        Ok(filled
-            .iter()
-            .zip(shown)
-            .filter_map(|((f, typed), shown)| not_typed(f, typed, shown.as_deref(), rule))
-            .collect())
+        let mut failed = Vec::new();
+        for ((f, typed), shown) in filled.iter().zip(shown) {
+            if let (Some(why), _) = self.judge_filled(f, typed, shown.as_deref(), rule).await? {
+                failed.push(why);
+            }
+        }
+        Ok(failed)
+    }
+
+    /// The fill check of one field from its plain read `shown`: the failed `verify` outcome when it does not
+    /// show what was typed ([`not_typed`]), and whether it was read whole by scrolling it (a plain read that
+    /// showed only a part, [`ProbePage::shows_whole_when_scrolled`]).
+    pub async fn judge_filled(
+        &self,
+        f: &NamedLocator,
+        typed: &str,
+        shown: Option<&str>,
+        rule: super::TextRule,
+    ) -> Result<(Option<StepOutcome>, bool), BrowserError> {
+        let failed = not_typed(f, typed, shown, rule);
+        if failed.is_some()
+            && shown.is_some_and(|s| may_show_a_part(typed, s, rule))
+            && self.shows_whole_when_scrolled(f, typed, rule).await?
+        {
+            return Ok((None, true));
+        }
+        Ok((failed, false))
     }
 
     /// What each field shows now, in one evaluation (`None`: not in the page). A field whose value shows
@@ -377,6 +399,31 @@ impl<'a> ProbePage<'a> {
             })
             .collect();
         super::checks::shown_texts(&self.page, self.live, &at).await
+    }
+
+    /// Whether field `f`, whose plain read showed a part of `typed` ([`may_show_a_part`]), shows all of it
+    /// when the box that scrolls it is moved from top to bottom (`checks::scrolled_texts`): an editor that
+    /// draws only the lines near the viewport. Read where a plain read reads it (`shown_in`). False when
+    /// nothing scrolls it, the page did not let it be read to its bottom within [`SCROLLED_READ_BUDGET`],
+    /// or the parts do not make the typed text ([`windows_show_typed`]).
+    pub async fn shows_whole_when_scrolled(
+        &self,
+        f: &NamedLocator,
+        typed: &str,
+        rule: super::TextRule,
+    ) -> Result<bool, BrowserError> {
+        let at = match &f.purpose {
+            Purpose::Field {
+                shown_in: Some(at), ..
+            } => NamedLocator {
+                locator: at.clone(),
+                ..f.clone()
+            },
+            _ => f.clone(),
+        };
+        let read =
+            super::checks::scrolled_texts(&self.page, self.live, &at, SCROLLED_READ_BUDGET).await?;
+        Ok(read.is_some_and(|r| r.whole && windows_show_typed(typed, &r.windows, rule)))
     }
 
     /// Empty a compose field as a person does: its content selected (as a replacing fill selects it), then
@@ -1097,6 +1144,10 @@ fn typed_lines(text: &str) -> Vec<Typed<'_>> {
 /// what the platform stored, by the contract's rule).
 const EDITOR_FILLERS: &[char] = &['\u{200B}', '\u{2060}', '\u{FEFF}'];
 
+/// How long a field may take to be read by scrolling it from top to bottom
+/// ([`ProbePage::shows_whole_when_scrolled`]): a post of 200 paragraphs in CodeMirror 6 took about a second.
+const SCROLLED_READ_BUDGET: Duration = Duration::from_secs(5);
+
 /// Why a field that shows `shown` does not hold `typed`, or `None` when it does: its text, whitespace
 /// collapsed and in NFC, contains the typed text so treated (a field filled after what it held keeps that too).
 ///
@@ -1110,11 +1161,7 @@ pub(crate) fn shows_other_text(
     shown: Option<&str>,
     rule: super::TextRule,
 ) -> Option<String> {
-    use unicode_normalization::UnicodeNormalization;
-    let norm = |t: &str| -> String {
-        let nfc: String = t.nfc().filter(|c| !EDITOR_FILLERS.contains(c)).collect();
-        nfc.split_whitespace().collect::<Vec<_>>().join(" ")
-    };
+    let norm = normalized;
     let Some(shown) = shown else {
         return Some("the field is gone after filling".into());
     };
@@ -1148,6 +1195,95 @@ pub(crate) fn shows_other_text(
         chars(&want),
         crate::redact::text(&cut(&got))
     ))
+}
+
+/// A field's text as the fill check compares it: in NFC, without an editor's caret fillers, whitespace
+/// collapsed to single spaces.
+fn normalized(t: &str) -> String {
+    use unicode_normalization::UnicodeNormalization;
+    let nfc: String = t.nfc().filter(|c| !EDITOR_FILLERS.contains(c)).collect();
+    nfc.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Whether a field that shows `shown` may be showing part of `typed` as an editor that draws only the lines
+/// near the viewport shows it: fewer words than were typed, each in a run of the typed words, in order, and
+/// nothing else ([`shown_runs`]). A field that shows another word, or nothing, is not read by scrolling.
+pub(crate) fn may_show_a_part(typed: &str, shown: &str, rule: super::TextRule) -> bool {
+    let (want, part) = (tokens(typed, rule), tokens(shown, rule));
+    !part.is_empty() && part.len() < want.len() && shown_runs(&want, &part).is_some()
+}
+
+/// Whether the parts a scrolled field showed, top to bottom (see `checks::scrolled_texts`), show the typed
+/// text together: each part runs of the typed words in order and nothing else ([`shown_runs`]), and every
+/// typed word in one of them. A field that cut the text (a length limit) never shows its end, and one that
+/// changed a word shows a word that is in no run: both are refused as a plain read refuses them.
+pub(crate) fn windows_show_typed(typed: &str, windows: &[String], rule: super::TextRule) -> bool {
+    let want = tokens(typed, rule);
+    if want.is_empty() {
+        return false;
+    }
+    let mut runs = Vec::new();
+    for w in windows {
+        match shown_runs(&want, &tokens(w, rule)) {
+            Some(r) => runs.extend(r),
+            None => return false,
+        }
+    }
+    runs.sort_unstable();
+    let mut covered = 0;
+    for (start, end) in runs {
+        if start > covered {
+            return false;
+        }
+        covered = covered.max(end);
+    }
+    covered == want.len()
+}
+
+/// A text as words for [`windows_show_typed`]: under `visible-words` the visible words, else the words of
+/// the normalized text (what a plain read compares, as words: a part shown is whole lines).
+fn tokens(text: &str, rule: super::TextRule) -> Vec<String> {
+    if rule == super::TextRule::VisibleWords {
+        super::readback::visible_words(text)
+    } else {
+        normalized(text)
+            .split(' ')
+            .filter(|w| !w.is_empty())
+            .map(String::from)
+            .collect()
+    }
+}
+
+/// The runs of `want` (word ranges, in order) that `part` is made of, or `None` when a word of it is in no
+/// run after the one before it. An editor that draws only what is near the viewport also keeps the caret's
+/// line drawn (CodeMirror 6, measured: every part read while scrolling ended with the post's last paragraph,
+/// where the caret was), so a part is a few runs, not one. Each run is the longest that continues from
+/// where the one before ended or later (the earliest of equals).
+fn shown_runs(want: &[String], part: &[String]) -> Option<Vec<(usize, usize)>> {
+    let mut at: std::collections::HashMap<&str, Vec<usize>> = std::collections::HashMap::new();
+    for (i, w) in want.iter().enumerate() {
+        at.entry(w.as_str()).or_default().push(i);
+    }
+    let (mut runs, mut i, mut from) = (Vec::new(), 0, 0);
+    while i < part.len() {
+        let starts = at.get(part[i].as_str())?;
+        let first = starts.partition_point(|&p| p < from);
+        let (mut best, mut best_len) = (None, 0);
+        for &p in &starts[first..] {
+            let len = want[p..]
+                .iter()
+                .zip(&part[i..])
+                .take_while(|(a, b)| a == b)
+                .count();
+            if len > best_len {
+                (best, best_len) = (Some(p), len);
+            }
+        }
+        let p = best?;
+        runs.push((p, p + best_len));
+        (i, from) = (i + best_len, p + best_len);
+    }
+    Some(runs)
 }
 
 /// The failed `verify` outcome of field `f` when what it shows is not what was typed (see
@@ -1219,6 +1355,7 @@ async fn annotated_screenshot(
 #[cfg(test)]
 mod tests {
     use super::super::TextRule;
+    use super::{may_show_a_part, windows_show_typed};
 
     /// Under every rule but visible words, as filled.
     fn shows_other_text(typed: &str, shown: Option<&str>) -> Option<String> {
@@ -1302,6 +1439,61 @@ mod tests {
         assert_eq!(shows_other_text("caf\u{e9}", Some("cafe\u{301}")), None);
         // Filled after what the field held (`fill = "append"`, a prefilled title).
         assert_eq!(shows_other_text("more", Some("New item more")), None);
+    }
+
+    /// Parts of a long field read while scrolling, as CodeMirror 6 draws them: the lines near the viewport,
+    /// then the caret's line (the last), whitespace as a plain read gives it.
+    fn lines(from: usize, to: usize, caret: bool) -> String {
+        let mut out: Vec<String> = (from..to)
+            .map(|i| format!("Line {i} of the post."))
+            .collect();
+        if caret {
+            out.push("Line 29 of the post.".into());
+        }
+        out.join(" ")
+    }
+
+    #[test]
+    fn a_long_field_read_in_parts_shows_the_typed_text_when_they_cover_all_of_it() {
+        let typed = (0..30)
+            .map(|i| format!("Line {i} of the post."))
+            .collect::<Vec<_>>()
+            .join("\n\n");
+        for rule in [TextRule::ExactNfc, TextRule::VisibleWords] {
+            let parts = [lines(0, 12, true), lines(9, 21, true), lines(18, 30, false)];
+            assert!(windows_show_typed(&typed, &parts, rule), "{rule:?}");
+            assert!(
+                may_show_a_part(&typed, &lines(9, 21, true), rule),
+                "{rule:?}"
+            );
+            // A part missing between two others: lines 12 to 14 never shown.
+            let gap = [lines(0, 12, true), lines(15, 30, false)];
+            assert!(!windows_show_typed(&typed, &gap, rule), "{rule:?}");
+            // Cut: the end never shown.
+            let cut = [lines(0, 12, false), lines(9, 20, false)];
+            assert!(!windows_show_typed(&typed, &cut, rule), "{rule:?}");
+            // A word changed in one part, or a word that is not the post's, refuses the whole.
+            let changed = [
+                lines(0, 12, true),
+                lines(9, 21, true).replace("Line 15", "Line fifteen"),
+                lines(18, 30, false),
+            ];
+            assert!(!windows_show_typed(&typed, &changed, rule), "{rule:?}");
+            let added = [
+                format!("Draft {}", lines(0, 16, false)),
+                lines(12, 30, false),
+            ];
+            assert!(!windows_show_typed(&typed, &added, rule), "{rule:?}");
+            assert!(!may_show_a_part(
+                &typed,
+                &format!("Draft {}", lines(0, 5, false)),
+                rule
+            ));
+            // The whole text is no part of it, and nothing is not either.
+            assert!(!may_show_a_part(&typed, &lines(0, 30, false), rule));
+            assert!(!may_show_a_part(&typed, "", rule));
+            assert!(!windows_show_typed(&typed, &[], rule));
+        }
     }
 
     #[test]

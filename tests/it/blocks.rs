@@ -459,3 +459,67 @@ async fn a_model_driven_editor_takes_the_text_typed_inside_its_paragraphs() {
     }
     assert_eq!(env.arrivals(), 3);
 }
+
+/// A post of 150 paragraphs (about 9,000 characters), more than CodeMirror 6 draws at once.
+fn a_long_post(label: &str) -> String {
+    let mut text = unique(label);
+    for i in 0..150 {
+        text.push_str(&format!(
+            "\n\nParagraph {i} of a long post, a few words more to make a line."
+        ));
+    }
+    text
+}
+
+/// CodeMirror 6 draws only the lines near the viewport (about 1000 px around it) and the caret's line: a
+/// long post is never all in the page, so the fill check reads the field while scrolling the box that holds
+/// it, from top to bottom, and each part shown must be the typed text's, together all of it. Made once,
+/// exactly, with the page growing with the editor (the document scrolls) and with the editor boxed at 300 px
+/// (`?height=300`: it scrolls inside itself). Red without the scrolled read: "the field shows other text
+/// than was typed (2039 of 11950 characters ...)", nothing pressed, never made.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codemirror_makes_a_long_post_it_never_draws_whole() {
+    let env = start().await;
+    let grows = on_editor(&env, "codemirror", ".cm-content", None, false);
+    let boxed = env.write_file(
+        "editor-codemirror-boxed.toml",
+        &std::fs::read_to_string(&grows)
+            .unwrap()
+            .replace("/editors/codemirror", "/editors/codemirror?height=300"),
+    );
+    for (label, contract) in [("growing", grows), ("boxed", boxed)] {
+        let text = a_long_post(&format!("# A long post in CodeMirror, {label}"));
+        let (code, v, err) = env.publish("alice", &contract, &text, &[]).await;
+        assert_eq!(code, 0, "{label}: {v} {err}");
+        assert_eq!(v["state"], "published", "{label}: {v}");
+        assert_eq!(env.copies(&text), 1, "{label}: the very text: {v}");
+    }
+    assert_eq!(env.arrivals(), 2);
+}
+
+/// The scrolled read still refuses what a plain read refuses: CodeMirror 6 keeping only the first 6,000
+/// characters of the long post (`?max_chars=6000`, a limit no `maxlength` shows): scrolled through, the field
+/// never shows the post's end, so nothing is pressed and nothing made. (A post shorter than the limit is
+/// made on the same page.) Red if the parts shown need not reach the end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codemirror_that_cuts_a_long_post_is_never_pressed() {
+    let env = start().await;
+    let c = on_editor(&env, "codemirror", ".cm-content", None, false);
+    let cut = env.write_file(
+        "editor-codemirror-cut.toml",
+        &std::fs::read_to_string(&c).unwrap().replace(
+            "/editors/codemirror",
+            "/editors/codemirror?height=300&max_chars=6000",
+        ),
+    );
+    let text = a_long_post("# A long post CodeMirror cuts");
+    let (code, v, err) = env.publish("alice", &cut, &text, &[]).await;
+    assert_ne!(code, 0, "{v} {err}");
+    assert_eq!(v["state"], "failed", "{v}");
+    assert_eq!(v["pressed"], false, "{v}");
+    let steps = v["steps"].to_string();
+    assert!(steps.contains("field:text"), "the field is named: {v}");
+    assert_eq!(env.arrivals(), 0, "nothing pressed, nothing made");
+    let short = in_paragraphs("A short post under the limit");
+    made_once_on(&env, "codemirror", &cut, &short).await;
+}
