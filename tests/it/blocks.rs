@@ -497,10 +497,11 @@ async fn codemirror_makes_a_long_post_it_never_draws_whole() {
     assert_eq!(env.arrivals(), 2);
 }
 
-/// The scrolled read still refuses what a plain read refuses: CodeMirror 6 keeping only the first 6,000
-/// characters of the long post (`?max_chars=6000`, a limit no `maxlength` shows): scrolled through, the field
-/// never shows the post's end, so nothing is pressed and nothing made. (A post shorter than the limit is
-/// made on the same page.) Red if the parts shown need not reach the end.
+/// The scrolled read still refuses what a plain read refuses: CodeMirror 6 keeping only the first 201 lines
+/// of the long post's 301 (`?max_lines=201`, a limit no `maxlength` shows, cut where a line ends: every word
+/// in view is a typed one): scrolled through, the field never shows the post's end, so nothing is pressed
+/// and nothing made. (A post shorter than the limit is made on the same page.) Red if the parts shown need
+/// not reach the end.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn codemirror_that_cuts_a_long_post_is_never_pressed() {
     let env = start().await;
@@ -509,7 +510,7 @@ async fn codemirror_that_cuts_a_long_post_is_never_pressed() {
         "editor-codemirror-cut.toml",
         &std::fs::read_to_string(&c).unwrap().replace(
             "/editors/codemirror",
-            "/editors/codemirror?height=300&max_chars=6000",
+            "/editors/codemirror?height=300&max_lines=201",
         ),
     );
     let text = a_long_post("# A long post CodeMirror cuts");
