@@ -97,26 +97,26 @@ if [ ! -x .npm-test/node_modules/.bin/mcp-inspector ]; then
     npm install --silent --no-audit --no-fund --prefix .npm-test "@modelcontextprotocol/inspector@2.12.0" >/dev/null
 fi
 
-# Nine real editors for Fixturebook's /editors/ pages (tests/it/blocks.rs), pinned, bundled from
+# Ten real editors for Fixturebook's /editors/ pages (tests/it/blocks.rs), pinned, bundled from
 # fixtures/editors/*.js into .npm-editors/site/ (served from there: docs/fixture-platform.md).
 editors_stale=
-for f in lexical.js prosemirror.js quill.js ckeditor.js tinymce.js codemirror.js trix.js slate.js draftjs.js; do
+for f in lexical.js prosemirror.js quill.js ckeditor.js tinymce.js codemirror.js easymde.js trix.js slate.js draftjs.js; do
     if [ ! -f ".npm-editors/site/$f" ] || [ "fixtures/editors/$f" -nt ".npm-editors/site/$f" ]; then
         editors_stale=1
     fi
 done
 if [ -n "$editors_stale" ]; then
-    echo "setup: installing and bundling the editors (ProseMirror, Lexical, Quill, CKEditor 5, TinyMCE, CodeMirror, Trix, Slate, Draft.js) into .npm-editors" >&2
+    echo "setup: installing and bundling the editors (ProseMirror, Lexical, Quill, CKEditor 5, TinyMCE, CodeMirror, EasyMDE, Trix, Slate, Draft.js) into .npm-editors" >&2
     npm install --silent --no-audit --no-fund --prefix .npm-editors \
         prosemirror-state@1.4.4 prosemirror-view@1.44.0 prosemirror-model@1.25.13 \
         prosemirror-schema-basic@1.2.5 prosemirror-example-setup@1.2.3 \
         lexical@0.52.0 @lexical/rich-text@0.52.0 quill@2.0.3 \
-        ckeditor5@48.5.2 tinymce@8.9.2 codemirror@6.0.2 trix@2.1.19 \
+        ckeditor5@48.5.2 tinymce@8.9.2 codemirror@6.0.2 easymde@2.21.0 trix@2.1.19 \
         react@18.3.1 react-dom@18.3.1 slate@0.146.0 slate-dom@0.146.1 slate-react@0.146.1 \
         slate-history@0.115.0 draft-js@0.11.7 esbuild@0.28.2 >/dev/null
     mkdir -p .npm-editors/site
     # Draft.js reads Node's `global`: the page's is `globalThis`.
-    for editor in prosemirror lexical ckeditor tinymce codemirror trix slate draftjs; do
+    for editor in prosemirror lexical ckeditor tinymce codemirror easymde trix slate draftjs; do
         NODE_PATH=.npm-editors/node_modules .npm-editors/node_modules/.bin/esbuild \
             "fixtures/editors/$editor.js" --bundle --minify --format=iife --log-level=warning \
             --define:global=globalThis \
@@ -125,6 +125,7 @@ if [ -n "$editors_stale" ]; then
     cat .npm-editors/node_modules/quill/dist/quill.js fixtures/editors/quill.js > .npm-editors/site/quill.js
     cp .npm-editors/node_modules/ckeditor5/dist/ckeditor5.css .npm-editors/site/ckeditor.css
     cp .npm-editors/node_modules/trix/dist/trix.css .npm-editors/site/trix.css
+    cp .npm-editors/node_modules/easymde/dist/easymde.min.css .npm-editors/site/easymde.css
     cp .npm-editors/node_modules/draft-js/dist/Draft.css .npm-editors/site/draftjs.css
     cp .npm-editors/node_modules/quill/dist/quill.core.css .npm-editors/site/quill.core.css
 fi

@@ -1,5 +1,5 @@
 //! Fixturebook's compose pages on real editors from npm, `/editors/NAME` (ProseMirror, Lexical, Quill,
-//! CKEditor 5, TinyMCE, CodeMirror 6, Trix, and two on React 18: Slate and Draft.js): the compose page with its text field replaced by the editor
+//! CKEditor 5, TinyMCE, CodeMirror 6, EasyMDE on CodeMirror 5, Trix, and two on React 18: Slate and Draft.js): the compose page with its text field replaced by the editor
 //! (bundled from `fixtures/editors/*.js` by scripts/setup.sh, served from `.npm-editors/site/` or
 //! `ONCEPOST_FIXTURE_EDITORS`). Each page publishes the editor's own
 //! model, paragraphs joined by a blank line and line breaks kept, through the hidden textarea the compose
@@ -49,6 +49,12 @@ const EDITORS: &[Editor] = &[
         mount: r#"<div id="editor" class="rich-editor" aria-label="Post text"></div>"#,
         css: None,
     },
+    // EasyMDE hides this and puts CodeMirror 5 after it.
+    Editor {
+        name: "easymde",
+        mount: r#"<textarea id="editor" aria-label="Post text"></textarea>"#,
+        css: Some("easymde.css"),
+    },
     Editor {
         name: "trix",
         mount: r#"<trix-editor id="editor" class="rich-editor" aria-label="Post text"></trix-editor>"#,
@@ -77,6 +83,8 @@ const ASSETS: &[(&str, &str)] = &[
     ("ckeditor.css", "text/css; charset=utf-8"),
     ("tinymce.js", "text/javascript; charset=utf-8"),
     ("codemirror.js", "text/javascript; charset=utf-8"),
+    ("easymde.js", "text/javascript; charset=utf-8"),
+    ("easymde.css", "text/css; charset=utf-8"),
     ("trix.js", "text/javascript; charset=utf-8"),
     ("trix.css", "text/css; charset=utf-8"),
     ("slate.js", "text/javascript; charset=utf-8"),

@@ -524,3 +524,46 @@ async fn codemirror_that_cuts_a_long_post_is_never_pressed() {
     let short = in_paragraphs("A short post under the limit");
     made_once_on(&env, "codemirror", &cut, &short).await;
 }
+
+/// [`on_real_editor`] for EasyMDE (CodeMirror 5): typed into CodeMirror's own input textarea, where a
+/// person's typing goes once the editor is clicked, and read where the editor draws the text. That textarea
+/// sits under the first line (a hit test lands on the line), so the field does not require
+/// `receives_events`.
+fn on_easymde(env: &kit::Env, query: &str) -> PathBuf {
+    let c = std::fs::read_to_string(contract())
+        .unwrap()
+        .replace("/compose?blocks=1", &format!("/editors/easymde{query}"))
+        .replace("kind = \"contenteditable\"", "kind = \"textarea\"")
+        .replace(
+            "{ css = \"#post-blocks > p.block:first-child\" }]",
+            "{ css = \".EasyMDEContainer .CodeMirror textarea\" }], \
+             states = [\"attached\", \"visible\", \"enabled\", \"editable\"]",
+        )
+        .replace("newlines = \"keys\"\n", "")
+        .replace(
+            "css = \"#post-blocks\"",
+            "css = \".EasyMDEContainer .CodeMirror-code\"",
+        );
+    env.write_file(&format!("editor-easymde{}.toml", query.len()), &c)
+}
+
+/// EasyMDE, the Markdown editor of many self-hosted forges, wikis and forums, on CodeMirror 5: typed as text
+/// into CodeMirror's input textarea, checked where it draws the lines; a short post and a long one in the
+/// editor boxed at 300 px (`?height=300`: CodeMirror 5 then draws only the lines near what is in view).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn easymde_on_codemirror_5_makes_short_and_long_posts() {
+    let env = start().await;
+    let grows = on_easymde(&env, "");
+    let boxed = on_easymde(&env, "?height=300");
+    let posts = [
+        (&grows, in_paragraphs("# A heading in EasyMDE")),
+        (&boxed, a_long_post("# A long post in EasyMDE")),
+    ];
+    for (i, (contract, text)) in posts.iter().enumerate() {
+        let (code, v, err) = env.publish("alice", contract, text, &[]).await;
+        assert_eq!(code, 0, "post {i}: {v} {err}");
+        assert_eq!(v["state"], "published", "post {i}: {v}");
+        assert_eq!(env.copies(text), 1, "post {i}: the very text: {v}");
+    }
+    assert_eq!(env.arrivals(), 2);
+}
