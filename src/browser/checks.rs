@@ -468,6 +468,21 @@ pub struct LocatorCheck {
     pub problems: Vec<String>,
 }
 
+impl LocatorCheck {
+    /// Whether the element was found and fails only `enabled` of its required states: shown, where a press
+    /// would land, and disabled (a publish control a page enables once its own state holds the post).
+    pub fn only_disabled(&self) -> bool {
+        self.used_strategy.is_some()
+            && self.states.as_ref().is_some_and(|st| {
+                !st.has(ElementState::Enabled)
+                    && self
+                        .required_states
+                        .iter()
+                        .all(|s| *s == ElementState::Enabled || st.has(*s))
+            })
+    }
+}
+
 /// The JSON argument the script receives for one locator.
 pub fn script_arg(l: &NamedLocator) -> serde_json::Value {
     let strategies: Vec<serde_json::Value> = l
@@ -664,12 +679,16 @@ const SCROLL_READ_JS: &str = r#"async ({ loc, budget_ms }, check) => {
   const windows = [];
   let whole = false;
   try {
-    if (box !== root) box.scrollIntoView({ block: 'start', behavior: 'instant' });
-    box.scrollTop = 0;
+    // A box of its own from its top to its bottom; the page from the field's top to the field's bottom only
+    // (a page that loads more below, a feed, is not read to its end). An editor's box may hold only the
+    // lines it draws (CodeMirror 5's `.CodeMirror-code`): its own bottom says nothing of the text's.
+    if (box !== root) { box.scrollIntoView({ block: 'start', behavior: 'instant' }); box.scrollTop = 0; }
+    else box.scrollTop = Math.max(0, box.scrollTop + el.getBoundingClientRect().top);
     await frames();
     for (let i = 0; i < 1000; i++) {
       windows.push(await read());
       if (box.scrollTop + box.clientHeight >= box.scrollHeight - 1) { whole = true; break; }
+      if (box === root && el.getBoundingClientRect().bottom <= win.innerHeight + 1) { whole = true; break; }
       if (performance.now() > deadline) break;
       const before = box.scrollTop;
       box.scrollTop = before + Math.max(16, Math.floor(box.clientHeight * 0.8));

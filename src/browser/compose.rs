@@ -511,6 +511,63 @@ impl<'a> ComposePage<'a> {
         Ok(Some((failed, shown, scrolled)))
     }
 
+    /// Type every checked field that replaces what it holds once more, as `verify` types a field again
+    /// (after [`RETYPE_AFTER`], clicked into, emptied by the Delete key, typed, read back), because of `why`:
+    /// the publish control stayed disabled though every field showed what was typed. A page whose own state
+    /// of the text missed the typing shows the text and keeps its control disabled: an app rendered on the
+    /// server that takes its fields over only once its scripts have run (its state starts empty, what was
+    /// typed before stays in the field: Fixturebook's `/compose?hydrate_late=MS`), or an editor that follows
+    /// its field only from a timer set on the focus. A person types again there; nothing has been pressed.
+    /// Returns each field's outcomes; the first that is not ok ends it.
+    pub async fn type_checked_again(&self, why: &str) -> Result<Vec<StepOutcome>, BrowserError> {
+        let checked = self
+            .checked
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let pp = self.probe_page();
+        let mut out = Vec::new();
+        for c in checked.into_iter().filter(|c| can_type_again(&c.field)) {
+            let failed = StepOutcome {
+                action: super::StepAction::Verify,
+                target: c.field.name.clone(),
+                ok: false,
+                outcome: why.to_string(),
+            };
+            match self
+                .type_once_more(&pp, &c.field, &c.typed, failed, &mut out)
+                .await?
+            {
+                Some((None, shown, scrolled)) => {
+                    let mut kept = self.checked.lock().unwrap_or_else(|p| p.into_inner());
+                    if let Some(k) = kept.iter_mut().find(|k| k.field.name == c.field.name) {
+                        k.shown = if scrolled {
+                            c.typed.clone()
+                        } else {
+                            shown.unwrap_or_default()
+                        };
+                        k.scrolled = scrolled;
+                    }
+                }
+                Some((Some(failed), _, _)) => {
+                    out.push(failed);
+                    break;
+                }
+                None => break,
+            }
+        }
+        Ok(out)
+    }
+
+    /// Whether a checked field replaces what it holds (so [`ComposePage::type_checked_again`] can type it).
+    pub fn has_fields_to_type_again(&self) -> bool {
+        self.checked
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .any(|c| can_type_again(&c.field))
+    }
+
     /// The fields typed once more so far because their read-back did not show what was typed (see
     /// `verify`), each with why: for the send's history.
     pub fn typed_again(&self) -> Vec<StepOutcome> {

@@ -113,7 +113,7 @@ pub(crate) async fn handle(
         }
         (&Method::GET, ["compose"]) => {
             // The variants the query asks for, each script added before `</body>` in this order.
-            let variants: [fn(&Request<Incoming>, String) -> String; 7] = [
+            let variants: [fn(&Request<Incoming>, String) -> String; 8] = [
                 ignore_clicks_while_hidden_if_asked,
                 maxlength_if_asked,
                 rewrite_if_asked,
@@ -121,6 +121,7 @@ pub(crate) async fn handle(
                 model_editor_if_asked,
                 steal_focus_if_asked,
                 listen_on_focus_if_asked,
+                hydrate_late_if_asked,
             ];
             let page = variants
                 .iter()
@@ -1274,6 +1275,38 @@ const LISTEN_ON_FOCUS: &str = r#"<script>(function () {
     t.value = now.indexOf(seen) === 0 ? t.value + now.slice(seen.length) : now;
     seen = now;
     t.dispatchEvent(new Event('input'));
+  });
+})();</script>"#;
+
+/// The compose page with `?hydrate_late=MS`: a page rendered on the server whose app takes its fields over
+/// only MS ms after the page loaded, as a React or Vue app does once its scripts have run (hydration). The
+/// text is typed into `#post-editor` (label "Post text"); the app's state of the post is the hidden
+/// `#post-text` the page publishes and enables Publish by. From the takeover on, the state follows the field;
+/// at the takeover it starts empty, and what was typed before stays in the field (the server's markup kept,
+/// the app's state never told): the field shows the post, Publish stays disabled.
+fn hydrate_late_if_asked(req: &Request<Incoming>, page: String) -> String {
+    let Some(ms) = query_param(req, "hydrate_late").and_then(|v| v.parse::<u32>().ok()) else {
+        return page;
+    };
+    before_body_end(
+        page,
+        &HYDRATE_LATE.replace("HYDRATE_MS", &ms.min(60_000).to_string()),
+    )
+}
+
+const HYDRATE_LATE: &str = r#"<script>(function () {
+  var t = document.getElementById('post-text'); if (!t) { return; }
+  var ed = document.createElement('textarea');
+  ed.id = 'post-editor'; ed.setAttribute('aria-label', 'Post text'); ed.rows = 4;
+  t.style.display = 'none'; t.parentNode.insertBefore(ed, t.nextSibling);
+  var hydrated = false;
+  setTimeout(function () {
+    hydrated = true; document.documentElement.dataset.hydrated = '1';
+    t.value = ''; t.dispatchEvent(new Event('input'));
+  }, HYDRATE_MS);
+  ed.addEventListener('input', function () {
+    if (!hydrated) { return; }
+    t.value = ed.value; t.dispatchEvent(new Event('input'));
   });
 })();</script>"#;
 

@@ -1807,9 +1807,14 @@ type Prepared<'s> =
 /// text whatever is typed.
 const FILL_AGAIN: u32 = 2;
 
-/// The reason of the note recording fields typed once more because their read-back did not show what was
-/// typed (`Note` event).
-pub const TYPED_AGAIN_REASON: &str = "a field did not show what was typed and was typed once more";
+/// The reason of the note recording fields typed once more (`Note` event), each with why: its read-back did
+/// not show what was typed, or the publish control stayed disabled though every field showed it
+/// ([`CONTROL_STAYED_DISABLED`]).
+pub const TYPED_AGAIN_REASON: &str = "a field was typed once more";
+
+/// Why every field was typed once more when the publish control stayed disabled after the fill.
+const CONTROL_STAYED_DISABLED: &str = "the publish control stayed disabled though every field showed what \
+     was typed (the page may not have taken the typing)";
 
 /// The reason of the note recording fields the page changed after their check (`Note` event).
 pub const FIELD_CHANGED_REASON: &str = "the page changed a field after it was filled and checked";
@@ -1883,10 +1888,32 @@ async fn prepare<'s>(
         let report = json!({ "step": serde_json::to_value(bad).unwrap_or_default() });
         return Ok(Err((Some(page), report)));
     }
-    let checked = page
+    let mut checked = page
         .check_publish(&plan.probe.publish, crate::browser::probe::SETTLE)
         .await?;
     clock.step("publish control checked");
+    // Disabled, though every field shows what was typed: the page's own state of the post may have missed
+    // the typing (`ComposePage::type_checked_again`). Typed once more, then checked again; still disabled,
+    // nothing is pressed.
+    if let Err(check) = &checked
+        && check.only_disabled()
+        && page.has_fields_to_type_again()
+    {
+        let steps = page.type_checked_again(CONTROL_STAYED_DISABLED).await?;
+        for s in page.typed_again() {
+            if s.outcome.contains(CONTROL_STAYED_DISABLED) {
+                clock.step(format!("{} {}", s.target, s.outcome));
+            }
+        }
+        if let Some(bad) = steps.iter().find(|s| !s.ok) {
+            let report = json!({ "step": serde_json::to_value(bad).unwrap_or_default() });
+            return Ok(Err((Some(page), report)));
+        }
+        checked = page
+            .check_publish(&plan.probe.publish, crate::browser::probe::SETTLE)
+            .await?;
+        clock.step("publish control checked again");
+    }
     match checked {
         Ok(at) => Ok(Ok((page, at))),
         Err(check) => Ok(Err((

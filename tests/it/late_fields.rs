@@ -334,3 +334,53 @@ async fn an_editor_that_follows_its_field_from_the_task_after_the_focus_gets_all
     }
     assert_eq!(env.arrivals(), 3);
 }
+
+/// A page rendered on the server whose app takes its fields over only after they were filled
+/// (`/compose?hydrate_late=1500`, as a React or Vue app does once its scripts have run: its state of the post
+/// starts empty then, what was typed stays in the field, and Publish, enabled by that state, stays
+/// disabled). Every field showed what was typed, so when the control stays disabled the fields are typed
+/// once more, and the post is made once, exactly as typed; the report and the history say why. Red without
+/// the second typing: failed, nothing pressed (the publish control not actionable). A control that stays
+/// disabled whatever is typed (`&rules=1`: a box the contract never ticks) is typed again once and still
+/// nothing is pressed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_that_takes_its_fields_over_after_the_fill_gets_them_typed_again() {
+    let env = kit::Env::start(Fault::new(FaultMode::Normal)).await;
+    env.add_account("alice", &["--handle", "alice"]).await;
+    let late = |query: &str| {
+        let asking = kit::compose_asking(query);
+        let field = "{ css = \"#post-text\" }";
+        assert!(asking.contains(field), "{asking}");
+        asking.replace(field, "{ css = \"#post-editor\" }")
+    };
+    let c = env.write_file("hydrate-late.toml", &late("hydrate_late=1500"));
+    let text = unique("typed before the app took the field over");
+    let (code, v, err) = env.publish("alice", &c, &text, &[]).await;
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["state"], "published", "{v}");
+    assert_eq!(env.copies(&text), 1, "the very text: {v}");
+    let steps = v["steps"].to_string();
+    assert!(
+        steps.contains("field:text typed again: the publish control stayed disabled"),
+        "{steps}"
+    );
+    let show = env.show(v["key"].as_str().unwrap()).await;
+    let noted = show["events"].as_array().unwrap().iter().any(|e| {
+        e["reason"].as_str() == Some(TYPED_AGAIN_REASON)
+            && e["details"]["fields"][0]["target"] == "field:text"
+    });
+    assert!(noted, "the history says so: {show}");
+
+    let c = env.write_file("never-enabled.toml", &late("hydrate_late=1500&rules=1"));
+    let text = unique("typed where a box stays unticked");
+    let (code, v, err) = env.publish("alice", &c, &text, &[]).await;
+    assert_eq!(code, 11, "{v} {err}");
+    assert_eq!(v["pressed"], false, "{v}");
+    let steps = v["steps"].to_string();
+    assert_eq!(
+        steps.matches("typed again: the publish control").count(),
+        1,
+        "once: {steps}"
+    );
+    assert_eq!(env.arrivals(), 1, "only the first post");
+}
