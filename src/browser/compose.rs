@@ -518,8 +518,12 @@ impl<'a> ComposePage<'a> {
     /// server that takes its fields over only once its scripts have run (its state starts empty, what was
     /// typed before stays in the field: Fixturebook's `/compose?hydrate_late=MS`), or an editor that follows
     /// its field only from a timer set on the focus. A person types again there; nothing has been pressed.
-    /// Returns each field's outcomes; the first that is not ok ends it.
-    pub async fn type_checked_again(&self, why: &str) -> Result<Vec<StepOutcome>, BrowserError> {
+    /// Returns each field's outcomes, the first that is not ok ending it; `None`, nothing typed, when a
+    /// checked field is no longer in the page.
+    pub async fn type_checked_again(
+        &self,
+        why: &str,
+    ) -> Result<Option<Vec<StepOutcome>>, BrowserError> {
         let checked = self
             .checked
             .lock()
@@ -527,6 +531,17 @@ impl<'a> ComposePage<'a> {
             .clone();
         let pp = self.probe_page();
         let mut out = Vec::new();
+        // A field a wizard's step took out of the page keeps its value there and is not typed again; and
+        // then neither is any other (the control is judged on the step it is on).
+        let fields: Vec<&NamedLocator> = checked.iter().map(|c| &c.field).collect();
+        if pp
+            .shown_in_fields(&fields)
+            .await?
+            .iter()
+            .any(Option::is_none)
+        {
+            return Ok(None);
+        }
         for c in checked.into_iter().filter(|c| can_type_again(&c.field)) {
             let failed = StepOutcome {
                 action: super::StepAction::Verify,
@@ -556,7 +571,7 @@ impl<'a> ComposePage<'a> {
                 None => break,
             }
         }
-        Ok(out)
+        Ok(Some(out))
     }
 
     /// Whether a checked field replaces what it holds (so [`ComposePage::type_checked_again`] can type it).

@@ -1898,8 +1898,8 @@ async fn prepare<'s>(
     if let Err(check) = &checked
         && check.only_disabled()
         && page.has_fields_to_type_again()
+        && let Some(steps) = page.type_checked_again(CONTROL_STAYED_DISABLED).await?
     {
-        let steps = page.type_checked_again(CONTROL_STAYED_DISABLED).await?;
         for s in page.typed_again() {
             if s.outcome.contains(CONTROL_STAYED_DISABLED) {
                 clock.step(format!("{} {}", s.target, s.outcome));

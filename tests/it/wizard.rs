@@ -126,3 +126,32 @@ async fn a_step_after_a_field_is_checked() {
             .await;
     }
 }
+
+/// A Publish that stays disabled on the wizard's last step (`?rules=1`: a box the contract never ticks): the
+/// fields are not typed again when the control stays disabled, since the title is out of the document (the
+/// wizard took it, keeping its value), and the report names the publish control; nothing is pressed. (Red
+/// when the fields are typed again anyway: the title, not found, ends the send as a field that could not be
+/// typed.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_control_disabled_on_the_last_step_types_nothing_again() {
+    let env = env().await;
+    let c = wizard_contract();
+    let asked = c.replace("/hostile/wizard\"", "/hostile/wizard?rules=1\"");
+    assert_ne!(asked, c);
+    let c = env.write_file("wizard-rules.toml", &asked);
+    let title = unique("a wizard's title");
+    let (code, v, err) = env
+        .publish(
+            "alice",
+            &c,
+            &unique("never ticked"),
+            &["--field", &format!("title={title}")],
+        )
+        .await;
+    assert_eq!(code, 11, "{v} {err}");
+    assert_eq!(v["pressed"], false, "{v}");
+    let steps = v["steps"].to_string();
+    assert!(!steps.contains("typed again"), "{steps}");
+    assert!(v["summary"].to_string().contains("publish control"), "{v}");
+    assert_eq!(env.arrivals(), 0);
+}
