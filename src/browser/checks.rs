@@ -678,12 +678,15 @@ const SCROLL_READ_JS: &str = r#"async ({ loc, budget_ms }, check) => {
   const deadline = performance.now() + budget_ms;
   const windows = [];
   let whole = false;
+  // At once, whatever the page's `scroll-behavior`: a page that scrolls smoothly (Bootstrap 5 sets it on
+  // `:root`) reaches a position set through `scrollTop` over several frames, and the read found it unmoved.
+  const to = (n, top) => n.scrollTo({ top, behavior: 'instant' });
   try {
     // A box of its own from its top to its bottom; the page from the field's top to the field's bottom only
     // (a page that loads more below, a feed, is not read to its end). An editor's box may hold only the
     // lines it draws (CodeMirror 5's `.CodeMirror-code`): its own bottom says nothing of the text's.
-    if (box !== root) { box.scrollIntoView({ block: 'start', behavior: 'instant' }); box.scrollTop = 0; }
-    else box.scrollTop = Math.max(0, box.scrollTop + el.getBoundingClientRect().top);
+    if (box !== root) { box.scrollIntoView({ block: 'start', behavior: 'instant' }); to(box, 0); }
+    else to(box, Math.max(0, box.scrollTop + el.getBoundingClientRect().top));
     await frames();
     for (let i = 0; i < 1000; i++) {
       windows.push(await read());
@@ -691,13 +694,13 @@ const SCROLL_READ_JS: &str = r#"async ({ loc, budget_ms }, check) => {
       if (box === root && el.getBoundingClientRect().bottom <= win.innerHeight + 1) { whole = true; break; }
       if (performance.now() > deadline) break;
       const before = box.scrollTop;
-      box.scrollTop = before + Math.max(16, Math.floor(box.clientHeight * 0.8));
+      to(box, before + Math.max(16, Math.floor(box.clientHeight * 0.8)));
       await frames();
       if (box.scrollTop <= before) { whole = true; break; }
     }
   } finally {
-    box.scrollTop = was.box;
-    root.scrollTop = was.root;
+    to(box, was.box);
+    to(root, was.root);
     await frames();
   }
   return { windows, whole };

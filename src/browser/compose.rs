@@ -574,6 +574,16 @@ impl<'a> ComposePage<'a> {
         Ok(Some(out))
     }
 
+    /// Whether a checked field was read whole only by scrolling it (each of its reads scrolls the page and
+    /// puts it back).
+    pub fn read_by_scrolling(&self) -> bool {
+        self.checked
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .any(|c| c.scrolled)
+    }
+
     /// Whether a checked field replaces what it holds (so [`ComposePage::type_checked_again`] can type it).
     pub fn has_fields_to_type_again(&self) -> bool {
         self.checked

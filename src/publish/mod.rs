@@ -1380,6 +1380,33 @@ async fn attempt(
             }
         }
     }
+    // A field read by scrolling it was read so again just now, scrolling the page and putting it back: on a
+    // page that scrolls smoothly, or an editor that scrolls to its caret when it is scrolled, the control
+    // may not be back where it was checked. Checked once more, the press lands where it is (measured: the
+    // press on the old position made nothing, "the create request never left").
+    if page.read_by_scrolling() {
+        match page
+            .check_publish(&plan.probe.publish, crate::browser::probe::SETTLE)
+            .await
+        {
+            Ok(Ok(now)) => at = now,
+            Ok(Err(check)) => {
+                page.close().await;
+                let landing = settle::land(Verdict::NotActionable {
+                    report: json!({ "publish_control": serde_json::to_value(check).unwrap_or_default() }),
+                });
+                return finish(store, &claim.fence, key, &req.owner, landing, false).await;
+            }
+            Err(e) => {
+                page.close().await;
+                let landing = settle::land(Verdict::NotActionable {
+                    report: json!({ "error": e.to_string() }),
+                });
+                return finish(store, &claim.fence, key, &req.owner, landing, false).await;
+            }
+        }
+        clock.step("publish control checked again after the scrolled read");
+    }
     // A page that tried a channel the door refuses (a WebSocket, WebTransport or TURN tunnel from any frame
     // or worker) while it loaded and was filled may publish that way, which nothing can do at most once:
     // nothing left (the sinkhole forwards nothing) and nothing is pressed. Each attempt is an alarm.
