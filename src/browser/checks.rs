@@ -210,6 +210,16 @@ async (locs, act, opts) => {"#,
       stable: false,
     };
     res.covered_by = cover ? describe(cover) : null;
+    // A code editor's own input (CodeMirror 5's textarea: 1 px wide, in a box 0 px high, under the editor's
+    // first line) takes a person's typing once the editor is clicked, so it is covered by the editor's own
+    // text on purpose: the report says so, and what to declare.
+    if (cover && editableKind) {
+      const box = el.parentElement;
+      const tiny = b.w <= 3 || b.h <= 3 || (box !== null && (box.clientWidth <= 3 || box.clientHeight <= 3));
+      let shared = false;
+      for (let n = box, i = 0; n && i < 4 && !shared; n = n.parentElement, i++) shared = n.contains(cover);
+      res.editor_input = tiny && shared;
+    }
     res.box = { x: b.x, y: b.y, w: b.w, h: b.h };
     // Cut to 200 characters for reports; whole when asked (`full_text`: what a filled field shows).
     // A form control's value; any other element's text, even one with a `value` of its own (Trix's
@@ -436,6 +446,9 @@ pub(super) struct RawCheck {
     /// could not look further, [`super::other_origin`] does.
     #[serde(default)]
     pub(super) cross_at: Option<usize>,
+    /// A field covered by its own editor's text, being that editor's tiny input (CodeMirror 5's textarea).
+    #[serde(default)]
+    pub(super) editor_input: bool,
 }
 
 /// The result of checking one locator.
@@ -802,6 +815,14 @@ fn judge(l: &NamedLocator, r: RawCheck) -> LocatorCheck {
                     && let Some(c) = &r.covered_by
                 {
                     p.push_str(&format!(" (covered by {c})"));
+                    if r.editor_input {
+                        p.push_str(
+                            ": it is a code editor's own input, a few pixels under the editor's text (as \
+                             CodeMirror 5's), which a person reaches by clicking the editor; declare the \
+                             field's states without receives_events and shown_in where the editor shows the \
+                             text (docs/contracts.md)",
+                        );
+                    }
                 }
                 problems.push(p);
             }

@@ -555,26 +555,35 @@ async fn codemirror_that_cuts_a_long_post_is_never_pressed() {
 /// sits under the first line (a hit test lands on the line), so the field does not require
 /// `receives_events`.
 fn on_easymde(env: &kit::Env, query: &str) -> PathBuf {
-    let c = std::fs::read_to_string(contract())
+    let c = easymde_contract(query).replace(
+        "{ css = \".EasyMDEContainer .CodeMirror textarea\" }]",
+        "{ css = \".EasyMDEContainer .CodeMirror textarea\" }], \
+         states = [\"attached\", \"visible\", \"enabled\", \"editable\"]",
+    );
+    env.write_file(&format!("editor-easymde{}.toml", query.len()), &c)
+}
+
+/// The block editor's contract on EasyMDE, the field CodeMirror's input with the default field states.
+fn easymde_contract(query: &str) -> String {
+    std::fs::read_to_string(contract())
         .unwrap()
         .replace("/compose?blocks=1", &format!("/editors/easymde{query}"))
         .replace("kind = \"contenteditable\"", "kind = \"textarea\"")
         .replace(
-            "{ css = \"#post-blocks > p.block:first-child\" }]",
-            "{ css = \".EasyMDEContainer .CodeMirror textarea\" }], \
-             states = [\"attached\", \"visible\", \"enabled\", \"editable\"]",
+            "#post-blocks > p.block:first-child",
+            ".EasyMDEContainer .CodeMirror textarea",
         )
         .replace("newlines = \"keys\"\n", "")
         .replace(
             "css = \"#post-blocks\"",
             "css = \".EasyMDEContainer .CodeMirror-code\"",
-        );
-    env.write_file(&format!("editor-easymde{}.toml", query.len()), &c)
+        )
 }
 
 /// EasyMDE, the Markdown editor of many self-hosted forges, wikis and forums, on CodeMirror 5: typed as text
-/// into CodeMirror's input textarea, checked where it draws the lines; a short post and a long one in the
-/// editor boxed at 300 px (`?height=300`: CodeMirror 5 then draws only the lines near what is in view).
+/// into CodeMirror's input textarea, checked where it draws the lines: a short post and a long one in the
+/// editor growing with its text, and a long one in the editor boxed at 300 px (`?height=300`: CodeMirror 5
+/// then draws only the lines near what is in view).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn easymde_on_codemirror_5_makes_short_and_long_posts() {
     let env = start().await;
@@ -582,6 +591,7 @@ async fn easymde_on_codemirror_5_makes_short_and_long_posts() {
     let boxed = on_easymde(&env, "?height=300");
     let posts = [
         (&grows, in_paragraphs("# A heading in EasyMDE")),
+        (&grows, a_long_post("# A long post in EasyMDE, growing")),
         (&boxed, a_long_post("# A long post in EasyMDE")),
     ];
     for (i, (contract, text)) in posts.iter().enumerate() {
@@ -590,5 +600,26 @@ async fn easymde_on_codemirror_5_makes_short_and_long_posts() {
         assert_eq!(v["state"], "published", "post {i}: {v}");
         assert_eq!(env.copies(text), 1, "post {i}: the very text: {v}");
     }
-    assert_eq!(env.arrivals(), 2);
+    assert_eq!(env.arrivals(), 3);
+}
+
+/// A contract typing into CodeMirror 5's own input with the default field states: the probe fails the field
+/// (a hit test at its centre lands on the editor's first line) and says what it is and what to declare, so a
+/// contract's author is not left with "covered by pre.CodeMirror-line" alone. Nothing is pressed by a probe.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_probe_names_a_code_editors_own_input_and_what_to_declare() {
+    let env = start().await;
+    let c = env.write_file("editor-easymde-default.toml", &easymde_contract(""));
+    let (code, v, err) = env.probe_fill(&c, 0).await;
+    assert_eq!(code, 3, "{v} {err}");
+    let report = v.to_string();
+    assert!(
+        report.contains("not receives_events (covered by pre.CodeMirror-line"),
+        "{report}"
+    );
+    assert!(
+        report.contains("a code editor's own input") && report.contains("without receives_events"),
+        "{report}"
+    );
+    assert_eq!(env.arrivals(), 0);
 }
