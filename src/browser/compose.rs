@@ -207,6 +207,23 @@ struct CheckedField {
     scrolled: bool,
 }
 
+impl CheckedField {
+    /// A field whose read-back showed `shown` (`scrolled`: read whole only by scrolling it, so what it shows is
+    /// the typed text, in parts).
+    fn new(field: NamedLocator, typed: &str, shown: Option<String>, scrolled: bool) -> Self {
+        CheckedField {
+            field,
+            typed: typed.to_string(),
+            shown: if scrolled {
+                typed.to_string()
+            } else {
+                shown.unwrap_or_default()
+            },
+            scrolled,
+        }
+    }
+}
+
 /// A field the page changed after it was filled and read back: it no longer shows what was typed, or its
 /// words are not the ones it showed then (a draft synced from another device put in front of the post).
 #[derive(Debug, Clone, Serialize)]
@@ -441,17 +458,7 @@ impl<'a> ComposePage<'a> {
                     ok = false;
                     out.push(failed);
                 }
-                None => kept.push(CheckedField {
-                    field: f,
-                    typed: typed.to_string(),
-                    // Read whole only by scrolling: what it shows is the typed text, in parts.
-                    shown: if scrolled {
-                        typed.to_string()
-                    } else {
-                        shown.unwrap_or_default()
-                    },
-                    scrolled,
-                }),
+                None => kept.push(CheckedField::new(f, typed, shown, scrolled)),
             }
         }
         let mut checked = self.checked.lock().unwrap_or_else(|p| p.into_inner());
@@ -556,12 +563,7 @@ impl<'a> ComposePage<'a> {
                 Some((None, shown, scrolled)) => {
                     let mut kept = self.checked.lock().unwrap_or_else(|p| p.into_inner());
                     if let Some(k) = kept.iter_mut().find(|k| k.field.name == c.field.name) {
-                        k.shown = if scrolled {
-                            c.typed.clone()
-                        } else {
-                            shown.unwrap_or_default()
-                        };
-                        k.scrolled = scrolled;
+                        *k = CheckedField::new(c.field.clone(), &c.typed, shown, scrolled);
                     }
                 }
                 Some((Some(failed), _, _)) => {
@@ -625,11 +627,10 @@ impl<'a> ComposePage<'a> {
             let Some(now) = now else { continue };
             let why = if c.scrolled {
                 // A part of it in view, the rest drawn when scrolled to: read whole again the same way.
-                let whole = super::probe::shows_other_text(&c.typed, Some(&now), rule).is_none()
-                    || (super::probe::may_show_a_part(&c.typed, &now, rule)
-                        && pp
-                            .shows_whole_when_scrolled(&c.field, &c.typed, rule)
-                            .await?);
+                let (failed, _) = pp
+                    .judge_filled(&c.field, &c.typed, Some(&now), rule)
+                    .await?;
+                let whole = failed.is_none();
                 (!whole).then(|| {
                     format!(
                         "scrolled through, the field no longer shows what was typed (in view: {:?})",

@@ -386,18 +386,7 @@ impl<'a> ProbePage<'a> {
         if fields.is_empty() {
             return Ok(Vec::new());
         }
-        let at: Vec<NamedLocator> = fields
-            .iter()
-            .map(|f| match &f.purpose {
-                Purpose::Field {
-                    shown_in: Some(at), ..
-                } => NamedLocator {
-                    locator: at.clone(),
-                    ..(*f).clone()
-                },
-                _ => (*f).clone(),
-            })
-            .collect();
+        let at: Vec<NamedLocator> = fields.iter().map(|f| read_at(f)).collect();
         super::checks::shown_texts(&self.page, self.live, &at).await
     }
 
@@ -412,15 +401,7 @@ impl<'a> ProbePage<'a> {
         typed: &str,
         rule: super::TextRule,
     ) -> Result<bool, BrowserError> {
-        let at = match &f.purpose {
-            Purpose::Field {
-                shown_in: Some(at), ..
-            } => NamedLocator {
-                locator: at.clone(),
-                ..f.clone()
-            },
-            _ => f.clone(),
-        };
+        let at = read_at(f);
         let read =
             super::checks::scrolled_texts(&self.page, self.live, &at, SCROLLED_READ_BUDGET).await?;
         Ok(read.is_some_and(|r| r.whole && windows_show_typed(typed, &r.windows, rule)))
@@ -1144,6 +1125,19 @@ fn typed_lines(text: &str) -> Vec<Typed<'_>> {
 /// what the platform stored, by the contract's rule).
 const EDITOR_FILLERS: &[char] = &['\u{200B}', '\u{2060}', '\u{FEFF}'];
 
+/// Where field `f`'s value is read: where it shows (`shown_in`: a block editor's container), else the field.
+fn read_at(f: &NamedLocator) -> NamedLocator {
+    match &f.purpose {
+        Purpose::Field {
+            shown_in: Some(at), ..
+        } => NamedLocator {
+            locator: at.clone(),
+            ..f.clone()
+        },
+        _ => f.clone(),
+    }
+}
+
 /// How long a field may take to be read by scrolling it from top to bottom
 /// ([`ProbePage::shows_whole_when_scrolled`]): a post of 200 paragraphs in CodeMirror 6 took about a second.
 const SCROLLED_READ_BUDGET: Duration = Duration::from_secs(5);
@@ -1161,11 +1155,10 @@ pub(crate) fn shows_other_text(
     shown: Option<&str>,
     rule: super::TextRule,
 ) -> Option<String> {
-    let norm = normalized;
     let Some(shown) = shown else {
         return Some("the field is gone after filling".into());
     };
-    let (want, got) = (norm(typed), norm(shown));
+    let (want, got) = (normalized(typed), normalized(shown));
     if got.contains(&want) {
         return None;
     }
